@@ -1,0 +1,399 @@
+//! Element laws: each element's constitutive equation lives here, in one place.
+//!
+//! The solver sees three things only: generalised forces on node coordinates (this module's
+//! [`Law::eval`]), rigid constraint rows ([`Row`]), and friction rows with torque limits
+//! ([`FrictionLaw`]). Node indices below `n_dof` are free coordinates; the rest are grounds.
+
+use crate::Table1D;
+
+/// A sparse rigid constraint row `sum coef_k * w[node_k] = 0` (also holds for angles).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Row {
+    /// `(node, coefficient)` pairs; unused entries have coefficient 0.
+    pub entries: [(usize, f64); 3],
+}
+
+impl Row {
+    /// Row from up to three entries; entries on the same node are merged.
+    pub fn new(items: &[(usize, f64)]) -> Self {
+        let mut entries = [(0usize, 0.0f64); 3];
+        let mut k = 0;
+        for &(n, c) in items {
+            if let Some(e) = entries[..k].iter_mut().find(|e| e.0 == n) {
+                e.1 += c;
+            } else {
+                entries[k] = (n, c);
+                k += 1;
+            }
+        }
+        Self { entries }
+    }
+
+    /// `sum coef * x[node]`.
+    #[inline]
+    pub fn dot(&self, x: &[f64]) -> f64 {
+        self.entries.iter().map(|&(n, c)| if c != 0.0 { c * x[n] } else { 0.0 }).sum()
+    }
+
+    /// Adds `scale * row^T` to the force vector `f`.
+    #[inline]
+    pub fn add_scaled(&self, f: &mut [f64], scale: f64) {
+        for &(n, c) in &self.entries {
+            if c != 0.0 {
+                f[n] += c * scale;
+            }
+        }
+    }
+}
+
+/// The friction characteristic of a Clutch, Brake or BearingFriction (MSL section 2).
+#[derive(Debug, Clone, PartialEq)]
+pub enum FrictionLaw {
+    /// Clutch and Brake: `tau = cgeo fn_max u mu(|w|)`, free when `u <= 0`.
+    Normal {
+        /// mu over slip speed.
+        mu: Table1D,
+        /// Static / kinetic ratio.
+        peak: f64,
+        /// Geometry factor, m.
+        cgeo: f64,
+        /// Maximum normal force, N.
+        fn_max: f64,
+        /// Index of the normalised force signal.
+        signal: usize,
+    },
+    /// BearingFriction: `tau = tau_pos(|w|)`, never free.
+    Bearing {
+        /// Friction torque over speed, N m.
+        tau_pos: Table1D,
+        /// Static / kinetic ratio.
+        peak: f64,
+    },
+}
+
+/// Torque limits of a friction element at one instant.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Capacity {
+    /// No normal force: carries no torque.
+    pub free: bool,
+    /// Kinetic level at zero slip, N m (`tau0`).
+    pub tau0: f64,
+    /// Static (break-away) limit, N m (`peak tau0`).
+    pub tau_max: f64,
+}
+
+impl FrictionLaw {
+    /// Capacity given the signal values `sig`.
+    #[inline]
+    pub fn capacity(&self, sig: &[f64]) -> Capacity {
+        match self {
+            FrictionLaw::Normal { mu, peak, cgeo, fn_max, signal } => {
+                let u = sig[*signal];
+                let free = !(u > 0.0);
+                let fnn = if free { 0.0 } else { fn_max * u };
+                let tau0 = mu.eval(0.0) * cgeo * fnn;
+                Capacity { free, tau0, tau_max: peak * tau0 }
+            }
+            FrictionLaw::Bearing { tau_pos, peak } => {
+                let tau0 = tau_pos.eval(0.0);
+                Capacity { free: false, tau0, tau_max: peak * tau0 }
+            }
+        }
+    }
+
+    /// Sliding torque magnitude and its derivative with respect to `|w_rel|`.
+    #[inline]
+    pub fn kinetic(&self, sig: &[f64], w_abs: f64) -> (f64, f64) {
+        match self {
+            FrictionLaw::Normal { mu, cgeo, fn_max, signal, .. } => {
+                let u = sig[*signal];
+                if !(u > 0.0) {
+                    return (0.0, 0.0);
+                }
+                let k = cgeo * fn_max * u;
+                let (m, dm) = mu.eval_with_slope(w_abs);
+                (k * m, k * dm)
+            }
+            FrictionLaw::Bearing { tau_pos, .. } => tau_pos.eval_with_slope(w_abs),
+        }
+    }
+
+    /// Index of the normal-force signal, if any.
+    pub fn signal(&self) -> Option<usize> {
+        match self {
+            FrictionLaw::Normal { signal, .. } => Some(*signal),
+            FrictionLaw::Bearing { .. } => None,
+        }
+    }
+
+    /// True when the sliding torque does not depend on the slip speed.
+    pub fn is_speed_independent(&self) -> bool {
+        match self {
+            FrictionLaw::Normal { mu, .. } => mu.is_constant(),
+            FrictionLaw::Bearing { tau_pos, .. } => tau_pos.is_constant(),
+        }
+    }
+}
+
+/// Friction element as the solver sees it: a relative-speed row and a law.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FrictionElement {
+    /// Index of the element in the network's element list.
+    pub element: usize,
+    /// `w_relfric = row . w` (Clutch: w_b - w_a; Brake/Bearing: w_shaft - w_support).
+    pub row: Row,
+    /// The characteristic.
+    pub law: FrictionLaw,
+}
+
+/// Force-producing element laws (elements that only add inertia or constraints have none).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Law {
+    /// Torque (or force) source from a signal: `+tau` on `flange`, `-tau` on `support`.
+    Source {
+        /// Driven node.
+        flange: usize,
+        /// Reaction node (a ground when `use_support = false`).
+        support: usize,
+        /// Signal index.
+        signal: usize,
+    },
+    /// Quadratic speed-dependent torque or force: `k (w/w_nominal)^2`, optionally `sign(w)`.
+    Quadratic {
+        /// Driven node.
+        flange: usize,
+        /// Reaction node.
+        support: usize,
+        /// Torque (force) at the nominal speed.
+        nominal: f64,
+        /// Nominal speed.
+        w_nominal: f64,
+        /// True: direction independent of the sign of w.
+        same_direction: bool,
+    },
+    /// Linear spring-damper `tau = c (phi_rel - phi_rel0) + d w_rel` (spring: d = 0, damper: c = 0).
+    SpringDamper {
+        /// a-side node.
+        a: usize,
+        /// b-side node.
+        b: usize,
+        /// Stiffness, N m/rad.
+        c: f64,
+        /// Damping, N m s/rad.
+        d: f64,
+        /// Unstretched angle, rad.
+        phi_rel0: f64,
+    },
+    /// MSL 4 ElastoBacklash.
+    Backlash {
+        /// a-side node.
+        a: usize,
+        /// b-side node.
+        b: usize,
+        /// Stiffness, N m/rad.
+        c: f64,
+        /// Damping, N m s/rad.
+        d: f64,
+        /// Half gap `b/2`, rad.
+        half: f64,
+        /// Gap centre, rad.
+        phi_rel0: f64,
+    },
+}
+
+/// Contact regime of an ElastoBacklash (fixed during a sub-step, changed at located events).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BacklashRegime {
+    /// Inside the gap, or contact released (`tau = 0`).
+    Open,
+    /// In contact at the upper side, `phi_diff > half`.
+    Upper,
+    /// In contact at the lower side, `phi_diff < -half`.
+    Lower,
+}
+
+/// Output of one element evaluation.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct LawOutput {
+    /// The element torque in MSL convention (`flange_b.tau` for two-flange elements, the source
+    /// torque for sources), N m.
+    pub tau: f64,
+    /// Power delivered to the nodes, W (negative for a dissipating element).
+    pub power: f64,
+    /// Potential energy stored, J.
+    pub potential: f64,
+    /// True when the law is affine in (phi, w) here.
+    pub linear: bool,
+}
+
+/// Optional Jacobian sink: dense `n x n` over the free coordinates.
+pub struct Jacobian<'a> {
+    /// Number of free coordinates.
+    pub n: usize,
+    /// `d f / d phi`.
+    pub dphi: &'a mut [f64],
+    /// `d f / d w`.
+    pub dw: &'a mut [f64],
+}
+
+impl Jacobian<'_> {
+    #[inline]
+    fn add(m: &mut [f64], n: usize, i: usize, j: usize, v: f64) {
+        if i < n && j < n {
+            m[i * n + j] += v;
+        }
+    }
+    /// Adds the Jacobian of `+g` on `i` and `-g` on `j` where `g = k_phi phi_rel + k_w w_rel`,
+    /// `phi_rel = phi[b] - phi[a]`, `i`/`j` the receiving nodes.
+    fn add_pair(&mut self, recv_pos: usize, recv_neg: usize, a: usize, b: usize, k_phi: f64, k_w: f64) {
+        let n = self.n;
+        for (r, s) in [(recv_pos, 1.0), (recv_neg, -1.0)] {
+            if k_phi != 0.0 {
+                Self::add(self.dphi, n, r, b, s * k_phi);
+                Self::add(self.dphi, n, r, a, -s * k_phi);
+            }
+            if k_w != 0.0 {
+                Self::add(self.dw, n, r, b, s * k_w);
+                Self::add(self.dw, n, r, a, -s * k_w);
+            }
+        }
+    }
+}
+
+impl Law {
+    /// Adds this law's generalised forces to `f` and returns its torque, power and energy.
+    /// `sig` holds the signal values at the evaluation time.
+    #[inline]
+    pub fn eval(
+        &self,
+        phi: &[f64],
+        w: &[f64],
+        sig: &[f64],
+        regime: BacklashRegime,
+        f: &mut [f64],
+        jac: Option<&mut Jacobian<'_>>,
+    ) -> LawOutput {
+        match *self {
+            Law::Source { flange, support, signal } => {
+                let tau = sig[signal];
+                f[flange] += tau;
+                f[support] -= tau;
+                LawOutput { tau, power: tau * (w[flange] - w[support]), potential: 0.0, linear: true }
+            }
+            Law::Quadratic { flange, support, nominal, w_nominal, same_direction } => {
+                let wr = w[flange] - w[support];
+                let x = wr / w_nominal;
+                let (tau, dtau) = if same_direction {
+                    (nominal * x * x, 2.0 * nominal * x / w_nominal)
+                } else {
+                    (nominal * x * x.abs(), 2.0 * nominal * x.abs() / w_nominal)
+                };
+                f[flange] += tau;
+                f[support] -= tau;
+                if let Some(j) = jac {
+                    // g = tau(w_flange - w_support): received +g by flange, -g by support.
+                    j.add_pair(flange, support, support, flange, 0.0, dtau);
+                }
+                LawOutput { tau, power: tau * wr, potential: 0.0, linear: false }
+            }
+            Law::SpringDamper { a, b, c, d, phi_rel0 } => {
+                let pr = phi[b] - phi[a] - phi_rel0;
+                let wr = w[b] - w[a];
+                let tau = c * pr + d * wr;
+                f[a] += tau;
+                f[b] -= tau;
+                if let Some(j) = jac {
+                    j.add_pair(a, b, a, b, c, d);
+                }
+                LawOutput { tau, power: -tau * wr, potential: 0.5 * c * pr * pr, linear: true }
+            }
+            Law::Backlash { a, b, c, d, half, phi_rel0 } => {
+                let pd = phi[b] - phi[a] - phi_rel0;
+                let wr = w[b] - w[a];
+                let (tau, kp, kw, potential) = match regime {
+                    BacklashRegime::Open => (0.0, 0.0, 0.0, 0.0),
+                    BacklashRegime::Upper => {
+                        let tc = c * (pd - half);
+                        let td = d * wr;
+                        // tau = tc + min(tc, td); the branch is fixed by the event logic.
+                        if td < tc { (tc + td, c, d, 0.5 * c * (pd - half).powi(2)) } else { (2.0 * tc, 2.0 * c, 0.0, 0.5 * c * (pd - half).powi(2)) }
+                    }
+                    BacklashRegime::Lower => {
+                        let tc = c * (pd + half);
+                        let td = d * wr;
+                        if td > tc { (tc + td, c, d, 0.5 * c * (pd + half).powi(2)) } else { (2.0 * tc, 2.0 * c, 0.0, 0.5 * c * (pd + half).powi(2)) }
+                    }
+                };
+                f[a] += tau;
+                f[b] -= tau;
+                if let Some(j) = jac {
+                    j.add_pair(a, b, a, b, kp, kw);
+                }
+                LawOutput { tau, power: -tau * wr, potential, linear: false }
+            }
+        }
+    }
+}
+
+/// The contact regime an ElastoBacklash is in at `(phi_diff, w_rel)` (MSL 4 law).
+pub fn backlash_regime(c: f64, d: f64, half: f64, pd: f64, wr: f64) -> BacklashRegime {
+    if pd > half {
+        let tc = c * (pd - half);
+        if tc + d * wr <= 0.0 { BacklashRegime::Open } else { BacklashRegime::Upper }
+    } else if pd < -half {
+        let tc = c * (pd + half);
+        if tc + d * wr >= 0.0 { BacklashRegime::Open } else { BacklashRegime::Lower }
+    } else {
+        BacklashRegime::Open
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn eval(law: &Law, phi: [f64; 3], w: [f64; 3], sig: &[f64]) -> ([f64; 3], LawOutput) {
+        let mut f = [0.0; 3];
+        let out = law.eval(&phi, &w, sig, BacklashRegime::Open, &mut f, None);
+        (f, out)
+    }
+
+    #[test]
+    fn positive_source_torque_accelerates_the_flange_forwards() {
+        let (f, out) = eval(&Law::Source { flange: 0, support: 2, signal: 0 }, [0.0; 3], [1.0, 0.0, 0.0], &[5.0]);
+        assert_eq!(f, [5.0, 0.0, -5.0]);
+        assert_eq!(out.power, 5.0);
+    }
+
+    #[test]
+    fn stretched_spring_pulls_a_forward_and_b_back() {
+        // phi_rel = phi_b - phi_a = 0.1 > 0: tau = 10 > 0, a receives +tau, b receives -tau.
+        let law = Law::SpringDamper { a: 0, b: 1, c: 100.0, d: 0.0, phi_rel0: 0.0 };
+        let (f, out) = eval(&law, [0.0, 0.1, 0.0], [0.0; 3], &[]);
+        assert!((f[0] - 10.0).abs() < 1e-12 && (f[1] + 10.0).abs() < 1e-12);
+        assert!((out.potential - 0.5).abs() < 1e-12);
+    }
+
+    #[test]
+    fn damper_dissipates() {
+        let law = Law::SpringDamper { a: 0, b: 1, c: 0.0, d: 2.0, phi_rel0: 0.0 };
+        let (_, out) = eval(&law, [0.0; 3], [1.0, -1.0, 0.0], &[]);
+        assert!(out.power < 0.0);
+        assert_eq!(out.power, -8.0);
+    }
+
+    #[test]
+    fn quadratic_load_brakes_forward_motion() {
+        let law = Law::Quadratic { flange: 0, support: 2, nominal: -20.0, w_nominal: 10.0, same_direction: true };
+        let (f, _) = eval(&law, [0.0; 3], [10.0, 0.0, 0.0], &[]);
+        assert_eq!(f[0], -20.0);
+    }
+
+    #[test]
+    fn backlash_contact_only_pushes() {
+        // Separating fast: spring part 20e3 * 0.01 = 200, damping part 50 * -10 = -500 -> released.
+        assert_eq!(backlash_regime(20e3, 50.0, 0.1, 0.11, -10.0), BacklashRegime::Open);
+        assert_eq!(backlash_regime(20e3, 50.0, 0.1, 0.11, 1.0), BacklashRegime::Upper);
+        assert_eq!(backlash_regime(20e3, 50.0, 0.1, 0.05, 1.0), BacklashRegime::Open);
+    }
+}

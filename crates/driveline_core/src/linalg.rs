@@ -1,0 +1,190 @@
+//! Small dense linear algebra on row-major slices.
+//!
+//! Driveline networks are small (a handful to a few dozen coordinates), so dense kernels on
+//! preallocated slices beat any sparse machinery. Nothing here allocates: callers own every
+//! buffer, which is what lets the solver step without touching the heap.
+
+/// A matrix was singular to working precision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Singular;
+
+/// LU factorisation with partial pivoting of the `n x n` row-major matrix `a`, in place.
+///
+/// On success `a` holds `L` (unit lower, below the diagonal) and `U`, and `piv[k]` the row
+/// swapped with row `k` at elimination step `k`.
+pub fn lu_factor(a: &mut [f64], n: usize, piv: &mut [usize]) -> Result<(), Singular> {
+    debug_assert!(a.len() >= n * n && piv.len() >= n);
+    let mut scale = 0.0f64;
+    for v in &a[..n * n] {
+        scale = scale.max(v.abs());
+    }
+    let tiny = scale * 1e-14;
+    for k in 0..n {
+        let mut p = k;
+        let mut best = a[k * n + k].abs();
+        for i in k + 1..n {
+            let v = a[i * n + k].abs();
+            if v > best {
+                best = v;
+                p = i;
+            }
+        }
+        if best <= tiny || !best.is_finite() {
+            return Err(Singular);
+        }
+        piv[k] = p;
+        if p != k {
+            for j in 0..n {
+                a.swap(k * n + j, p * n + j);
+            }
+        }
+        let d = a[k * n + k];
+        for i in k + 1..n {
+            let f = a[i * n + k] / d;
+            a[i * n + k] = f;
+            if f != 0.0 {
+                for j in k + 1..n {
+                    a[i * n + j] -= f * a[k * n + j];
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Solves `A x = b` in place (`b` becomes `x`) with the factors from [`lu_factor`].
+pub fn lu_solve(a: &[f64], n: usize, piv: &[usize], b: &mut [f64]) {
+    for k in 0..n {
+        let p = piv[k];
+        if p != k {
+            b.swap(k, p);
+        }
+    }
+    for i in 0..n {
+        let mut s = b[i];
+        for j in 0..i {
+            s -= a[i * n + j] * b[j];
+        }
+        b[i] = s;
+    }
+    for i in (0..n).rev() {
+        let mut s = b[i];
+        for j in i + 1..n {
+            s -= a[i * n + j] * b[j];
+        }
+        b[i] = s / a[i * n + i];
+    }
+}
+
+/// Reduces the `rows x cols` matrix `a` to reduced row echelon form in place, with partial
+/// pivoting by column. Returns the rank; `pivot_col[r]` is the pivot column of row `r` for
+/// `r < rank`. Entries below `tol` (absolute) are treated as zero.
+pub fn rref(a: &mut [f64], rows: usize, cols: usize, tol: f64, pivot_col: &mut [usize]) -> usize {
+    let mut r = 0;
+    for c in 0..cols {
+        if r == rows {
+            break;
+        }
+        let mut p = r;
+        let mut best = a[r * cols + c].abs();
+        for i in r + 1..rows {
+            let v = a[i * cols + c].abs();
+            if v > best {
+                best = v;
+                p = i;
+            }
+        }
+        if best <= tol {
+            for i in r..rows {
+                a[i * cols + c] = 0.0;
+            }
+            continue;
+        }
+        if p != r {
+            for j in 0..cols {
+                a.swap(r * cols + j, p * cols + j);
+            }
+        }
+        let d = a[r * cols + c];
+        for j in 0..cols {
+            a[r * cols + j] /= d;
+        }
+        a[r * cols + c] = 1.0;
+        for i in 0..rows {
+            if i != r {
+                let f = a[i * cols + c];
+                if f != 0.0 {
+                    for j in 0..cols {
+                        a[i * cols + j] -= f * a[r * cols + j];
+                    }
+                    a[i * cols + c] = 0.0;
+                }
+            }
+        }
+        pivot_col[r] = c;
+        r += 1;
+    }
+    r
+}
+
+/// `y = A x` for a `rows x cols` row-major `A`.
+#[inline]
+pub fn matvec(a: &[f64], rows: usize, cols: usize, x: &[f64], y: &mut [f64]) {
+    for i in 0..rows {
+        let row = &a[i * cols..(i + 1) * cols];
+        let mut s = 0.0;
+        for j in 0..cols {
+            s += row[j] * x[j];
+        }
+        y[i] = s;
+    }
+}
+
+/// `y = A^T x` for a `rows x cols` row-major `A` (so `y` has `cols` entries).
+#[inline]
+pub fn matvec_t(a: &[f64], rows: usize, cols: usize, x: &[f64], y: &mut [f64]) {
+    y[..cols].fill(0.0);
+    for i in 0..rows {
+        let xi = x[i];
+        if xi != 0.0 {
+            let row = &a[i * cols..(i + 1) * cols];
+            for j in 0..cols {
+                y[j] += row[j] * xi;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lu_solves_a_pivoting_system() {
+        // A permutation-heavy 3x3 whose exact solution is (1, 2, 3).
+        let mut a = [0.0, 2.0, 1.0, 1.0, 1.0, 1.0, 4.0, 0.0, 3.0];
+        let mut b = [7.0, 6.0, 13.0];
+        let mut piv = [0; 3];
+        lu_factor(&mut a, 3, &mut piv).unwrap();
+        lu_solve(&a, 3, &piv, &mut b);
+        for (x, e) in b.iter().zip([1.0, 2.0, 3.0]) {
+            assert!((x - e).abs() < 1e-14, "{x} vs {e}");
+        }
+    }
+
+    #[test]
+    fn lu_reports_singular() {
+        let mut a = [1.0, 2.0, 2.0, 4.0];
+        assert_eq!(lu_factor(&mut a, 2, &mut [0; 2]), Err(Singular));
+    }
+
+    #[test]
+    fn rref_finds_rank_of_redundant_rows() {
+        // Two identical lock rows and one gear row over three coordinates: rank 2.
+        let mut a = [-1.0, 1.0, 0.0, -1.0, 1.0, 0.0, 0.0, 1.0, -3.0];
+        let mut piv = [0; 3];
+        let rank = rref(&mut a, 3, 3, 1e-12, &mut piv);
+        assert_eq!(rank, 2);
+        assert_eq!(&piv[..2], &[0, 1]);
+    }
+}

@@ -1,0 +1,383 @@
+//! The network description: named elements with their parameters, and the connections between
+//! their flanges. This is what scenario files deserialise into and what the Bevy plugin gathers
+//! from entities; [`crate::Network::build`] turns it into something the solver can step.
+
+use crate::{Signal, Table1D};
+use serde::{Deserialize, Serialize};
+
+fn zero() -> f64 {
+    0.0
+}
+fn one() -> f64 {
+    1.0
+}
+fn default_mu() -> Table1D {
+    Table1D::constant(0.5)
+}
+fn default_tau_pos() -> Table1D {
+    Table1D::constant(1.0)
+}
+fn yes() -> bool {
+    true
+}
+
+/// A named element of a network. Flanges are addressed as `"name.flange"` in connections.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ElementSpec {
+    /// Unique name (the MSL instance name in the example scenarios).
+    pub name: String,
+    /// What the element is, with its parameters.
+    pub kind: ElementKind,
+}
+
+/// Every element the core solver knows, with its parameters (SI units).
+///
+/// Sign conventions follow `Modelica.Mechanics.Rotational` (see the crate docs, "Concepts"):
+/// for two-flange elements `phi_rel = phi_b - phi_a`, the a-side body receives `+tau` and the
+/// b-side body `-tau`. Elements with a support measure their angle relative to the support;
+/// `use_support = false` fixes the support to the ground.
+///
+/// Initial values named `*_start` are *fixed* start values (MSL `fixed = true`); leave them out
+/// where they follow from the others. Initialisation fails with a clear message when the given
+/// values do not determine every coordinate or contradict each other.
+#[allow(non_snake_case)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum ElementKind {
+    /// Rotating mass. Flanges `flange_a`, `flange_b` (rigidly joined).
+    /// `J a = flange_a.tau + flange_b.tau`.
+    Inertia {
+        /// Moment of inertia, kg m^2 (>= 0; 0 makes a massless junction).
+        J: f64,
+        /// Fixed initial angle, rad.
+        #[serde(default)]
+        phi_start: Option<f64>,
+        /// Fixed initial speed, rad/s.
+        #[serde(default)]
+        w_start: Option<f64>,
+    },
+    /// Housing: flange `flange` held at angle `phi0`.
+    Fixed {
+        /// Fixed angle, rad. Default 0.
+        #[serde(default = "zero")]
+        phi0: f64,
+    },
+    /// Torque source driven by a signal. Flanges `flange`, `support`.
+    /// `flange.tau = -tau`: a positive signal accelerates the flange forwards.
+    Torque {
+        /// Torque signal, N m.
+        tau: Signal,
+        /// True: the reaction goes into `support`. False: into the ground. Default false.
+        #[serde(default)]
+        use_support: bool,
+    },
+    /// Constant torque `tau_constant` (N m), same sign rule as [`ElementKind::Torque`].
+    ConstantTorque {
+        /// Torque, N m.
+        tau_constant: f64,
+        /// See [`ElementKind::Torque`].
+        #[serde(default)]
+        use_support: bool,
+    },
+    /// `tau = offset_torque + (t < start_time ? 0 : step_torque)`, same sign rule as `Torque`.
+    TorqueStep {
+        /// Step height, N m.
+        step_torque: f64,
+        /// Torque before the step, N m. Default 0.
+        #[serde(default = "zero")]
+        offset_torque: f64,
+        /// Step time, s. Default 0.
+        #[serde(default = "zero")]
+        start_time: f64,
+        /// See [`ElementKind::Torque`].
+        #[serde(default)]
+        use_support: bool,
+    },
+    /// Speed-dependent load: `tau = tau_nominal (w/w_nominal)^2` (TorqueDirection = true) or
+    /// `tau_nominal sign(w) (w/w_nominal)^2` (false); negative `tau_nominal` brakes.
+    QuadraticSpeedDependentTorque {
+        /// Torque at the nominal speed, N m.
+        tau_nominal: f64,
+        /// Nominal speed, rad/s (> 0).
+        w_nominal: f64,
+        /// True: same direction for both signs of w. Default true.
+        #[serde(default = "yes")]
+        torque_direction: bool,
+        /// See [`ElementKind::Torque`].
+        #[serde(default)]
+        use_support: bool,
+    },
+    /// Ideal gear `phi_a - phi_s = ratio (phi_b - phi_s)`, `0 = ratio tau_a + tau_b`.
+    /// Flanges `flange_a`, `flange_b`, `support`.
+    IdealGear {
+        /// Transmission ratio phi_a / phi_b (non-zero, finite).
+        ratio: f64,
+        /// See [`ElementKind::Torque`].
+        #[serde(default)]
+        use_support: bool,
+    },
+    /// Simple planetary set (Willis): `(1 + ratio) w_carrier = w_sun + ratio w_ring`,
+    /// `ratio = z_ring / z_sun`. Flanges `sun`, `carrier`, `ring`. Massless.
+    IdealPlanetary {
+        /// Ring / sun tooth ratio (> 0).
+        ratio: f64,
+    },
+    /// Linear spring `tau = c (phi_rel - phi_rel0)`.
+    Spring {
+        /// Stiffness, N m/rad (> 0).
+        c: f64,
+        /// Unstretched relative angle, rad. Default 0.
+        #[serde(default = "zero")]
+        phi_rel0: f64,
+        /// Fixed initial phi_rel, rad.
+        #[serde(default)]
+        phi_rel_start: Option<f64>,
+        /// Fixed initial w_rel, rad/s.
+        #[serde(default)]
+        w_rel_start: Option<f64>,
+    },
+    /// Linear damper `tau = d w_rel`.
+    Damper {
+        /// Damping, N m s/rad (>= 0).
+        d: f64,
+        /// Fixed initial phi_rel, rad.
+        #[serde(default)]
+        phi_rel_start: Option<f64>,
+        /// Fixed initial w_rel, rad/s.
+        #[serde(default)]
+        w_rel_start: Option<f64>,
+    },
+    /// Spring and damper in parallel, `tau = c (phi_rel - phi_rel0) + d w_rel`.
+    SpringDamper {
+        /// Stiffness, N m/rad (> 0).
+        c: f64,
+        /// Damping, N m s/rad (>= 0).
+        d: f64,
+        /// Unstretched relative angle, rad. Default 0.
+        #[serde(default = "zero")]
+        phi_rel0: f64,
+        /// Fixed initial phi_rel, rad.
+        #[serde(default)]
+        phi_rel_start: Option<f64>,
+        /// Fixed initial w_rel, rad/s.
+        #[serde(default)]
+        w_rel_start: Option<f64>,
+    },
+    /// Spring-damper with total backlash `b` (MSL 4 `ElastoBacklash`): contact only pushes, and
+    /// the damping part never exceeds the spring part.
+    ElastoBacklash {
+        /// Contact stiffness, N m/rad (> 0).
+        c: f64,
+        /// Contact damping, N m s/rad (>= 0).
+        d: f64,
+        /// Total backlash, rad (>= 0).
+        b: f64,
+        /// Relative angle at the gap centre, rad. Default 0.
+        #[serde(default = "zero")]
+        phi_rel0: f64,
+        /// Fixed initial phi_rel, rad.
+        #[serde(default)]
+        phi_rel_start: Option<f64>,
+        /// Fixed initial w_rel, rad/s.
+        #[serde(default)]
+        w_rel_start: Option<f64>,
+    },
+    /// Friction clutch between `flange_a` and `flange_b`: `tau0 = mu(0) cgeo fn`, static limit
+    /// `peak tau0`, sliding torque `cgeo fn mu(|w_rel|)` against the slip, `fn = fn_max f_normalized`.
+    Clutch {
+        /// Friction coefficient over slip speed `[(w >= 0, mu)]`. Default constant 0.5.
+        #[serde(default = "default_mu")]
+        mu_pos: Table1D,
+        /// Static / kinetic ratio at zero slip (>= 1). Default 1.
+        #[serde(default = "one")]
+        peak: f64,
+        /// Geometry factor, m (>= 0): `N (r_o + r_i)/2` for N surfaces. Default 1.
+        #[serde(default = "one")]
+        cgeo: f64,
+        /// Maximum normal force, N (>= 0).
+        fn_max: f64,
+        /// Normalised normal force signal, normally 0..1; `<= 0` opens the clutch.
+        f_normalized: Signal,
+        /// Fixed initial phi_rel, rad.
+        #[serde(default)]
+        phi_rel_start: Option<f64>,
+        /// Fixed initial w_rel, rad/s.
+        #[serde(default)]
+        w_rel_start: Option<f64>,
+    },
+    /// Brake between the shaft (`flange_a` = `flange_b`) and the `support`; same law as `Clutch`
+    /// with the shaft speed relative to the support.
+    Brake {
+        /// See [`ElementKind::Clutch`].
+        #[serde(default = "default_mu")]
+        mu_pos: Table1D,
+        /// See [`ElementKind::Clutch`].
+        #[serde(default = "one")]
+        peak: f64,
+        /// See [`ElementKind::Clutch`].
+        #[serde(default = "one")]
+        cgeo: f64,
+        /// See [`ElementKind::Clutch`].
+        fn_max: f64,
+        /// See [`ElementKind::Clutch`].
+        f_normalized: Signal,
+        /// See [`ElementKind::Torque`].
+        #[serde(default)]
+        use_support: bool,
+    },
+    /// Coulomb bearing friction on the shaft relative to the support: `tau_pos = [(w, tau)]`,
+    /// static limit `peak tau_pos(0)`. Never free.
+    BearingFriction {
+        /// Friction torque over speed `[(w >= 0, tau)]`, N m. Default constant 1.
+        #[serde(default = "default_tau_pos")]
+        tau_pos: Table1D,
+        /// Static / kinetic ratio (>= 1). Default 1.
+        #[serde(default = "one")]
+        peak: f64,
+        /// See [`ElementKind::Torque`].
+        #[serde(default)]
+        use_support: bool,
+    },
+    /// Translational point mass (kg), flanges `flange_a`, `flange_b` (rigidly joined).
+    Mass {
+        /// Mass, kg (>= 0).
+        m: f64,
+        /// Fixed initial position, m.
+        #[serde(default)]
+        s_start: Option<f64>,
+        /// Fixed initial velocity, m/s.
+        #[serde(default)]
+        v_start: Option<f64>,
+    },
+    /// Ideal rolling wheel: `radius (phi_R - phi_supportR) = s_T - s_supportT`, `0 = radius f_T + tau_R`.
+    /// Flanges `flangeR` (rotational), `flangeT` (translational).
+    IdealRollingWheel {
+        /// Wheel radius, m (> 0).
+        radius: f64,
+    },
+    /// Speed-dependent force on a translational flange: `f = -f_nominal (v/v_nominal)^2` (or
+    /// with `sign(v)` when `force_direction = false`); negative `f_nominal` is a drag load.
+    QuadraticSpeedDependentForce {
+        /// Force at the nominal speed, N.
+        f_nominal: f64,
+        /// Nominal speed, m/s (> 0).
+        v_nominal: f64,
+        /// True: same direction for both signs of v. Default true.
+        #[serde(default = "yes")]
+        force_direction: bool,
+    },
+}
+
+/// Physical domain of a flange: connected flanges must share it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Domain {
+    /// Angle in rad, torque in N m.
+    Rotational,
+    /// Position in m, force in N.
+    Translational,
+}
+
+impl ElementKind {
+    /// The MSL type name of this element, as written in scenario files.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            ElementKind::Inertia { .. } => "Inertia",
+            ElementKind::Fixed { .. } => "Fixed",
+            ElementKind::Torque { .. } => "Torque",
+            ElementKind::ConstantTorque { .. } => "ConstantTorque",
+            ElementKind::TorqueStep { .. } => "TorqueStep",
+            ElementKind::QuadraticSpeedDependentTorque { .. } => "QuadraticSpeedDependentTorque",
+            ElementKind::IdealGear { .. } => "IdealGear",
+            ElementKind::IdealPlanetary { .. } => "IdealPlanetary",
+            ElementKind::Spring { .. } => "Spring",
+            ElementKind::Damper { .. } => "Damper",
+            ElementKind::SpringDamper { .. } => "SpringDamper",
+            ElementKind::ElastoBacklash { .. } => "ElastoBacklash",
+            ElementKind::Clutch { .. } => "Clutch",
+            ElementKind::Brake { .. } => "Brake",
+            ElementKind::BearingFriction { .. } => "BearingFriction",
+            ElementKind::Mass { .. } => "Mass",
+            ElementKind::IdealRollingWheel { .. } => "IdealRollingWheel",
+            ElementKind::QuadraticSpeedDependentForce { .. } => "QuadraticSpeedDependentForce",
+        }
+    }
+
+    /// The element's flanges with their domains. A flange marked `required` must be connected.
+    pub fn flanges(&self) -> &'static [(&'static str, Domain, Requirement)] {
+        use Domain::*;
+        use Requirement::*;
+        match self {
+            ElementKind::Inertia { .. } => &[("flange_a", Rotational, Optional), ("flange_b", Rotational, Optional)],
+            ElementKind::Fixed { .. } => &[("flange", Rotational, Optional)],
+            ElementKind::Torque { .. }
+            | ElementKind::ConstantTorque { .. }
+            | ElementKind::TorqueStep { .. }
+            | ElementKind::QuadraticSpeedDependentTorque { .. } => {
+                &[("flange", Rotational, Required), ("support", Rotational, Support)]
+            }
+            ElementKind::IdealGear { .. } => &[
+                ("flange_a", Rotational, Required),
+                ("flange_b", Rotational, Required),
+                ("support", Rotational, Support),
+            ],
+            ElementKind::IdealPlanetary { .. } => {
+                &[("sun", Rotational, Required), ("carrier", Rotational, Required), ("ring", Rotational, Required)]
+            }
+            ElementKind::Spring { .. }
+            | ElementKind::Damper { .. }
+            | ElementKind::SpringDamper { .. }
+            | ElementKind::ElastoBacklash { .. }
+            | ElementKind::Clutch { .. } => &[("flange_a", Rotational, Required), ("flange_b", Rotational, Required)],
+            ElementKind::Brake { .. } | ElementKind::BearingFriction { .. } => &[
+                ("flange_a", Rotational, Optional),
+                ("flange_b", Rotational, Optional),
+                ("support", Rotational, Support),
+            ],
+            ElementKind::Mass { .. } => {
+                &[("flange_a", Translational, Optional), ("flange_b", Translational, Optional)]
+            }
+            ElementKind::IdealRollingWheel { .. } => {
+                &[("flangeR", Rotational, Required), ("flangeT", Translational, Required)]
+            }
+            ElementKind::QuadraticSpeedDependentForce { .. } => &[("flange", Translational, Required)],
+        }
+    }
+
+    /// True when the element has a support flange switched on by `use_support`.
+    pub fn uses_support(&self) -> bool {
+        match self {
+            ElementKind::Torque { use_support, .. }
+            | ElementKind::ConstantTorque { use_support, .. }
+            | ElementKind::TorqueStep { use_support, .. }
+            | ElementKind::QuadraticSpeedDependentTorque { use_support, .. }
+            | ElementKind::IdealGear { use_support, .. }
+            | ElementKind::Brake { use_support, .. }
+            | ElementKind::BearingFriction { use_support, .. } => *use_support,
+            _ => false,
+        }
+    }
+
+    /// True for the friction elements that carry a stuck/sliding/free mode.
+    pub fn is_friction(&self) -> bool {
+        matches!(self, ElementKind::Clutch { .. } | ElementKind::Brake { .. } | ElementKind::BearingFriction { .. })
+    }
+}
+
+/// Whether a flange must be connected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Requirement {
+    /// May stay open (zero torque).
+    Optional,
+    /// Must be connected.
+    Required,
+    /// A support: must be connected when `use_support = true`, must not be otherwise.
+    Support,
+}
+
+/// The whole network: elements and flange connections `("a.flange_b", "b.flange_a")`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct NetworkSpec {
+    /// The elements.
+    pub elements: Vec<ElementSpec>,
+    /// Pairs of flanges joined rigidly (equal angles, cut torques summing to zero).
+    pub connections: Vec<(String, String)>,
+}

@@ -1,0 +1,236 @@
+//! Scenario files: a network, its input signals and the run length, in RON.
+//!
+//! # Format
+//! ```ron
+//! Scenario(
+//!     name: "CoupledClutches",
+//!     t_end: 1.5,                       // s, default run length for `driveline simulate`
+//!     dt: 0.001,                        // s, optional suggested step
+//!     signals: {                        // optional named signals, used as Ref("name")
+//!         "sin2": Sine(amplitude: 1.0, f: 0.2, phase: 1.5707963267948966),
+//!     },
+//!     elements: [
+//!         (name: "J1", kind: Inertia(J: 1.0, phi_start: 0.0, w_start: 10.0)),
+//!         (name: "clutch1", kind: Clutch(peak: 1.1, fn_max: 20.0, f_normalized: Ref("sin2"))),
+//!     ],
+//!     connections: [("J1.flange_b", "clutch1.flange_a")],
+//! )
+//! ```
+//! Optional values may be written bare (`w_start: 10.0`); `Some(10.0)` is accepted too. Every
+//! element kind and parameter is documented on [`crate::ElementKind`]; signals on
+//! [`crate::Signal`].
+//!
+//! Errors carry `file:line:col` and say what is wrong and what is allowed.
+
+use crate::model::{ElementSpec, NetworkSpec};
+use crate::network::{BuildError, Network};
+use crate::Signal;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// A scenario file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// Scenario name (the MSL example name for the shipped ones).
+    pub name: String,
+    /// Free text.
+    #[serde(default)]
+    pub description: String,
+    /// Default end time, s (> 0).
+    pub t_end: f64,
+    /// Suggested step, s (> 0), if any.
+    #[serde(default)]
+    pub dt: Option<f64>,
+    /// Named signals referenced by `Ref("name")`.
+    #[serde(default)]
+    pub signals: BTreeMap<String, Signal>,
+    /// The elements.
+    pub elements: Vec<ElementSpec>,
+    /// Flange connections.
+    pub connections: Vec<(String, String)>,
+}
+
+/// A scenario error with its position in the file.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{file}:{line}:{col}: {message}")]
+pub struct ScenarioError {
+    /// File name as given.
+    pub file: String,
+    /// 1-based line.
+    pub line: usize,
+    /// 1-based column.
+    pub col: usize,
+    /// What is wrong and what is allowed.
+    pub message: String,
+}
+
+fn ron_options() -> ron::Options {
+    ron::Options::default().with_default_extension(ron::extensions::Extensions::IMPLICIT_SOME)
+}
+
+/// Position (1-based line, col) of the first match of `needle` at or after byte `from`.
+fn position_of(text: &str, needle: &str, from: usize) -> Option<(usize, usize, usize)> {
+    let at = text[from.min(text.len())..].find(needle)? + from.min(text.len());
+    let line = text[..at].matches('\n').count() + 1;
+    let col = at - text[..at].rfind('\n').map(|p| p + 1).unwrap_or(0) + 1;
+    Some((line, col, at))
+}
+
+impl Scenario {
+    /// Parses scenario text; `file` names it in error messages.
+    pub fn parse(text: &str, file: &str) -> Result<Scenario, ScenarioError> {
+        let sc: Scenario = ron_options().from_str(text).map_err(|e| ScenarioError {
+            file: file.to_string(),
+            line: e.span.start.line,
+            col: e.span.start.col,
+            message: explain_ron(&e.code.to_string()),
+        })?;
+        Ok(sc)
+    }
+
+    /// Reads and parses a file.
+    pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
+        let file = path.display().to_string();
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ScenarioError { file: file.clone(), line: 1, col: 1, message: format!("cannot read the file: {e}") })?;
+        Scenario::parse(&text, &file)
+    }
+
+    /// Reads, parses, validates and builds a file in one go.
+    pub fn load_network(path: &Path) -> Result<(Scenario, Network), ScenarioError> {
+        let file = path.display().to_string();
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ScenarioError { file: file.clone(), line: 1, col: 1, message: format!("cannot read the file: {e}") })?;
+        let sc = Scenario::parse(&text, &file)?;
+        let net = sc.build(&text, &file)?;
+        Ok((sc, net))
+    }
+
+    /// Validates the scenario and builds its network. `text` and `file` are used to place
+    /// errors (pass the source the scenario was parsed from).
+    pub fn build(&self, text: &str, file: &str) -> Result<Network, ScenarioError> {
+        let err_at = |needle: Option<String>, key: Option<&str>, message: String| {
+            let mut pos = (1, 1);
+            if let Some(n) = needle {
+                if let Some((l, c, at)) = position_of(text, &n, 0) {
+                    pos = (l, c);
+                    if let Some(k) = key {
+                        // The key inside this element: search up to the next `name:`.
+                        let end = text[at + n.len()..].find("name:").map(|e| e + at + n.len()).unwrap_or(text.len());
+                        if let Some((l2, c2, at2)) = position_of(text, &format!("{k}:"), at) {
+                            if at2 < end {
+                                pos = (l2, c2);
+                            }
+                        }
+                    }
+                }
+            }
+            ScenarioError { file: file.to_string(), line: pos.0, col: pos.1, message }
+        };
+        if !(self.t_end.is_finite() && self.t_end > 0.0) {
+            return Err(err_at(Some("t_end".into()), None, format!("`t_end` is {}; it must be a finite time > 0 s", self.t_end)));
+        }
+        if let Some(dt) = self.dt {
+            if !(dt.is_finite() && dt > 0.0) {
+                return Err(err_at(Some("dt:".into()), None, format!("`dt` is {dt}; it must be a finite step > 0 s")));
+            }
+        }
+        for (name, s) in &self.signals {
+            let resolved = s
+                .resolve(&|n| self.signals.get(n).cloned())
+                .map_err(|m| err_at(Some(format!("\"{name}\"")), None, format!("signal '{name}': {m}")))?;
+            resolved.validate().map_err(|m| err_at(Some(format!("\"{name}\"")), None, format!("signal '{name}': {m}")))?;
+        }
+        // Resolve signal references inside elements.
+        let mut elements = self.elements.clone();
+        for e in &mut elements {
+            let name = e.name.clone();
+            let fix = |s: &mut Signal| -> Result<(), ScenarioError> {
+                *s = s
+                    .resolve(&|n| self.signals.get(n).cloned())
+                    .map_err(|m| err_at(Some(format!("\"{name}\"")), None, format!("'{name}': {m}")))?;
+                Ok(())
+            };
+            match &mut e.kind {
+                crate::ElementKind::Torque { tau, .. } => fix(tau)?,
+                crate::ElementKind::Clutch { f_normalized, .. } | crate::ElementKind::Brake { f_normalized, .. } => {
+                    fix(f_normalized)?
+                }
+                _ => {}
+            }
+        }
+        let spec = NetworkSpec { elements, connections: self.connections.clone() };
+        Network::build(&spec).map_err(|e| {
+            let (needle, key) = locate_build_error(&e);
+            err_at(needle, key, e.to_string())
+        })
+    }
+}
+
+/// Where in the file a build error belongs: an element name and maybe a parameter key.
+fn locate_build_error(e: &BuildError) -> (Option<String>, Option<&'static str>) {
+    let quoted = |s: &str| Some(format!("\"{s}\""));
+    match e {
+        BuildError::DuplicateName(n) | BuildError::Disconnected(n) | BuildError::ConflictingFixed(n) => (quoted(n), None),
+        BuildError::UnknownElement { flange, .. } | BuildError::BadFlangeRef(flange) => (quoted(flange), None),
+        BuildError::UnknownFlange { element, flange, .. } => (Some(format!("\"{element}.{flange}\"")), None),
+        BuildError::DomainMismatch { a, .. } => (quoted(a), None),
+        BuildError::DanglingFlange { element, .. } | BuildError::SupportMismatch { element, .. } => {
+            (quoted(element), None)
+        }
+        BuildError::Parameter { element, message } => {
+            let key = message.split('`').nth(1).and_then(|k| {
+                ["J", "c", "d", "b", "ratio", "peak", "cgeo", "fn_max", "mu_pos", "tau_pos", "w_nominal", "v_nominal", "radius", "m"]
+                    .into_iter()
+                    .find(|c| *c == k)
+            });
+            (quoted(element), key)
+        }
+        BuildError::Signal { element, .. } => (quoted(element), None),
+        _ => (Some("elements".into()), None),
+    }
+}
+
+fn explain_ron(code: &str) -> String {
+    format!("{code} (see the scenario format in the driveline_core::scenario docs)")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const OK: &str = r#"Scenario(
+    name: "spin",
+    t_end: 1.0,
+    elements: [
+        (name: "J", kind: Inertia(J: 2.0, phi_start: 0.0, w_start: 1.0)),
+        (name: "src", kind: ConstantTorque(tau_constant: 4.0)),
+    ],
+    connections: [("src.flange", "J.flange_a")],
+)"#;
+
+    #[test]
+    fn parses_and_builds() {
+        let sc = Scenario::parse(OK, "ok.ron").unwrap();
+        let net = sc.build(OK, "ok.ron").unwrap();
+        assert_eq!(net.n_dof, 1);
+    }
+
+    #[test]
+    fn negative_inertia_is_placed_at_its_key() {
+        let bad = OK.replace("J: 2.0", "J: -2.0");
+        let sc = Scenario::parse(&bad, "bad.ron").unwrap();
+        let e = sc.build(&bad, "bad.ron").unwrap_err();
+        assert_eq!((e.line, e.col), (5, 35), "{e}");
+        assert!(e.message.contains(">= 0"), "{e}");
+    }
+
+    #[test]
+    fn syntax_error_has_position() {
+        let e = Scenario::parse("Scenario(name: \"x\", t_end: ,)", "s.ron").unwrap_err();
+        assert_eq!(e.line, 1);
+        assert!(e.col > 1);
+    }
+}

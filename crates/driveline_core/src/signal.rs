@@ -1,0 +1,404 @@
+//! Input signals: the `Modelica.Blocks.Sources` blocks the examples use, and their combinations.
+//!
+//! Every corner and edge of a signal is a *time event*: the solver ends a sub-step exactly there,
+//! so a step in a normal force or a torque takes effect at its own instant and not at the next
+//! step boundary. [`Signal::next_event_after`] tells the solver where those instants are, and
+//! [`Signal::eval_left`] gives the value just before one.
+
+use serde::{Deserialize, Serialize};
+use std::f64::consts::PI;
+
+fn zero() -> f64 {
+    0.0
+}
+fn one() -> f64 {
+    1.0
+}
+fn minus_one() -> i64 {
+    -1
+}
+
+/// A scalar function of time. Defaults follow MSL: `offset = 0`, `start_time = 0`.
+///
+/// # Example
+/// ```
+/// use driveline_core::Signal;
+/// // The CoupledClutches drive torque, 10 sin(10 pi t).
+/// let s = Signal::Sine { amplitude: 10.0, f: 5.0, phase: 0.0, offset: 0.0, start_time: 0.0 };
+/// assert!((s.eval(0.05) - 10.0).abs() < 1e-12);
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Signal {
+    /// `k` at all times.
+    Constant(f64),
+    /// `offset` before `start_time`, `offset + height` from `start_time` on.
+    Step {
+        /// Step height (signal units). Default 1.
+        #[serde(default = "one")]
+        height: f64,
+        /// Value before the step (signal units). Default 0.
+        #[serde(default = "zero")]
+        offset: f64,
+        /// Time of the step, s. Default 0.
+        #[serde(default = "zero")]
+        start_time: f64,
+    },
+    /// Linear from `offset` to `offset + height` over `[start_time, start_time + duration]`.
+    Ramp {
+        /// Total change (signal units).
+        height: f64,
+        /// Ramp duration, s (> 0).
+        duration: f64,
+        /// Value before the ramp. Default 0.
+        #[serde(default = "zero")]
+        offset: f64,
+        /// Start of the ramp, s. Default 0.
+        #[serde(default = "zero")]
+        start_time: f64,
+    },
+    /// `offset + amplitude sin(2 pi f (t - start_time) + phase)` from `start_time` on, `offset` before.
+    Sine {
+        /// Amplitude (signal units).
+        amplitude: f64,
+        /// Frequency, Hz.
+        f: f64,
+        /// Phase at `start_time`, rad. Default 0.
+        #[serde(default = "zero")]
+        phase: f64,
+        /// Offset. Default 0.
+        #[serde(default = "zero")]
+        offset: f64,
+        /// Start time, s. Default 0.
+        #[serde(default = "zero")]
+        start_time: f64,
+    },
+    /// Rectangular pulses: `offset + amplitude` during the first `width` percent of each period.
+    Pulse {
+        /// Pulse height above the offset.
+        amplitude: f64,
+        /// High fraction of the period, percent (0 < width <= 100).
+        width: f64,
+        /// Period, s (> 0).
+        period: f64,
+        /// Number of periods; -1 for unlimited. Default -1.
+        #[serde(default = "minus_one")]
+        nperiod: i64,
+        /// Offset. Default 0.
+        #[serde(default = "zero")]
+        offset: f64,
+        /// Start of the first period, s. Default 0.
+        #[serde(default = "zero")]
+        start_time: f64,
+    },
+    /// Linear interpolation in a `(time, value)` table, held beyond its ends.
+    Table(Vec<(f64, f64)>),
+    /// Sum of the inputs.
+    Sum(Vec<Signal>),
+    /// Product of the inputs.
+    Product(Vec<Signal>),
+    /// `1 - u`.
+    OneMinus(Box<Signal>),
+    /// `u1 - u2` (MSL `Math.Feedback`).
+    Difference(Box<Signal>, Box<Signal>),
+    /// `gain * u`.
+    Gain(f64, Box<Signal>),
+    /// A named signal from the scenario's `signals` map. Resolved when a scenario is built;
+    /// networks only ever hold resolved signals.
+    Ref(String),
+}
+
+impl Default for Signal {
+    fn default() -> Self {
+        Signal::Constant(0.0)
+    }
+}
+
+impl Signal {
+    /// Value at `t`, continuous from the right (a step at `t` has already happened).
+    #[inline]
+    pub fn eval(&self, t: f64) -> f64 {
+        self.eval_side(t, false)
+    }
+
+    /// Value just before `t` (the limit from the left): a step at exactly `t` has not happened.
+    #[inline]
+    pub fn eval_left(&self, t: f64) -> f64 {
+        self.eval_side(t, true)
+    }
+
+    fn eval_side(&self, t: f64, left: bool) -> f64 {
+        // `before(s)` is "t is before the switching instant s" with the side convention.
+        let before = |s: f64| if left { t <= s } else { t < s };
+        match self {
+            Signal::Constant(k) => *k,
+            Signal::Step { height, offset, start_time } => {
+                if before(*start_time) {
+                    *offset
+                } else {
+                    offset + height
+                }
+            }
+            Signal::Ramp { height, duration, offset, start_time } => {
+                if t <= *start_time {
+                    *offset
+                } else if t >= start_time + duration {
+                    offset + height
+                } else {
+                    offset + height * (t - start_time) / duration
+                }
+            }
+            Signal::Sine { amplitude, f, phase, offset, start_time } => {
+                if before(*start_time) {
+                    *offset
+                } else {
+                    offset + amplitude * (2.0 * PI * f * (t - start_time) + phase).sin()
+                }
+            }
+            Signal::Pulse { amplitude, width, period, nperiod, offset, start_time } => {
+                if before(*start_time) {
+                    return *offset;
+                }
+                // Period index from absolute edge times, so that values switch exactly at the
+                // instants `next_event_after` reports.
+                let mut k = ((t - start_time) / period).floor();
+                if start_time + k * period > t {
+                    k -= 1.0;
+                }
+                if start_time + (k + 1.0) * period <= t {
+                    k += 1.0;
+                }
+                let base = start_time + k * period;
+                let edge = base + period * width / 100.0;
+                let on = if left {
+                    if t == base {
+                        // Just before a period boundary: the end of the previous period.
+                        *width >= 100.0
+                    } else {
+                        t <= edge
+                    }
+                } else {
+                    t < edge
+                };
+                let counted = if left && t == base { k - 1.0 } else { k };
+                if *nperiod >= 0 && counted >= *nperiod as f64 {
+                    return *offset;
+                }
+                if on { offset + amplitude } else { *offset }
+            }
+            Signal::Table(points) => table_eval(points, t),
+            Signal::Sum(items) => items.iter().map(|s| s.eval_side(t, left)).sum(),
+            Signal::Product(items) => items.iter().map(|s| s.eval_side(t, left)).product(),
+            Signal::OneMinus(u) => 1.0 - u.eval_side(t, left),
+            Signal::Difference(a, b) => a.eval_side(t, left) - b.eval_side(t, left),
+            Signal::Gain(k, u) => k * u.eval_side(t, left),
+            Signal::Ref(_) => {
+                debug_assert!(false, "unresolved signal reference evaluated");
+                f64::NAN
+            }
+        }
+    }
+
+    /// The first time event strictly after `t` (a step, a ramp corner, a pulse edge, a table
+    /// breakpoint), or `f64::INFINITY` when there is none.
+    pub fn next_event_after(&self, t: f64) -> f64 {
+        let after = |s: f64| if s > t { s } else { f64::INFINITY };
+        match self {
+            Signal::Constant(_) | Signal::Ref(_) => f64::INFINITY,
+            Signal::Step { start_time, .. } | Signal::Sine { start_time, .. } => after(*start_time),
+            Signal::Ramp { duration, start_time, .. } => {
+                after(*start_time).min(after(start_time + duration))
+            }
+            Signal::Pulse { width, period, nperiod, start_time, .. } => {
+                if t < *start_time {
+                    return *start_time;
+                }
+                let k = ((t - start_time) / period).floor();
+                let high = period * width / 100.0;
+                let mut best = f64::INFINITY;
+                for kk in [k, k + 1.0] {
+                    if *nperiod >= 0 && kk > *nperiod as f64 {
+                        continue;
+                    }
+                    let base = start_time + kk * period;
+                    for e in [base, base + high] {
+                        if e > t {
+                            best = best.min(e);
+                        }
+                    }
+                }
+                best
+            }
+            Signal::Table(points) => {
+                points.iter().map(|p| p.0).find(|&x| x > t).unwrap_or(f64::INFINITY)
+            }
+            Signal::Sum(items) | Signal::Product(items) => {
+                items.iter().map(|s| s.next_event_after(t)).fold(f64::INFINITY, f64::min)
+            }
+            Signal::OneMinus(u) | Signal::Gain(_, u) => u.next_event_after(t),
+            Signal::Difference(a, b) => a.next_event_after(t).min(b.next_event_after(t)),
+        }
+    }
+
+    /// Replaces every [`Signal::Ref`] with the named signal from `lookup`, recursively.
+    /// Fails with the missing name, or on a cycle (depth over 64).
+    pub fn resolve(&self, lookup: &dyn Fn(&str) -> Option<Signal>) -> Result<Signal, String> {
+        self.resolve_depth(lookup, 0)
+    }
+
+    fn resolve_depth(&self, lookup: &dyn Fn(&str) -> Option<Signal>, depth: usize) -> Result<Signal, String> {
+        if depth > 64 {
+            return Err("signal references form a cycle".into());
+        }
+        let r = |s: &Signal| s.resolve_depth(lookup, depth + 1);
+        Ok(match self {
+            Signal::Ref(name) => {
+                let s = lookup(name).ok_or_else(|| format!("no signal named '{name}' in `signals`"))?;
+                s.resolve_depth(lookup, depth + 1)?
+            }
+            Signal::Sum(v) => Signal::Sum(v.iter().map(r).collect::<Result<_, _>>()?),
+            Signal::Product(v) => Signal::Product(v.iter().map(r).collect::<Result<_, _>>()?),
+            Signal::OneMinus(u) => Signal::OneMinus(Box::new(r(u)?)),
+            Signal::Gain(k, u) => Signal::Gain(*k, Box::new(r(u)?)),
+            Signal::Difference(a, b) => Signal::Difference(Box::new(r(a)?), Box::new(r(b)?)),
+            other => other.clone(),
+        })
+    }
+
+    /// Checks parameters: finite numbers, positive durations and periods, increasing tables,
+    /// no unresolved references. The message says what is allowed.
+    pub fn validate(&self) -> Result<(), String> {
+        let finite = |name: &str, v: f64| {
+            if v.is_finite() { Ok(()) } else { Err(format!("`{name}` is {v}; it must be a finite number")) }
+        };
+        match self {
+            Signal::Constant(k) => finite("k", *k),
+            Signal::Step { height, offset, start_time } => {
+                finite("height", *height)?;
+                finite("offset", *offset)?;
+                finite("start_time", *start_time)
+            }
+            Signal::Ramp { height, duration, offset, start_time } => {
+                finite("height", *height)?;
+                finite("offset", *offset)?;
+                finite("start_time", *start_time)?;
+                finite("duration", *duration)?;
+                if *duration <= 0.0 {
+                    return Err(format!("Ramp `duration` is {duration}; it must be > 0 s"));
+                }
+                Ok(())
+            }
+            Signal::Sine { amplitude, f, phase, offset, start_time } => {
+                for (n, v) in [("amplitude", amplitude), ("f", f), ("phase", phase), ("offset", offset), ("start_time", start_time)] {
+                    finite(n, *v)?;
+                }
+                Ok(())
+            }
+            Signal::Pulse { amplitude, width, period, nperiod, offset, start_time } => {
+                for (n, v) in [("amplitude", amplitude), ("width", width), ("period", period), ("offset", offset), ("start_time", start_time)] {
+                    finite(n, *v)?;
+                }
+                if *period <= 0.0 {
+                    return Err(format!("Pulse `period` is {period}; it must be > 0 s"));
+                }
+                if !(*width > 0.0 && *width <= 100.0) {
+                    return Err(format!("Pulse `width` is {width}; it must be in (0, 100] percent"));
+                }
+                if *nperiod < -1 {
+                    return Err(format!("Pulse `nperiod` is {nperiod}; use -1 (unlimited) or a count >= 0"));
+                }
+                Ok(())
+            }
+            Signal::Table(points) => {
+                if points.is_empty() {
+                    return Err("signal Table is empty; give rows (time, value)".into());
+                }
+                for (i, p) in points.iter().enumerate() {
+                    finite("table value", p.0)?;
+                    finite("table value", p.1)?;
+                    if i > 0 && p.0 <= points[i - 1].0 {
+                        return Err(format!(
+                            "signal Table times must increase strictly; row {i} has t = {} after {}",
+                            p.0,
+                            points[i - 1].0
+                        ));
+                    }
+                }
+                Ok(())
+            }
+            Signal::Sum(v) | Signal::Product(v) => v.iter().try_for_each(Signal::validate),
+            Signal::OneMinus(u) => u.validate(),
+            Signal::Gain(k, u) => {
+                finite("gain", *k)?;
+                u.validate()
+            }
+            Signal::Difference(a, b) => {
+                a.validate()?;
+                b.validate()
+            }
+            Signal::Ref(name) => Err(format!("unresolved signal reference '{name}'")),
+        }
+    }
+}
+
+fn table_eval(points: &[(f64, f64)], t: f64) -> f64 {
+    if points.is_empty() {
+        return 0.0;
+    }
+    if t <= points[0].0 {
+        return points[0].1;
+    }
+    for w in points.windows(2) {
+        if t <= w[1].0 {
+            let (x0, y0) = w[0];
+            let (x1, y1) = w[1];
+            return y0 + (y1 - y0) * (t - x0) / (x1 - x0);
+        }
+    }
+    points[points.len() - 1].1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn step_left_and_right_limits() {
+        let s = Signal::Step { height: 1.0, offset: 0.0, start_time: 0.4 };
+        assert_eq!(s.eval(0.4), 1.0);
+        assert_eq!(s.eval_left(0.4), 0.0);
+        assert_eq!(s.next_event_after(0.0), 0.4);
+        assert_eq!(s.next_event_after(0.4), f64::INFINITY);
+    }
+
+    #[test]
+    fn pulse_matches_msl_one_way_clutch_engagement() {
+        // Amplitude 1, width 50 %, period 1.3 s, start 0.3 s: high on [0.3, 0.95) and [1.6, 2.25).
+        let p = Signal::Pulse { amplitude: 1.0, width: 50.0, period: 1.3, nperiod: -1, offset: 0.0, start_time: 0.3 };
+        assert_eq!(p.eval(0.2), 0.0);
+        assert_eq!(p.eval(0.3), 1.0);
+        assert_eq!(p.eval_left(0.3), 0.0);
+        assert_eq!(p.eval(0.94), 1.0);
+        assert_eq!(p.eval(0.95), 0.0);
+        assert_eq!(p.eval_left(0.95), 1.0);
+        assert_eq!(p.eval(1.7), 1.0);
+        assert_eq!(p.next_event_after(0.3), 0.95);
+        assert!((p.next_event_after(0.95) - 1.6).abs() < 1e-12);
+    }
+
+    #[test]
+    fn ramp_corners_are_events() {
+        let r = Signal::Ramp { height: 1.0, duration: 0.1, offset: 0.0, start_time: 2.0 };
+        assert_eq!(r.next_event_after(0.0), 2.0);
+        assert!((r.next_event_after(2.0) - 2.1).abs() < 1e-15);
+        assert!((r.eval(2.05) - 0.5).abs() < 1e-12);
+    }
+
+    #[test]
+    fn references_resolve_and_cycles_fail() {
+        let a = Signal::Gain(2.0, Box::new(Signal::Ref("b".into())));
+        let ok = a.resolve(&|n| (n == "b").then_some(Signal::Constant(3.0))).unwrap();
+        assert_eq!(ok.eval(0.0), 6.0);
+        let cyc = Signal::Ref("x".into()).resolve(&|_| Some(Signal::Ref("x".into())));
+        assert!(cyc.is_err());
+    }
+}
