@@ -234,6 +234,7 @@ struct Work {
     phi_e: Vec<f64>,
     w_e: Vec<f64>,
     acc: Vec<f64>,
+    gq: Vec<f64>,
     jphi: Vec<f64>,
     jw: Vec<f64>,
     tmp_nn: Vec<f64>,
@@ -277,6 +278,9 @@ pub struct Simulation {
     qp_full: Vec<f64>,
     qp_bmap: Vec<f64>,
     next_time_event: f64,
+    /// Elements whose located break-away event is being resolved: at their static bound they
+    /// break away even if the excess is still within rounding.
+    breaking: u64,
     started: bool,
     ws: Work,
     events: Vec<ModeEvent>,
@@ -323,6 +327,7 @@ impl Simulation {
             phi_e: v(nn),
             w_e: v(nn),
             acc: v(nn),
+            gq: v(2 * n),
             jphi: v(n * n),
             jw: v(n * n),
             tmp_nn: v(n * n.max(1) + rmax * rmax),
@@ -359,6 +364,7 @@ impl Simulation {
             qp_full: v(nf * nf),
             qp_bmap: v(nf * n),
             next_time_event: 0.0,
+            breaking: 0,
             started: false,
             ws,
             events: Vec::with_capacity(4 * nf + 8),
@@ -796,12 +802,14 @@ impl Simulation {
                         self.after_time_event();
                     }
                 }
-                Some((theta, forced)) => {
+                Some((theta, forced, breaking)) => {
                     self.stats.state_events += 1;
                     let he = h * theta;
                     self.integrate(he);
                     self.commit(he);
+                    self.breaking = breaking;
                     self.select_modes(forced, false);
+                    self.breaking = 0;
                 }
             }
         }
@@ -873,7 +881,7 @@ impl Simulation {
                             v += na * self.ws.f[k];
                         }
                     }
-                    self.ws.acc[j * m + a] = v;
+                    self.ws.gq[j * m + a] = v;
                 }
             }
             let s = &self.slots[slot];
@@ -893,7 +901,7 @@ impl Simulation {
                         }
                         mq += mr * (self.ws.q[i * m + b] - self.ws.q0[b]);
                     }
-                    let g = A[i][0] * self.ws.acc[a] + A[i][1] * self.ws.acc[m + a];
+                    let g = A[i][0] * self.ws.gq[a] + A[i][1] * self.ws.gq[m + a];
                     self.ws.res[i * m + a] = -(mq - h * g);
                 }
             }
@@ -1075,7 +1083,7 @@ impl Simulation {
 
     /// Looks for state events in the last integrated sub-step. Returns the earliest located
     /// `theta` and the friction elements to force into the stuck-candidate set.
-    fn detect_event(&mut self, h: f64) -> Option<(f64, u64)> {
+    fn detect_event(&mut self, h: f64) -> Option<(f64, u64, u64)> {
         let t0 = self.t;
         let mut best: Option<(f64, Ev)> = None;
         let mut forced: u64 = 0;
@@ -1137,14 +1145,15 @@ impl Simulation {
                 consider(self, Ev::Contact(k), &mut best);
             }
         }
-        let (theta, _) = best?;
+        let (theta, ev) = best?;
         let tol = (self.params.event_time_tolerance / h).max(1e-12) * 4.0;
         for i in 0..nf {
             if slip_thetas[i] <= theta + tol {
                 forced |= 1 << i;
             }
         }
-        Some((theta.clamp(0.0, 1.0), forced))
+        let breaking = if let Ev::Breakaway(i) = ev { 1u64 << i } else { 0 };
+        Some((theta.clamp(0.0, 1.0), forced, breaking))
     }
 
     /// Locates the first `theta` in `(lo, hi]` where the event function becomes positive,
@@ -1348,9 +1357,11 @@ impl Simulation {
                 }
                 let acc: f64 = (0..k).map(|b| (self.ws.qp_w[a * k + b] - if a == b { eps } else { 0.0 }) * self.ws.qp_x[b]).sum::<f64>()
                     + self.ws.qp_rhs[a];
-                if acc.abs() > tol_a {
-                    let i = self.ws.qp_idx[a];
-                    let dir = acc.signum();
+                let i = self.ws.qp_idx[a];
+                let at_located_breakaway = self.breaking & (1 << i) != 0;
+                if acc.abs() > tol_a || at_located_breakaway {
+                    // At the bound the acceleration points away from the torque's sign.
+                    let dir = if acc.abs() > tol_a { acc.signum() } else { -(self.ws.qp_state[a] as f64) };
                     self.ws.candidate[i] = false;
                     self.ws.new_modes[i] = if dir > 0.0 { FrictionMode::Forward } else { FrictionMode::Backward };
                     // Kinetic torque at zero slip acts from now on: lambda = -dir tau0.

@@ -1,0 +1,106 @@
+//! Tabular output of a simulation: the CSV contract of `driveline simulate`.
+//!
+//! Columns: `time`, then for every Inertia/Mass `NAME.phi,NAME.w`, for every element with a
+//! relative coordinate (two-flange elements, gears, brakes, bearing friction) `NAME.phi_rel,
+//! NAME.w_rel,NAME.tau`, and for friction elements also `NAME.mode` (MSL codes -1, 0, 1, 2).
+
+use crate::Simulation;
+use std::io::{self, Write};
+
+/// What one column reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Col {
+    Phi(usize),
+    W(usize),
+    PhiRel(usize),
+    WRel(usize),
+    Tau(usize),
+    Mode(usize),
+}
+
+/// Writes simulation rows as CSV with a fixed column layout.
+#[derive(Debug, Clone)]
+pub struct CsvRecorder {
+    cols: Vec<Col>,
+    names: Vec<String>,
+}
+
+impl CsvRecorder {
+    /// The column layout for a simulation's network.
+    pub fn new(sim: &Simulation) -> Self {
+        let mut cols = Vec::new();
+        let mut names = Vec::new();
+        for (e, info) in sim.network().elements.iter().enumerate() {
+            if info.body.is_some() {
+                cols.extend([Col::Phi(e), Col::W(e)]);
+                names.extend([format!("{}.phi", info.name), format!("{}.w", info.name)]);
+            }
+            if info.rel.is_some() {
+                cols.extend([Col::PhiRel(e), Col::WRel(e), Col::Tau(e)]);
+                names.extend([format!("{}.phi_rel", info.name), format!("{}.w_rel", info.name), format!("{}.tau", info.name)]);
+            }
+            if info.friction.is_some() {
+                cols.push(Col::Mode(e));
+                names.push(format!("{}.mode", info.name));
+            }
+        }
+        Self { cols, names }
+    }
+
+    /// Column names after `time`.
+    pub fn names(&self) -> &[String] {
+        &self.names
+    }
+
+    /// Writes the header line.
+    pub fn header(&self, out: &mut impl Write) -> io::Result<()> {
+        out.write_all(b"time")?;
+        for n in &self.names {
+            out.write_all(b",")?;
+            out.write_all(n.as_bytes())?;
+        }
+        out.write_all(b"\n")
+    }
+
+    /// The values of one row (without time) into `buf`, which is cleared first.
+    pub fn values(&self, sim: &Simulation, buf: &mut Vec<f64>) {
+        buf.clear();
+        for c in &self.cols {
+            buf.push(match *c {
+                Col::Phi(e) => sim.body_state(e).map_or(f64::NAN, |s| s.0),
+                Col::W(e) => sim.body_state(e).map_or(f64::NAN, |s| s.1),
+                Col::PhiRel(e) => sim.element_relative(e).map_or(f64::NAN, |s| s.0),
+                Col::WRel(e) => sim.element_relative(e).map_or(f64::NAN, |s| s.1),
+                Col::Tau(e) => sim.element_torque(e),
+                Col::Mode(e) => sim.element_mode(e).map_or(f64::NAN, |m| m.code() as f64),
+            });
+        }
+    }
+
+    /// Writes one row at the simulation's current time.
+    pub fn row(&self, sim: &Simulation, out: &mut impl Write) -> io::Result<()> {
+        let mut fmt = ryu::Buffer::new();
+        out.write_all(fmt.format(sim.time()).as_bytes())?;
+        for c in &self.cols {
+            out.write_all(b",")?;
+            match *c {
+                Col::Mode(e) => {
+                    let code = sim.element_mode(e).map_or(0, |m| m.code());
+                    write!(out, "{code}")?;
+                }
+                _ => {
+                    let v = match *c {
+                        Col::Phi(e) => sim.body_state(e).map_or(f64::NAN, |s| s.0),
+                        Col::W(e) => sim.body_state(e).map_or(f64::NAN, |s| s.1),
+                        Col::PhiRel(e) => sim.element_relative(e).map_or(f64::NAN, |s| s.0),
+                        Col::WRel(e) => sim.element_relative(e).map_or(f64::NAN, |s| s.1),
+                        Col::Tau(e) => sim.element_torque(e),
+                        Col::Mode(_) => unreachable!(),
+                    };
+                    out.write_all(fmt.format(v).as_bytes())?;
+                }
+            }
+        }
+        out.write_all(b"\n")
+    }
+}
