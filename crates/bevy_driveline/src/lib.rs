@@ -1,1 +1,1 @@
-//! plugin
+//! Bevy plugin (skeleton arrives in the next change).

@@ -561,8 +561,6 @@ impl Simulation {
         let m = n - rank;
         slot.m = m;
         // Free columns and null basis (stored with stride n).
-        let mut is_pivot = [false; 0].to_vec(); // replaced below without allocation for small n
-        is_pivot.clear();
         let mut fc = 0;
         for c in 0..n {
             if !piv[..rank].contains(&c) {
