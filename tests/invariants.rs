@@ -1,0 +1,86 @@
+//! Contracts of the solver beyond accuracy: the energy ledger closes, runs are bitwise
+//! deterministic, and stepping does not touch the heap after the first step.
+
+mod common;
+use common::*;
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+
+struct Counting;
+thread_local! {
+    // Per thread, so tests running in parallel do not count each other's allocations.
+    static COUNT: Cell<usize> = const { Cell::new(0) };
+    static ARMED: Cell<bool> = const { Cell::new(false) };
+}
+
+#[allow(unsafe_code)]
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        if ARMED.with(Cell::get) {
+            COUNT.with(|c| c.set(c.get() + 1));
+        }
+        unsafe { System.alloc(l) }
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        unsafe { System.dealloc(p, l) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+const SCENARIOS: [&str; 4] = ["CoupledClutches", "SimpleGearShift", "First", "FirstGrounded"];
+
+#[test]
+fn energy_ledger_closes() {
+    for name in SCENARIOS {
+        let (sc, mut sim) = load(name);
+        let dt = 1e-3;
+        let steps = (sc.t_end / dt).round() as usize;
+        for k in 1..=steps {
+            sim.step(k as f64 * dt - sim.time()).unwrap();
+        }
+        let e = sim.energy();
+        // Gauss collocation integrates the power balance exactly; what remains is rounding
+        // accumulated over thousands of steps (and the Newton tolerance for nonlinear loads).
+        let rel = e.residual().abs() / e.scale();
+        println!("{name}: energy residual {:e} J, relative {rel:e}, dissipated {} J", e.residual(), e.dissipated);
+        assert!(rel < 1e-9, "{name}: residual {} of scale {} ({rel:e})", e.residual(), e.scale());
+        assert!(e.dissipated >= -1e-12, "{name}: negative dissipation {}", e.dissipated);
+    }
+}
+
+#[test]
+fn runs_are_bitwise_deterministic() {
+    for name in SCENARIOS {
+        let probe = |s: &driveline::core::Simulation| {
+            let mut v: Vec<f64> = s.angles().to_vec();
+            v.extend_from_slice(s.speeds());
+            v
+        };
+        let (_, a) = run(name, 1e-3, 1.0, probe);
+        let (_, b) = run(name, 1e-3, 1.0, probe);
+        for (x, y) in a.v.iter().zip(&b.v) {
+            assert!(x.iter().zip(y).all(|(p, q)| p.to_bits() == q.to_bits()), "{name} differs");
+        }
+        assert_eq!(a.events, b.events);
+    }
+}
+
+#[test]
+fn stepping_does_not_allocate() {
+    for name in SCENARIOS {
+        let (sc, mut sim) = load(name);
+        sim.step(1e-3).unwrap();
+        COUNT.with(|c| c.set(0));
+        ARMED.with(|a| a.set(true));
+        let steps = (sc.t_end / 1e-3).round() as usize;
+        for k in 2..=steps {
+            sim.step(k as f64 * 1e-3 - sim.time()).unwrap();
+        }
+        ARMED.with(|a| a.set(false));
+        // Mode changes, events and break-aways all happen in this window.
+        assert_eq!(COUNT.with(Cell::get), 0, "{name} allocated while stepping");
+        assert!(sim.stats().state_events > 0 || name.starts_with("First"));
+    }
+}
