@@ -89,7 +89,7 @@ impl FrictionLaw {
         match self {
             FrictionLaw::Normal { mu, peak, cgeo, fn_max, signal } => {
                 let u = sig[*signal];
-                let free = !(u > 0.0);
+                let free = u.is_nan() || u <= 0.0;
                 let fnn = if free { 0.0 } else { fn_max * u };
                 let tau0 = mu.eval(0.0) * cgeo * fnn;
                 Capacity { free, tau0, tau_max: peak * tau0 }
@@ -107,7 +107,7 @@ impl FrictionLaw {
         match self {
             FrictionLaw::Normal { mu, cgeo, fn_max, signal, .. } => {
                 let u = sig[*signal];
-                if !(u > 0.0) {
+                if u.is_nan() || u <= 0.0 {
                     return (0.0, 0.0);
                 }
                 let k = cgeo * fn_max * u;
@@ -316,12 +316,20 @@ impl Law {
                         let tc = c * (pd - half);
                         let td = d * wr;
                         // tau = tc + min(tc, td); the branch is fixed by the event logic.
-                        if td < tc { (tc + td, c, d, 0.5 * c * (pd - half).powi(2)) } else { (2.0 * tc, 2.0 * c, 0.0, 0.5 * c * (pd - half).powi(2)) }
+                        if td < tc {
+                            (tc + td, c, d, 0.5 * c * (pd - half).powi(2))
+                        } else {
+                            (2.0 * tc, 2.0 * c, 0.0, 0.5 * c * (pd - half).powi(2))
+                        }
                     }
                     BacklashRegime::Lower => {
                         let tc = c * (pd + half);
                         let td = d * wr;
-                        if td > tc { (tc + td, c, d, 0.5 * c * (pd + half).powi(2)) } else { (2.0 * tc, 2.0 * c, 0.0, 0.5 * c * (pd + half).powi(2)) }
+                        if td > tc {
+                            (tc + td, c, d, 0.5 * c * (pd + half).powi(2))
+                        } else {
+                            (2.0 * tc, 2.0 * c, 0.0, 0.5 * c * (pd + half).powi(2))
+                        }
                     }
                 };
                 f[a] += tau;

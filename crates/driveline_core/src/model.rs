@@ -23,6 +23,7 @@ fn yes() -> bool {
 
 /// A named element of a network. Flanges are addressed as `"name.flange"` in connections.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ElementSpec {
     /// Unique name (the MSL instance name in the example scenarios).
     pub name: String,
@@ -42,6 +43,7 @@ pub struct ElementSpec {
 /// values do not determine every coordinate or contradict each other.
 #[allow(non_snake_case)]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub enum ElementKind {
     /// Rotating mass. Flanges `flange_a`, `flange_b` (rigidly joined).
     /// `J a = flange_a.tau + flange_b.tau`.
@@ -332,9 +334,7 @@ impl ElementKind {
                 ("flange_b", Rotational, Optional),
                 ("support", Rotational, Support),
             ],
-            ElementKind::Mass { .. } => {
-                &[("flange_a", Translational, Optional), ("flange_b", Translational, Optional)]
-            }
+            ElementKind::Mass { .. } => &[("flange_a", Translational, Optional), ("flange_b", Translational, Optional)],
             ElementKind::IdealRollingWheel { .. } => {
                 &[("flangeR", Rotational, Required), ("flangeT", Translational, Required)]
             }

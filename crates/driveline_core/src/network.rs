@@ -1,10 +1,10 @@
 //! Network assembly: flanges joined into nodes, elements compiled into laws, constraint rows and
 //! friction rows, checked once so that the solver never meets a singular problem.
 
+use crate::Signal;
 use crate::elements::{FrictionElement, FrictionLaw, Law, Row};
 use crate::linalg;
 use crate::model::{Domain, ElementKind, NetworkSpec, Requirement};
-use crate::Signal;
 use std::collections::HashMap;
 
 /// Why a network cannot be built. Messages say what is wrong and what is allowed.
@@ -102,7 +102,9 @@ pub enum BuildError {
         hint: &'static str,
     },
     /// Initial values contradict each other.
-    #[error("conflicting initial values: the given {what} values (and gear/planetary kinematics) contradict each other near {near}")]
+    #[error(
+        "conflicting initial values: the given {what} values (and gear/planetary kinematics) contradict each other near {near}"
+    )]
     ConflictingInitial {
         /// "angle" or "speed".
         what: &'static str,
@@ -211,7 +213,8 @@ fn param(element: &str, message: String) -> BuildError {
 
 fn check(element: &str, name: &str, v: f64, ok: bool, allowed: &str) -> Result<(), BuildError> {
     if !v.is_finite() {
-        return Err(param(element, format!("`{name}` is {v}; it must be a finite number {allowed}")));
+        let sep = if allowed.is_empty() { "" } else { " " };
+        return Err(param(element, format!("`{name}` is {v}; it must be a finite number{sep}{allowed}")));
     }
     if !ok {
         return Err(param(element, format!("`{name}` is {v}; it must be {allowed}")));
@@ -236,7 +239,7 @@ pub fn validate_element(name: &str, kind: &ElementKind) -> Result<(), BuildError
             check_opt(name, "w_start", *w_start)
         }
         Fixed { phi0 } => check(name, "phi0", *phi0, true, ""),
-        Torque { .. } => Ok(()),
+        Torque { tau, .. } => tau.validate().map_err(|m| BuildError::Signal { element: name.into(), message: m }),
         ConstantTorque { tau_constant, .. } => check(name, "tau_constant", *tau_constant, true, ""),
         TorqueStep { step_torque, offset_torque, start_time, .. } => {
             check(name, "step_torque", *step_torque, true, "")?;
@@ -412,10 +415,10 @@ impl Network {
         for (i, e) in specs.iter().enumerate() {
             if let ElementKind::Fixed { phi0 } = e.kind {
                 let r = dsu.find(base[i]);
-                if let Some((p, _)) = ground_angle.get(&r) {
-                    if *p != phi0 {
-                        return Err(BuildError::ConflictingFixed(e.name.clone()));
-                    }
+                if let Some((p, _)) = ground_angle.get(&r)
+                    && *p != phi0
+                {
+                    return Err(BuildError::ConflictingFixed(e.name.clone()));
                 }
                 ground_angle.insert(r, (phi0, e.name.clone()));
             }
@@ -521,7 +524,8 @@ impl Network {
                     push_law(Law::Source { flange: nd[0], support: nd[1], signal: s }, &mut info);
                 }
                 ElementKind::TorqueStep { step_torque, offset_torque, start_time, .. } => {
-                    let s = signal(&Signal::Step { height: *step_torque, offset: *offset_torque, start_time: *start_time });
+                    let s =
+                        signal(&Signal::Step { height: *step_torque, offset: *offset_torque, start_time: *start_time });
                     info.source = true;
                     push_law(Law::Source { flange: nd[0], support: nd[1], signal: s }, &mut info);
                 }
@@ -599,7 +603,13 @@ impl Network {
                     friction.push(FrictionElement {
                         element: i,
                         row,
-                        law: FrictionLaw::Normal { mu: mu_pos.clone(), peak: *peak, cgeo: *cgeo, fn_max: *fn_max, signal: s },
+                        law: FrictionLaw::Normal {
+                            mu: mu_pos.clone(),
+                            peak: *peak,
+                            cgeo: *cgeo,
+                            fn_max: *fn_max,
+                            signal: s,
+                        },
                     });
                 }
                 ElementKind::Brake { mu_pos, peak, cgeo, fn_max, f_normalized, .. } => {
@@ -610,7 +620,13 @@ impl Network {
                     friction.push(FrictionElement {
                         element: i,
                         row,
-                        law: FrictionLaw::Normal { mu: mu_pos.clone(), peak: *peak, cgeo: *cgeo, fn_max: *fn_max, signal: s },
+                        law: FrictionLaw::Normal {
+                            mu: mu_pos.clone(),
+                            peak: *peak,
+                            cgeo: *cgeo,
+                            fn_max: *fn_max,
+                            signal: s,
+                        },
                     });
                 }
                 ElementKind::BearingFriction { tau_pos, peak, .. } => {
@@ -625,9 +641,6 @@ impl Network {
                 }
             }
             elements.push(info);
-        }
-        for s in &signals {
-            s.validate().map_err(|m| BuildError::Signal { element: "?".into(), message: m })?;
         }
         let mut net = Network {
             n_dof,
@@ -715,6 +728,15 @@ impl Network {
                 nmat[piv_of_row[i] * m + j] = -rref[i * n + fc];
             }
         }
+        // A body that the permanent constraints hold still (a gear loop of unequal ratios).
+        for k in 0..n {
+            if self.mass[k] > 0.0 && (0..m).all(|j| nmat[k * m + j] == 0.0) {
+                return Err(BuildError::OverConstrained(format!(
+                    "the gears/planetary sets lock [{}] to standstill (a kinematic loop of inconsistent ratios)",
+                    self.node_name(k)
+                )));
+            }
+        }
         let mut mr = vec![0.0; m * m];
         for a in 0..m {
             for b in 0..m {
@@ -727,8 +749,10 @@ impl Network {
             for (j, _) in free.iter().enumerate() {
                 let mj: f64 = (0..n).map(|k| nmat[k * m + j].powi(2) * self.mass[k]).sum();
                 if mj == 0.0 {
-                    let involved: Vec<String> =
-                        (0..n).filter(|&k| nmat[k * m + j] != 0.0).map(|k| format!("[{}]", self.node_name(k))).collect();
+                    let involved: Vec<String> = (0..n)
+                        .filter(|&k| nmat[k * m + j] != 0.0)
+                        .map(|k| format!("[{}]", self.node_name(k)))
+                        .collect();
                     return Err(BuildError::Massless(involved.join(", ")));
                 }
             }
@@ -752,7 +776,9 @@ impl Network {
             for (i, e) in specs.iter().enumerate() {
                 let info = &self.elements[i];
                 let (abs, rel) = match &e.kind {
-                    ElementKind::Inertia { phi_start, w_start, .. } => (if pass == 0 { *phi_start } else { *w_start }, None),
+                    ElementKind::Inertia { phi_start, w_start, .. } => {
+                        (if pass == 0 { *phi_start } else { *w_start }, None)
+                    }
                     ElementKind::Mass { s_start, v_start, .. } => (if pass == 0 { *s_start } else { *v_start }, None),
                     ElementKind::Spring { phi_rel_start, w_rel_start, .. }
                     | ElementKind::Damper { phi_rel_start, w_rel_start, .. }
@@ -792,7 +818,8 @@ impl Network {
             // A pivot in the RHS column means contradicting values.
             if rank > 0 && piv[rank - 1] == n {
                 let row = (0..m).find(|&i| a[i * cols + n].abs() > 0.0 && (0..n).all(|k| a[i * cols + k] == 0.0));
-                let near = row.map(|_| eqs.iter().map(|e| e.2.clone()).filter(|s| s != "a gear").collect::<Vec<_>>().join(", "));
+                let near = row
+                    .map(|_| eqs.iter().map(|e| e.2.clone()).filter(|s| s != "a gear").collect::<Vec<_>>().join(", "));
                 return Err(BuildError::ConflictingInitial { what, near: near.unwrap_or_default() });
             }
             if rank < n {

@@ -37,7 +37,11 @@ impl CsvRecorder {
             }
             if info.rel.is_some() {
                 cols.extend([Col::PhiRel(e), Col::WRel(e), Col::Tau(e)]);
-                names.extend([format!("{}.phi_rel", info.name), format!("{}.w_rel", info.name), format!("{}.tau", info.name)]);
+                names.extend([
+                    format!("{}.phi_rel", info.name),
+                    format!("{}.w_rel", info.name),
+                    format!("{}.tau", info.name),
+                ]);
             }
             if info.friction.is_some() {
                 cols.push(Col::Mode(e));

@@ -22,9 +22,9 @@
 //!
 //! Errors carry `file:line:col` and say what is wrong and what is allowed.
 
+use crate::Signal;
 use crate::model::{ElementSpec, NetworkSpec};
 use crate::network::{BuildError, Network};
-use crate::Signal;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -93,16 +93,24 @@ impl Scenario {
     /// Reads and parses a file.
     pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
         let file = path.display().to_string();
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| ScenarioError { file: file.clone(), line: 1, col: 1, message: format!("cannot read the file: {e}") })?;
+        let text = std::fs::read_to_string(path).map_err(|e| ScenarioError {
+            file: file.clone(),
+            line: 1,
+            col: 1,
+            message: format!("cannot read the file: {e}"),
+        })?;
         Scenario::parse(&text, &file)
     }
 
     /// Reads, parses, validates and builds a file in one go.
     pub fn load_network(path: &Path) -> Result<(Scenario, Network), ScenarioError> {
         let file = path.display().to_string();
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| ScenarioError { file: file.clone(), line: 1, col: 1, message: format!("cannot read the file: {e}") })?;
+        let text = std::fs::read_to_string(path).map_err(|e| ScenarioError {
+            file: file.clone(),
+            line: 1,
+            col: 1,
+            message: format!("cannot read the file: {e}"),
+        })?;
         let sc = Scenario::parse(&text, &file)?;
         let net = sc.build(&text, &file)?;
         Ok((sc, net))
@@ -113,35 +121,40 @@ impl Scenario {
     pub fn build(&self, text: &str, file: &str) -> Result<Network, ScenarioError> {
         let err_at = |needle: Option<String>, key: Option<&str>, message: String| {
             let mut pos = (1, 1);
-            if let Some(n) = needle {
-                if let Some((l, c, at)) = position_of(text, &n, 0) {
-                    pos = (l, c);
-                    if let Some(k) = key {
-                        // The key inside this element: search up to the next `name:`.
-                        let end = text[at + n.len()..].find("name:").map(|e| e + at + n.len()).unwrap_or(text.len());
-                        if let Some((l2, c2, at2)) = position_of(text, &format!("{k}:"), at) {
-                            if at2 < end {
-                                pos = (l2, c2);
-                            }
-                        }
-                    }
+            if let Some(n) = needle
+                && let Some((l, c, at)) = position_of(text, &n, 0)
+            {
+                pos = (l, c);
+                // A parameter key inside this element: search up to the next `name:`.
+                let end = text[at + n.len()..].find("name:").map(|e| e + at + n.len()).unwrap_or(text.len());
+                if let Some(k) = key
+                    && let Some((l2, c2, at2)) = position_of(text, &format!("{k}:"), at)
+                    && at2 < end
+                {
+                    pos = (l2, c2);
                 }
             }
             ScenarioError { file: file.to_string(), line: pos.0, col: pos.1, message }
         };
         if !(self.t_end.is_finite() && self.t_end > 0.0) {
-            return Err(err_at(Some("t_end".into()), None, format!("`t_end` is {}; it must be a finite time > 0 s", self.t_end)));
+            return Err(err_at(
+                Some("t_end".into()),
+                None,
+                format!("`t_end` is {}; it must be a finite time > 0 s", self.t_end),
+            ));
         }
-        if let Some(dt) = self.dt {
-            if !(dt.is_finite() && dt > 0.0) {
-                return Err(err_at(Some("dt:".into()), None, format!("`dt` is {dt}; it must be a finite step > 0 s")));
-            }
+        if let Some(dt) = self.dt
+            && !(dt.is_finite() && dt > 0.0)
+        {
+            return Err(err_at(Some("dt:".into()), None, format!("`dt` is {dt}; it must be a finite step > 0 s")));
         }
         for (name, s) in &self.signals {
             let resolved = s
                 .resolve(&|n| self.signals.get(n).cloned())
                 .map_err(|m| err_at(Some(format!("\"{name}\"")), None, format!("signal '{name}': {m}")))?;
-            resolved.validate().map_err(|m| err_at(Some(format!("\"{name}\"")), None, format!("signal '{name}': {m}")))?;
+            resolved
+                .validate()
+                .map_err(|m| err_at(Some(format!("\"{name}\"")), None, format!("signal '{name}': {m}")))?;
         }
         // Resolve signal references inside elements.
         let mut elements = self.elements.clone();
@@ -173,7 +186,9 @@ impl Scenario {
 fn locate_build_error(e: &BuildError) -> (Option<String>, Option<&'static str>) {
     let quoted = |s: &str| Some(format!("\"{s}\""));
     match e {
-        BuildError::DuplicateName(n) | BuildError::Disconnected(n) | BuildError::ConflictingFixed(n) => (quoted(n), None),
+        BuildError::DuplicateName(n) | BuildError::Disconnected(n) | BuildError::ConflictingFixed(n) => {
+            (quoted(n), None)
+        }
         BuildError::UnknownElement { flange, .. } | BuildError::BadFlangeRef(flange) => (quoted(flange), None),
         BuildError::UnknownFlange { element, flange, .. } => (Some(format!("\"{element}.{flange}\"")), None),
         BuildError::DomainMismatch { a, .. } => (quoted(a), None),
@@ -182,9 +197,24 @@ fn locate_build_error(e: &BuildError) -> (Option<String>, Option<&'static str>) 
         }
         BuildError::Parameter { element, message } => {
             let key = message.split('`').nth(1).and_then(|k| {
-                ["J", "c", "d", "b", "ratio", "peak", "cgeo", "fn_max", "mu_pos", "tau_pos", "w_nominal", "v_nominal", "radius", "m"]
-                    .into_iter()
-                    .find(|c| *c == k)
+                [
+                    "J",
+                    "c",
+                    "d",
+                    "b",
+                    "ratio",
+                    "peak",
+                    "cgeo",
+                    "fn_max",
+                    "mu_pos",
+                    "tau_pos",
+                    "w_nominal",
+                    "v_nominal",
+                    "radius",
+                    "m",
+                ]
+                .into_iter()
+                .find(|c| *c == k)
             });
             (quoted(element), key)
         }

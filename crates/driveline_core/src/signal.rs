@@ -205,9 +205,7 @@ impl Signal {
         match self {
             Signal::Constant(_) | Signal::Ref(_) => f64::INFINITY,
             Signal::Step { start_time, .. } | Signal::Sine { start_time, .. } => after(*start_time),
-            Signal::Ramp { duration, start_time, .. } => {
-                after(*start_time).min(after(start_time + duration))
-            }
+            Signal::Ramp { duration, start_time, .. } => after(*start_time).min(after(start_time + duration)),
             Signal::Pulse { width, period, nperiod, start_time, .. } => {
                 if t < *start_time {
                     return *start_time;
@@ -228,9 +226,7 @@ impl Signal {
                 }
                 best
             }
-            Signal::Table(points) => {
-                points.iter().map(|p| p.0).find(|&x| x > t).unwrap_or(f64::INFINITY)
-            }
+            Signal::Table(points) => points.iter().map(|p| p.0).find(|&x| x > t).unwrap_or(f64::INFINITY),
             Signal::Sum(items) | Signal::Product(items) => {
                 items.iter().map(|s| s.next_event_after(t)).fold(f64::INFINITY, f64::min)
             }
@@ -288,13 +284,25 @@ impl Signal {
                 Ok(())
             }
             Signal::Sine { amplitude, f, phase, offset, start_time } => {
-                for (n, v) in [("amplitude", amplitude), ("f", f), ("phase", phase), ("offset", offset), ("start_time", start_time)] {
+                for (n, v) in [
+                    ("amplitude", amplitude),
+                    ("f", f),
+                    ("phase", phase),
+                    ("offset", offset),
+                    ("start_time", start_time),
+                ] {
                     finite(n, *v)?;
                 }
                 Ok(())
             }
             Signal::Pulse { amplitude, width, period, nperiod, offset, start_time } => {
-                for (n, v) in [("amplitude", amplitude), ("width", width), ("period", period), ("offset", offset), ("start_time", start_time)] {
+                for (n, v) in [
+                    ("amplitude", amplitude),
+                    ("width", width),
+                    ("period", period),
+                    ("offset", offset),
+                    ("start_time", start_time),
+                ] {
                     finite(n, *v)?;
                 }
                 if *period <= 0.0 {

@@ -517,7 +517,8 @@ impl Simulation {
             return i;
         }
         // Slot 0 keeps the lock-free mode (needed by the complementarity data).
-        let victim = (1..self.slots.len()).min_by_key(|&i| if self.slots[i].valid { self.slots[i].age } else { 0 }).unwrap_or(1);
+        let victim =
+            (1..self.slots.len()).min_by_key(|&i| if self.slots[i].valid { self.slots[i].age } else { 0 }).unwrap_or(1);
         self.compile_into(victim, key);
         self.slots[victim].age = self.clock;
         victim
@@ -544,7 +545,8 @@ impl Simulation {
         // Dense G (r x n) into tmp_rn.
         let g = &mut self.ws.tmp_rn;
         g[..r * n].fill(0.0);
-        let row_at = |i: usize| if i < net.rows.len() { net.rows[i] } else { net.friction[slot.locked[i - net.rows.len()]].row };
+        let row_at =
+            |i: usize| if i < net.rows.len() { net.rows[i] } else { net.friction[slot.locked[i - net.rows.len()]].row };
         for i in 0..r {
             let row = row_at(i);
             for &(k, c) in &row.entries {
@@ -691,7 +693,9 @@ impl Simulation {
                     for b in 0..m {
                         let mr = if bi == bk {
                             (0..self.net.n_dof)
-                                .map(|k| s.nmat[k * self.net.n_dof + a] * self.net.mass[k] * s.nmat[k * self.net.n_dof + b])
+                                .map(|k| {
+                                    s.nmat[k * self.net.n_dof + a] * self.net.mass[k] * s.nmat[k * self.net.n_dof + b]
+                                })
                                 .sum()
                         } else {
                             0.0
@@ -925,7 +929,9 @@ impl Simulation {
             for j in 0..m {
                 let nkj = s.nmat[k * n + j];
                 if nkj != 0.0 {
-                    let q1 = self.ws.q0[j] + D[0] * (self.ws.q[j] - self.ws.q0[j]) + D[1] * (self.ws.q[m + j] - self.ws.q0[j]);
+                    let q1 = self.ws.q0[j]
+                        + D[0] * (self.ws.q[j] - self.ws.q0[j])
+                        + D[1] * (self.ws.q[m + j] - self.ws.q0[j]);
                     wv += nkj * q1;
                 }
             }
@@ -1062,7 +1068,15 @@ impl Simulation {
         Self::constraint_torques(&self.net, &self.slots[self.cur], f, acc, fq, lam, n);
     }
 
-    fn constraint_torques(net: &Network, s: &ModeSlot, f: &[f64], acc: &mut [f64], fq: &mut [f64], lam: &mut [f64], n: usize) {
+    fn constraint_torques(
+        net: &Network,
+        s: &ModeSlot,
+        f: &[f64],
+        acc: &mut [f64],
+        fq: &mut [f64],
+        lam: &mut [f64],
+        n: usize,
+    ) {
         let m = s.m;
         for a in 0..m {
             fq[a] = (0..n).map(|k| s.nmat[k * n + a] * f[k]).sum();
@@ -1222,7 +1236,8 @@ impl Simulation {
             self.ws.candidate[i] = false;
             self.ws.new_modes[i] = if cap.free {
                 FrictionMode::Free
-            } else if forced & (1 << i) != 0 || wr.abs() <= tol_w || (self.modes[i] == FrictionMode::Stuck && !initial) {
+            } else if forced & (1 << i) != 0 || wr.abs() <= tol_w || (self.modes[i] == FrictionMode::Stuck && !initial)
+            {
                 self.ws.candidate[i] = true;
                 any_candidate = true;
                 FrictionMode::Stuck
@@ -1353,7 +1368,9 @@ impl Simulation {
                 if self.ws.qp_state[a] == 0 {
                     continue;
                 }
-                let acc: f64 = (0..k).map(|b| (self.ws.qp_w[a * k + b] - if a == b { eps } else { 0.0 }) * self.ws.qp_x[b]).sum::<f64>()
+                let acc: f64 = (0..k)
+                    .map(|b| (self.ws.qp_w[a * k + b] - if a == b { eps } else { 0.0 }) * self.ws.qp_x[b])
+                    .sum::<f64>()
                     + self.ws.qp_rhs[a];
                 let i = self.ws.qp_idx[a];
                 let at_located_breakaway = self.breaking & (1 << i) != 0;

@@ -1,0 +1,72 @@
+//! The `driveline` command line contract: `check` rejects every invalid scenario with exit code 2
+//! and a `file:line:col` message, accepts the shipped ones, and `simulate` writes the CSV layout.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn driveline(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_driveline")).args(args).current_dir(root()).output().expect("run driveline")
+}
+
+#[test]
+fn check_rejects_every_invalid_scenario_with_a_position() {
+    let dir = root().join("tests/scenarios/invalid");
+    let mut n = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let out = driveline(&["check", path.to_str().unwrap()]);
+        let msg = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{} was accepted: {msg}", path.display());
+        // file:line:col: message
+        let file = path.display().to_string();
+        assert!(msg.starts_with(&format!("{file}:")), "no position in: {msg}");
+        assert!(!msg.contains("panicked"), "{msg}");
+        n += 1;
+    }
+    assert!(n >= 20, "only {n} invalid files");
+}
+
+#[test]
+fn check_accepts_the_shipped_scenarios() {
+    let mut files: Vec<PathBuf> =
+        std::fs::read_dir(root().join("assets/scenarios/msl")).unwrap().map(|e| e.unwrap().path()).collect();
+    files.push(root().join("tests/scenarios/valid_control.ron"));
+    for f in files {
+        let out = driveline(&["check", f.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(0), "{}: {}", f.display(), String::from_utf8_lossy(&out.stderr));
+    }
+}
+
+#[test]
+fn simulate_writes_the_csv_contract() {
+    let dir = std::env::temp_dir().join(format!("driveline-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let csv = dir.join("cc.csv");
+    let ev = dir.join("ev.csv");
+    let out = driveline(&[
+        "simulate",
+        "assets/scenarios/msl/CoupledClutches.ron",
+        "--dt",
+        "0.01",
+        "--out",
+        csv.to_str().unwrap(),
+        "--events",
+        ev.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let mut lines = text.lines();
+    let header = lines.next().unwrap();
+    assert!(header.starts_with("time,J1.phi,J1.w,clutch1.phi_rel,clutch1.w_rel,clutch1.tau,clutch1.mode,J2.phi"));
+    let rows: Vec<&str> = lines.collect();
+    assert_eq!(rows.len(), 151, "one row at t = 0 and one per step to 1.5 s");
+    assert!(rows[150].starts_with("1.5,"));
+    let events = std::fs::read_to_string(&ev).unwrap();
+    assert!(events.starts_with("time,element,from_mode,to_mode\n0.4,clutch2,2,-1\n"), "{events}");
+    let bad = driveline(&["simulate", "assets/scenarios/msl/CoupledClutches.ron", "--dt", "-1"]);
+    assert_eq!(bad.status.code(), Some(2));
+}
