@@ -92,25 +92,13 @@ impl Scenario {
 
     /// Reads and parses a file.
     pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
-        let file = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| ScenarioError {
-            file: file.clone(),
-            line: 1,
-            col: 1,
-            message: format!("cannot read the file: {e}"),
-        })?;
+        let (file, text) = read(path)?;
         Scenario::parse(&text, &file)
     }
 
     /// Reads, parses, validates and builds a file in one go.
     pub fn load_network(path: &Path) -> Result<(Scenario, Network), ScenarioError> {
-        let file = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| ScenarioError {
-            file: file.clone(),
-            line: 1,
-            col: 1,
-            message: format!("cannot read the file: {e}"),
-        })?;
+        let (file, text) = read(path)?;
         let sc = Scenario::parse(&text, &file)?;
         let net = sc.build(&text, &file)?;
         Ok((sc, net))
@@ -180,6 +168,18 @@ impl Scenario {
             err_at(needle, key, e.to_string())
         })
     }
+}
+
+/// The file's display name and text.
+fn read(path: &Path) -> Result<(String, String), ScenarioError> {
+    let file = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| ScenarioError {
+        file: file.clone(),
+        line: 1,
+        col: 1,
+        message: format!("cannot read the file: {e}"),
+    })?;
+    Ok((file, text))
 }
 
 /// Where in the file a build error belongs: an element name and maybe a parameter key.
