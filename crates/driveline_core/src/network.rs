@@ -595,39 +595,25 @@ impl Network {
                     };
                     push_law(law, &mut info);
                 }
-                ElementKind::Clutch { mu_pos, peak, cgeo, fn_max, f_normalized, .. } => {
-                    let row = two(nd[0], nd[1]);
+                ElementKind::Clutch { mu_pos, peak, cgeo, fn_max, f_normalized, .. }
+                | ElementKind::Brake { mu_pos, peak, cgeo, fn_max, f_normalized, .. } => {
+                    // Clutch: w_rel = w_b - w_a. Brake: the shaft relative to its support.
+                    let row = if matches!(e.kind, ElementKind::Clutch { .. }) {
+                        two(nd[0], nd[1])
+                    } else {
+                        Row::new(&[(nd[0], 1.0), (nd[2], -1.0)])
+                    };
                     info.rel = Some(row);
                     info.friction = Some(friction.len());
                     let s = signal(f_normalized);
-                    friction.push(FrictionElement {
-                        element: i,
-                        row,
-                        law: FrictionLaw::Normal {
-                            mu: mu_pos.clone(),
-                            peak: *peak,
-                            cgeo: *cgeo,
-                            fn_max: *fn_max,
-                            signal: s,
-                        },
-                    });
-                }
-                ElementKind::Brake { mu_pos, peak, cgeo, fn_max, f_normalized, .. } => {
-                    let row = Row::new(&[(nd[0], 1.0), (nd[2], -1.0)]);
-                    info.rel = Some(row);
-                    info.friction = Some(friction.len());
-                    let s = signal(f_normalized);
-                    friction.push(FrictionElement {
-                        element: i,
-                        row,
-                        law: FrictionLaw::Normal {
-                            mu: mu_pos.clone(),
-                            peak: *peak,
-                            cgeo: *cgeo,
-                            fn_max: *fn_max,
-                            signal: s,
-                        },
-                    });
+                    let law = FrictionLaw::Normal {
+                        mu: mu_pos.clone(),
+                        peak: *peak,
+                        cgeo: *cgeo,
+                        fn_max: *fn_max,
+                        signal: s,
+                    };
+                    friction.push(FrictionElement { element: i, row, law });
                 }
                 ElementKind::BearingFriction { tau_pos, peak, .. } => {
                     let row = Row::new(&[(nd[0], 1.0), (nd[2], -1.0)]);
