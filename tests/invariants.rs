@@ -29,7 +29,7 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static GLOBAL: Counting = Counting;
 
-const SCENARIOS: [&str; 4] = ["CoupledClutches", "SimpleGearShift", "First", "FirstGrounded"];
+const SCENARIOS: [&str; 6] = ["CoupledClutches", "SimpleGearShift", "First", "FirstGrounded", "Friction", "Backlash"];
 
 #[test]
 fn energy_ledger_closes() {

@@ -201,17 +201,21 @@ pub enum Law {
     },
 }
 
-/// Contact regime of an ElastoBacklash (fixed during a sub-step, changed at located events).
+/// Contact regime of an ElastoBacklash: the piece of the MSL 4 law in force. It is fixed during a
+/// sub-step and changed at located events, so each sub-step integrates a polynomial law (this is
+/// what keeps the energy ledger exact through contacts).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BacklashRegime {
-    /// Inside the gap, or contact released (`tau = 0`).
+    /// Inside the gap, `|phi_diff| <= b/2`: `tau = 0`.
     Open,
-    /// In contact at the upper side, `phi_diff > half`.
-    Upper,
-    /// In contact at the lower side, `phi_diff < -half`.
-    Lower,
+    /// Beyond the gap but separating faster than the spring relaxes (`tau_c + tau_d` would
+    /// pull): `tau = 0`; the stored spring energy is lost.
+    Released,
+    /// Contact with the damping part below the spring part: `tau = tau_c + tau_d`.
+    Damped,
+    /// Contact with the damping part capped by the spring part: `tau = 2 tau_c`.
+    Capped,
 }
-
 /// Output of one element evaluation.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct LawOutput {
@@ -220,10 +224,8 @@ pub struct LawOutput {
     pub tau: f64,
     /// Power delivered to the nodes, W (negative for a dissipating element).
     pub power: f64,
-    /// Potential energy stored, J.
-    pub potential: f64,
-    /// True when the law is affine in (phi, w) here.
-    pub linear: bool,
+    /// Power turned into heat, W (>= 0): `-power - dE_potential/dt` for passive elements.
+    pub dissipation: f64,
 }
 
 /// Optional Jacobian sink: dense `n x n` over the free coordinates.
@@ -261,6 +263,21 @@ impl Jacobian<'_> {
 }
 
 impl Law {
+    /// Elastic potential energy stored at the angles `phi`, J (springs and backlash contact).
+    pub fn potential(&self, phi: &[f64]) -> f64 {
+        match *self {
+            Law::SpringDamper { a, b, c, phi_rel0, .. } => {
+                let pr = phi[b] - phi[a] - phi_rel0;
+                0.5 * c * pr * pr
+            }
+            Law::Backlash { a, b, c, half, phi_rel0, .. } => {
+                let x = backlash_overlap(phi[b] - phi[a] - phi_rel0, half);
+                0.5 * c * x * x
+            }
+            _ => 0.0,
+        }
+    }
+
     /// Adds this law's generalised forces to `f` and returns its torque, power and energy.
     /// `sig` holds the signal values at the evaluation time.
     #[inline]
@@ -278,7 +295,7 @@ impl Law {
                 let tau = sig[signal];
                 f[flange] += tau;
                 f[support] -= tau;
-                LawOutput { tau, power: tau * (w[flange] - w[support]), potential: 0.0, linear: true }
+                LawOutput { tau, power: tau * (w[flange] - w[support]), dissipation: 0.0 }
             }
             Law::Quadratic { flange, support, nominal, w_nominal, same_direction } => {
                 let wr = w[flange] - w[support];
@@ -294,7 +311,7 @@ impl Law {
                     // g = tau(w_flange - w_support): received +g by flange, -g by support.
                     j.add_pair(flange, support, support, flange, 0.0, dtau);
                 }
-                LawOutput { tau, power: tau * wr, potential: 0.0, linear: false }
+                LawOutput { tau, power: tau * wr, dissipation: 0.0 }
             }
             Law::SpringDamper { a, b, c, d, phi_rel0 } => {
                 let pr = phi[b] - phi[a] - phi_rel0;
@@ -305,54 +322,59 @@ impl Law {
                 if let Some(j) = jac {
                     j.add_pair(a, b, a, b, c, d);
                 }
-                LawOutput { tau, power: -tau * wr, potential: 0.5 * c * pr * pr, linear: true }
+                LawOutput { tau, power: -tau * wr, dissipation: d * wr * wr }
             }
             Law::Backlash { a, b, c, d, half, phi_rel0 } => {
                 let pd = phi[b] - phi[a] - phi_rel0;
                 let wr = w[b] - w[a];
-                let (tau, kp, kw, potential) = match regime {
-                    BacklashRegime::Open => (0.0, 0.0, 0.0, 0.0),
-                    BacklashRegime::Upper => {
-                        let tc = c * (pd - half);
-                        let td = d * wr;
-                        // tau = tc + min(tc, td); the branch is fixed by the event logic.
-                        if td < tc {
-                            (tc + td, c, d, 0.5 * c * (pd - half).powi(2))
-                        } else {
-                            (2.0 * tc, 2.0 * c, 0.0, 0.5 * c * (pd - half).powi(2))
-                        }
-                    }
-                    BacklashRegime::Lower => {
-                        let tc = c * (pd + half);
-                        let td = d * wr;
-                        if td > tc {
-                            (tc + td, c, d, 0.5 * c * (pd + half).powi(2))
-                        } else {
-                            (2.0 * tc, 2.0 * c, 0.0, 0.5 * c * (pd + half).powi(2))
-                        }
-                    }
+                let x = backlash_overlap(pd, half);
+                let (tau, kp, kw) = match regime {
+                    BacklashRegime::Open | BacklashRegime::Released => (0.0, 0.0, 0.0),
+                    BacklashRegime::Damped => (c * x + d * wr, c, d),
+                    BacklashRegime::Capped => (2.0 * c * x, 2.0 * c, 0.0),
                 };
                 f[a] += tau;
                 f[b] -= tau;
                 if let Some(j) = jac {
                     j.add_pair(a, b, a, b, kp, kw);
                 }
-                LawOutput { tau, power: -tau * wr, potential, linear: false }
+                // Whatever is delivered and not stored is lost; that includes the stored energy
+                // of a released contact (tau = 0 while the spring is still compressed).
+                let stored_rate = c * x * wr;
+                LawOutput { tau, power: -tau * wr, dissipation: tau * wr - stored_rate }
             }
         }
     }
 }
 
-/// The contact regime an ElastoBacklash is in at `(phi_diff, w_rel)` (MSL 4 law).
-pub fn backlash_regime(c: f64, d: f64, half: f64, pd: f64, wr: f64) -> BacklashRegime {
+/// Spring compression of an ElastoBacklash beyond the half gap, rad (0 inside the gap).
+#[inline]
+pub fn backlash_overlap(pd: f64, half: f64) -> f64 {
     if pd > half {
-        let tc = c * (pd - half);
-        if tc + d * wr <= 0.0 { BacklashRegime::Open } else { BacklashRegime::Upper }
+        pd - half
     } else if pd < -half {
-        let tc = c * (pd + half);
-        if tc + d * wr >= 0.0 { BacklashRegime::Open } else { BacklashRegime::Lower }
+        pd + half
     } else {
-        BacklashRegime::Open
+        0.0
+    }
+}
+
+/// The regime an ElastoBacklash is in at `(phi_diff, w_rel)` (MSL 4 law: the contact only
+/// pushes, and the damping part never exceeds the spring part).
+pub fn backlash_regime(c: f64, d: f64, half: f64, pd: f64, wr: f64) -> BacklashRegime {
+    let x = backlash_overlap(pd, half);
+    if x == 0.0 {
+        return BacklashRegime::Open;
+    }
+    let (tc, td) = (c * x, d * wr);
+    // Mirror the lower side onto the upper one: contact pushes when tc + td has the sign of x.
+    let s = x.signum();
+    if s * (tc + td) <= 0.0 {
+        BacklashRegime::Released
+    } else if s * td < s * tc {
+        BacklashRegime::Damped
+    } else {
+        BacklashRegime::Capped
     }
 }
 
@@ -379,7 +401,8 @@ mod tests {
         let law = Law::SpringDamper { a: 0, b: 1, c: 100.0, d: 0.0, phi_rel0: 0.0 };
         let (f, out) = eval(&law, [0.0, 0.1, 0.0], [0.0; 3], &[]);
         assert!((f[0] - 10.0).abs() < 1e-12 && (f[1] + 10.0).abs() < 1e-12);
-        assert!((out.potential - 0.5).abs() < 1e-12);
+        assert!((law.potential(&[0.0, 0.1, 0.0]) - 0.5).abs() < 1e-12);
+        assert_eq!(out.tau, 10.0);
     }
 
     #[test]
@@ -400,8 +423,13 @@ mod tests {
     #[test]
     fn backlash_contact_only_pushes() {
         // Separating fast: spring part 20e3 * 0.01 = 200, damping part 50 * -10 = -500 -> released.
-        assert_eq!(backlash_regime(20e3, 50.0, 0.1, 0.11, -10.0), BacklashRegime::Open);
-        assert_eq!(backlash_regime(20e3, 50.0, 0.1, 0.11, 1.0), BacklashRegime::Upper);
+        assert_eq!(backlash_regime(20e3, 50.0, 0.1, 0.11, -10.0), BacklashRegime::Released);
+        // Approaching: spring part 200, damping part 50 -> tau = tc + td.
+        assert_eq!(backlash_regime(20e3, 50.0, 0.1, 0.11, 1.0), BacklashRegime::Damped);
+        // Fast approach: damping part 5000 > spring part 200 -> capped at 2 tc.
+        assert_eq!(backlash_regime(20e3, 50.0, 0.1, 0.11, 100.0), BacklashRegime::Capped);
+        assert_eq!(backlash_regime(20e3, 50.0, 0.1, -0.11, -100.0), BacklashRegime::Capped);
+        assert_eq!(backlash_regime(20e3, 50.0, 0.1, -0.11, 10.0), BacklashRegime::Released);
         assert_eq!(backlash_regime(20e3, 50.0, 0.1, 0.05, 1.0), BacklashRegime::Open);
     }
 }

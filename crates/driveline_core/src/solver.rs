@@ -180,6 +180,8 @@ struct ModeSlot {
     /// Null-space basis `n x m` (stride `n_dof`), identity on the free columns.
     nmat: Vec<f64>,
     free_cols: Vec<usize>,
+    /// Reduced inertia `Mr = N^T M N` (`m x m`) and its LU factors.
+    mr: Vec<f64>,
     mr_lu: Vec<f64>,
     mr_piv: Vec<usize>,
     /// Constraint-force map `r x n`: `lambda = L (M a - f)`.
@@ -204,6 +206,7 @@ impl ModeSlot {
             r: 0,
             nmat: vec![0.0; n * n],
             free_cols: vec![0; n],
+            mr: vec![0.0; n * n],
             mr_lu: vec![0.0; n * n],
             mr_piv: vec![0; n],
             lmap: vec![0.0; rmax * n],
@@ -482,25 +485,7 @@ impl Simulation {
     fn kinetic_potential(&self) -> (f64, f64) {
         let n = self.net.n_dof;
         let ke: f64 = (0..n).map(|k| 0.5 * self.net.mass[k] * self.w[k] * self.w[k]).sum();
-        let mut pe = 0.0;
-        for (k, law) in self.net.laws.iter().enumerate() {
-            match *law {
-                Law::SpringDamper { a, b, c, phi_rel0, .. } => {
-                    let pr = self.phi[b] - self.phi[a] - phi_rel0;
-                    pe += 0.5 * c * pr * pr;
-                }
-                Law::Backlash { a, b, c, half, phi_rel0, .. } => {
-                    let _ = k;
-                    let pd = self.phi[b] - self.phi[a] - phi_rel0;
-                    if pd > half {
-                        pe += 0.5 * c * (pd - half).powi(2);
-                    } else if pd < -half {
-                        pe += 0.5 * c * (pd + half).powi(2);
-                    }
-                }
-                _ => {}
-            }
-        }
+        let pe: f64 = self.net.laws.iter().map(|law| law.potential(&self.phi)).sum();
         (ke, pe)
     }
 
@@ -581,9 +566,10 @@ impl Simulation {
         // Mr = N^T M N.
         for a in 0..m {
             for b in 0..m {
-                slot.mr_lu[a * m + b] = (0..n).map(|k| slot.nmat[k * n + a] * net.mass[k] * slot.nmat[k * n + b]).sum();
+                slot.mr[a * m + b] = (0..n).map(|k| slot.nmat[k * n + a] * net.mass[k] * slot.nmat[k * n + b]).sum();
             }
         }
+        slot.mr_lu[..m * m].copy_from_slice(&slot.mr[..m * m]);
         if m > 0 {
             // Positive definite by the build checks (adding locks only removes directions).
             let _ = linalg::lu_factor(&mut slot.mr_lu, m, &mut slot.mr_piv);
@@ -686,20 +672,11 @@ impl Simulation {
         let s = &mut self.slots[slot];
         let m = s.m;
         let mm = 2 * m;
-        // Mr is stored factored; rebuild it from N^T M N.
         for bi in 0..2 {
             for bk in 0..2 {
                 for a in 0..m {
                     for b in 0..m {
-                        let mr = if bi == bk {
-                            (0..self.net.n_dof)
-                                .map(|k| {
-                                    s.nmat[k * self.net.n_dof + a] * self.net.mass[k] * s.nmat[k * self.net.n_dof + b]
-                                })
-                                .sum()
-                        } else {
-                            0.0
-                        };
+                        let mr = if bi == bk { s.mr[a * m + b] } else { 0.0 };
                         s.newton_lu[(bi * m + a) * mm + bk * m + b] =
                             mr - h * A[bi][bk] * s.dr[a * m + b] - h * h * A2[bi][bk] * s.kr[a * m + b];
                     }
@@ -727,24 +704,7 @@ impl Simulation {
             let o = law.eval(phi, w, sig, regimes[k], f, None);
             if let Some((p, d, _)) = powers.as_mut() {
                 p[k] = o.power;
-                d[k] = match *law {
-                    Law::SpringDamper { a, b, d, .. } => d * (w[b] - w[a]).powi(2),
-                    Law::Backlash { a, b, .. } => {
-                        // Everything delivered that is not spring power is lost.
-                        let wr = w[b] - w[a];
-                        let spring_power = match regimes[k] {
-                            BacklashRegime::Open => 0.0,
-                            BacklashRegime::Upper | BacklashRegime::Lower => {
-                                let Law::Backlash { c, half, phi_rel0, .. } = *law else { unreachable!() };
-                                let pd = phi[b] - phi[a] - phi_rel0;
-                                let off = if regimes[k] == BacklashRegime::Upper { half } else { -half };
-                                c * (pd - off) * wr
-                            }
-                        };
-                        -o.power - spring_power
-                    }
-                    _ => 0.0,
-                };
+                d[k] = o.dissipation;
             }
         }
         for (i, fe) in net.friction.iter().enumerate() {
@@ -860,8 +820,6 @@ impl Simulation {
             iter += 1;
             self.stage_states(h);
             // Residual R_i = Mr (Q_i - q0) - h sum_j a_ij N^T f_j
-            let mut fr = [0.0f64; 0];
-            let _ = &mut fr;
             for j in 0..2 {
                 Self::forces(
                     &self.net,
@@ -891,17 +849,9 @@ impl Simulation {
             let mut norm_q: f64 = 0.0;
             for i in 0..2 {
                 for a in 0..m {
-                    // Mr (Q_i - q0) with Mr = N^T M N.
                     let mut mq = 0.0;
                     for b in 0..m {
-                        let mut mr = 0.0;
-                        for k in 0..n {
-                            let na = s.nmat[k * n + a];
-                            if na != 0.0 {
-                                mr += na * self.net.mass[k] * s.nmat[k * n + b];
-                            }
-                        }
-                        mq += mr * (self.ws.q[i * m + b] - self.ws.q0[b]);
+                        mq += s.mr[a * m + b] * (self.ws.q[i * m + b] - self.ws.q0[b]);
                     }
                     let g = A[i][0] * self.ws.gq[a] + A[i][1] * self.ws.gq[m + a];
                     self.ws.res[i * m + a] = -(mq - h * g);
@@ -1029,12 +979,10 @@ impl Simulation {
             Ev::Engage(i) | Ev::Release(i) => {
                 let sig = &mut self.ws.sig[2];
                 eval_signals(&self.net, t, at_end, sig);
-                let cap = self.net.friction[i].law.capacity(sig);
                 let u = match &self.net.friction[i].law {
                     crate::elements::FrictionLaw::Normal { signal, .. } => sig[*signal],
                     _ => 1.0,
                 };
-                let _ = cap;
                 if matches!(ev, Ev::Engage(_)) { u } else { -u }
             }
             Ev::Breakaway(i) => {
@@ -1395,7 +1343,6 @@ impl Simulation {
 
     /// Recomputes telemetry torques at the current state.
     fn update_outputs(&mut self) {
-        let n = self.net.n_dof;
         self.ws.phi_e.copy_from_slice(&self.phi);
         self.ws.w_e.copy_from_slice(&self.w);
         eval_signals(&self.net, self.t, false, &mut self.ws.sig[2]);
@@ -1435,7 +1382,6 @@ impl Simulation {
             };
             self.out_tau[fe.element] = tau;
         }
-        let _ = n;
         let (ke, pe) = self.kinetic_potential();
         self.energy.kinetic = ke;
         self.energy.potential = pe;
