@@ -165,3 +165,35 @@ fn coarse_60_hz_steps_keep_the_mode_sequence() {
         }
     }
 }
+
+#[test]
+fn rolling_wheel_follows_the_analytic_tanh() {
+    // After the step at 0.1 s: (J + m r^2) w' = 10 - 10 (w/5)^2 r, so w = 5 tanh(t - 0.1).
+    let (_, r) = run("RollingWheel", 1e-3, 5.0, |s| vec![speed(s, "inertia"), speed(s, "mass")]);
+    for (t, v) in r.t.iter().zip(&r.v) {
+        let exact = if *t <= 0.1 { 0.0 } else { 5.0 * (t - 0.1).tanh() };
+        // Order-4 collocation at 1 ms on a smooth ODE: errors ~1e-12; 1e-9 leaves rounding margin.
+        assert!((v[0] - exact).abs() < 1e-9, "t {t}: {} vs {exact}", v[0]);
+        assert_eq!(v[0], v[1], "radius 1: the mass moves with the rim");
+    }
+}
+
+#[test]
+fn one_way_clutch_never_slips_backwards_and_holds_when_locked() {
+    for name in ["OneWayClutch", "OneWayClutchDisengaged"] {
+        let (sim, r) = run(name, 1e-3, 2.0, |s| {
+            let c = element(s, "oneWayClutch");
+            vec![s.element_relative(c).unwrap().1, s.element_mode(c).unwrap().code() as f64]
+        });
+        for (t, v) in r.t.iter().zip(&r.v) {
+            // w_rel = w_out - w_in never goes negative; locked means exactly zero.
+            assert!(v[0] >= -1e-12, "{name} t {t}: w_rel {}", v[0]);
+            if v[1] == 0.0 {
+                assert!(v[0].abs() < 1e-12, "{name} t {t}: locked with w_rel {}", v[0]);
+            }
+        }
+        // It alternates between locked and overrunning, never free or backward.
+        assert!(r.events.len() >= 4, "{name}: {:?}", sequence(&sim, &r.events));
+        assert!(sequence(&sim, &r.events).iter().all(|e| matches!((e.1, e.2), (0, 1) | (1, 0))));
+    }
+}

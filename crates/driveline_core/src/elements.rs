@@ -62,6 +62,22 @@ pub enum FrictionLaw {
         /// Index of the normalised force signal.
         signal: usize,
     },
+    /// OneWayClutch (MSL): a freewheel in parallel with a clutch. `w_rel >= 0` overruns; the
+    /// element takes whatever torque prevents `w_rel < 0`, and releases forward above
+    /// `max(peak, 1 + 1e-4) tau0` when engaged, or above the tiny `1e-4 mu(0) cgeo fn_max` when not.
+    /// While overrunning it transmits `cgeo fn mu(w_rel)`.
+    OneWay {
+        /// mu over slip speed.
+        mu: Table1D,
+        /// Static / kinetic ratio.
+        peak: f64,
+        /// Geometry factor, m.
+        cgeo: f64,
+        /// Maximum normal force, N.
+        fn_max: f64,
+        /// Index of the normalised force signal.
+        signal: usize,
+    },
     /// BearingFriction: `tau = tau_pos(|w|)`, never free.
     Bearing {
         /// Friction torque over speed, N m.
@@ -80,7 +96,13 @@ pub struct Capacity {
     pub tau0: f64,
     /// Static (break-away) limit, N m (`peak tau0`).
     pub tau_max: f64,
+    /// One-way element: the stuck torque is bounded only in the release direction
+    /// (`tau <= tau_max`), any torque holding `w_rel >= 0` is available.
+    pub one_way: bool,
 }
+
+/// MSL `OneWayClutch` constant `eps0`.
+const ONE_WAY_EPS: f64 = 1e-4;
 
 impl FrictionLaw {
     /// Capacity given the signal values `sig`.
@@ -92,11 +114,20 @@ impl FrictionLaw {
                 let free = u.is_nan() || u <= 0.0;
                 let fnn = if free { 0.0 } else { fn_max * u };
                 let tau0 = mu.eval(0.0) * cgeo * fnn;
-                Capacity { free, tau0, tau_max: peak * tau0 }
+                Capacity { free, tau0, tau_max: peak * tau0, one_way: false }
+            }
+            FrictionLaw::OneWay { mu, peak, cgeo, fn_max, signal } => {
+                let u = sig[*signal];
+                let engaged = u > 0.0;
+                let mu0 = mu.eval(0.0);
+                let tau0 = if engaged { mu0 * cgeo * fn_max * u } else { 0.0 };
+                let tau_max =
+                    if engaged { peak.max(1.0 + ONE_WAY_EPS) * tau0 } else { ONE_WAY_EPS * mu0 * cgeo * fn_max };
+                Capacity { free: false, tau0, tau_max, one_way: true }
             }
             FrictionLaw::Bearing { tau_pos, peak } => {
                 let tau0 = tau_pos.eval(0.0);
-                Capacity { free: false, tau0, tau_max: peak * tau0 }
+                Capacity { free: false, tau0, tau_max: peak * tau0, one_way: false }
             }
         }
     }
@@ -105,7 +136,8 @@ impl FrictionLaw {
     #[inline]
     pub fn kinetic(&self, sig: &[f64], w_abs: f64) -> (f64, f64) {
         match self {
-            FrictionLaw::Normal { mu, cgeo, fn_max, signal, .. } => {
+            FrictionLaw::Normal { mu, cgeo, fn_max, signal, .. }
+            | FrictionLaw::OneWay { mu, cgeo, fn_max, signal, .. } => {
                 let u = sig[*signal];
                 if u.is_nan() || u <= 0.0 {
                     return (0.0, 0.0);
@@ -118,18 +150,18 @@ impl FrictionLaw {
         }
     }
 
-    /// Index of the normal-force signal, if any.
-    pub fn signal(&self) -> Option<usize> {
+    /// Index of the normal-force signal of an element that can be free (Clutch, Brake).
+    pub fn free_signal(&self) -> Option<usize> {
         match self {
             FrictionLaw::Normal { signal, .. } => Some(*signal),
-            FrictionLaw::Bearing { .. } => None,
+            FrictionLaw::OneWay { .. } | FrictionLaw::Bearing { .. } => None,
         }
     }
 
     /// True when the sliding torque does not depend on the slip speed.
     pub fn is_speed_independent(&self) -> bool {
         match self {
-            FrictionLaw::Normal { mu, .. } => mu.is_constant(),
+            FrictionLaw::Normal { mu, .. } | FrictionLaw::OneWay { mu, .. } => mu.is_constant(),
             FrictionLaw::Bearing { tau_pos, .. } => tau_pos.is_constant(),
         }
     }

@@ -206,6 +206,32 @@ pub enum ElementKind {
         #[serde(default)]
         w_rel_start: Option<f64>,
     },
+    /// Freewheel in parallel with a clutch (MSL `OneWayClutch`) between `flange_a` and
+    /// `flange_b`: `w_rel = w_b - w_a >= 0` overruns; it takes whatever torque keeps `w_rel` from
+    /// going negative, releases forwards above `max(peak, 1 + 1e-4) tau0` (engaged) or the tiny
+    /// `1e-4 mu(0) cgeo fn_max` (disengaged), and transmits `cgeo fn mu(w_rel)` while overrunning
+    /// engaged. Modes: 0 locked, 1 overrunning.
+    OneWayClutch {
+        /// See [`ElementKind::Clutch`].
+        #[serde(default = "default_mu")]
+        mu_pos: Table1D,
+        /// See [`ElementKind::Clutch`].
+        #[serde(default = "one")]
+        peak: f64,
+        /// See [`ElementKind::Clutch`].
+        #[serde(default = "one")]
+        cgeo: f64,
+        /// See [`ElementKind::Clutch`].
+        fn_max: f64,
+        /// Normalised normal force of the parallel clutch; `<= 0` leaves the bare freewheel.
+        f_normalized: Signal,
+        /// Fixed initial phi_rel, rad.
+        #[serde(default)]
+        phi_rel_start: Option<f64>,
+        /// Fixed initial w_rel, rad/s.
+        #[serde(default)]
+        w_rel_start: Option<f64>,
+    },
     /// Brake between the shaft (`flange_a` = `flange_b`) and the `support`; same law as `Clutch`
     /// with the shaft speed relative to the support.
     Brake {
@@ -295,6 +321,7 @@ impl ElementKind {
             ElementKind::SpringDamper { .. } => "SpringDamper",
             ElementKind::ElastoBacklash { .. } => "ElastoBacklash",
             ElementKind::Clutch { .. } => "Clutch",
+            ElementKind::OneWayClutch { .. } => "OneWayClutch",
             ElementKind::Brake { .. } => "Brake",
             ElementKind::BearingFriction { .. } => "BearingFriction",
             ElementKind::Mass { .. } => "Mass",
@@ -328,7 +355,10 @@ impl ElementKind {
             | ElementKind::Damper { .. }
             | ElementKind::SpringDamper { .. }
             | ElementKind::ElastoBacklash { .. }
-            | ElementKind::Clutch { .. } => &[("flange_a", Rotational, Required), ("flange_b", Rotational, Required)],
+            | ElementKind::Clutch { .. }
+            | ElementKind::OneWayClutch { .. } => {
+                &[("flange_a", Rotational, Required), ("flange_b", Rotational, Required)]
+            }
             ElementKind::Brake { .. } | ElementKind::BearingFriction { .. } => &[
                 ("flange_a", Rotational, Optional),
                 ("flange_b", Rotational, Optional),
@@ -358,7 +388,13 @@ impl ElementKind {
 
     /// True for the friction elements that carry a stuck/sliding/free mode.
     pub fn is_friction(&self) -> bool {
-        matches!(self, ElementKind::Clutch { .. } | ElementKind::Brake { .. } | ElementKind::BearingFriction { .. })
+        matches!(
+            self,
+            ElementKind::Clutch { .. }
+                | ElementKind::OneWayClutch { .. }
+                | ElementKind::Brake { .. }
+                | ElementKind::BearingFriction { .. }
+        )
     }
 }
 

@@ -278,7 +278,8 @@ pub fn validate_element(name: &str, kind: &ElementKind) -> Result<(), BuildError
             check_opt(name, "phi_rel_start", *phi_rel_start)?;
             check_opt(name, "w_rel_start", *w_rel_start)
         }
-        Clutch { mu_pos, peak, cgeo, fn_max, f_normalized, phi_rel_start, w_rel_start } => {
+        Clutch { mu_pos, peak, cgeo, fn_max, f_normalized, phi_rel_start, w_rel_start }
+        | OneWayClutch { mu_pos, peak, cgeo, fn_max, f_normalized, phi_rel_start, w_rel_start } => {
             check_friction(name, mu_pos, *peak, *cgeo, *fn_max)?;
             f_normalized.validate().map_err(|m| BuildError::Signal { element: name.into(), message: m })?;
             check_opt(name, "phi_rel_start", *phi_rel_start)?;
@@ -596,22 +597,22 @@ impl Network {
                     push_law(law, &mut info);
                 }
                 ElementKind::Clutch { mu_pos, peak, cgeo, fn_max, f_normalized, .. }
+                | ElementKind::OneWayClutch { mu_pos, peak, cgeo, fn_max, f_normalized, .. }
                 | ElementKind::Brake { mu_pos, peak, cgeo, fn_max, f_normalized, .. } => {
-                    // Clutch: w_rel = w_b - w_a. Brake: the shaft relative to its support.
-                    let row = if matches!(e.kind, ElementKind::Clutch { .. }) {
-                        two(nd[0], nd[1])
-                    } else {
+                    // Clutches: w_rel = w_b - w_a. Brake: the shaft relative to its support.
+                    let row = if matches!(e.kind, ElementKind::Brake { .. }) {
                         Row::new(&[(nd[0], 1.0), (nd[2], -1.0)])
+                    } else {
+                        two(nd[0], nd[1])
                     };
                     info.rel = Some(row);
                     info.friction = Some(friction.len());
                     let s = signal(f_normalized);
-                    let law = FrictionLaw::Normal {
-                        mu: mu_pos.clone(),
-                        peak: *peak,
-                        cgeo: *cgeo,
-                        fn_max: *fn_max,
-                        signal: s,
+                    let (mu, peak, cgeo, fn_max) = (mu_pos.clone(), *peak, *cgeo, *fn_max);
+                    let law = if matches!(e.kind, ElementKind::OneWayClutch { .. }) {
+                        FrictionLaw::OneWay { mu, peak, cgeo, fn_max, signal: s }
+                    } else {
+                        FrictionLaw::Normal { mu, peak, cgeo, fn_max, signal: s }
                     };
                     friction.push(FrictionElement { element: i, row, law });
                 }
@@ -770,7 +771,8 @@ impl Network {
                     | ElementKind::Damper { phi_rel_start, w_rel_start, .. }
                     | ElementKind::SpringDamper { phi_rel_start, w_rel_start, .. }
                     | ElementKind::ElastoBacklash { phi_rel_start, w_rel_start, .. }
-                    | ElementKind::Clutch { phi_rel_start, w_rel_start, .. } => {
+                    | ElementKind::Clutch { phi_rel_start, w_rel_start, .. }
+                    | ElementKind::OneWayClutch { phi_rel_start, w_rel_start, .. } => {
                         (None, if pass == 0 { *phi_rel_start } else { *w_rel_start })
                     }
                     _ => (None, None),

@@ -1,6 +1,6 @@
 //! Tabular output of a simulation: the CSV contract of `driveline simulate`.
 //!
-//! Columns: `time`, then for every Inertia/Mass `NAME.phi,NAME.w`, for every element with a
+//! Columns: `time`, then for every Inertia `NAME.phi,NAME.w` (Mass: `NAME.s,NAME.v`), for every element with a
 //! relative coordinate (two-flange elements, gears, brakes, bearing friction) `NAME.phi_rel,
 //! NAME.w_rel,NAME.tau`, and for friction elements also `NAME.mode` (MSL codes -1, 0, 1, 2).
 
@@ -31,9 +31,14 @@ impl CsvRecorder {
         let mut cols = Vec::new();
         let mut names = Vec::new();
         for (e, info) in sim.network().elements.iter().enumerate() {
-            if info.body.is_some() {
+            if let Some(node) = info.body {
+                // Translational bodies (Mass) read as position s and velocity v.
+                let (p, v) = match sim.network().nodes[node].domain {
+                    crate::Domain::Rotational => ("phi", "w"),
+                    crate::Domain::Translational => ("s", "v"),
+                };
                 cols.extend([Col::Phi(e), Col::W(e)]);
-                names.extend([format!("{}.phi", info.name), format!("{}.w", info.name)]);
+                names.extend([format!("{}.{p}", info.name), format!("{}.{v}", info.name)]);
             }
             if info.rel.is_some() {
                 cols.extend([Col::PhiRel(e), Col::WRel(e), Col::Tau(e)]);

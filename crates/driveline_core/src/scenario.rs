@@ -156,9 +156,9 @@ impl Scenario {
             };
             match &mut e.kind {
                 crate::ElementKind::Torque { tau, .. } => fix(tau)?,
-                crate::ElementKind::Clutch { f_normalized, .. } | crate::ElementKind::Brake { f_normalized, .. } => {
-                    fix(f_normalized)?
-                }
+                crate::ElementKind::Clutch { f_normalized, .. }
+                | crate::ElementKind::OneWayClutch { f_normalized, .. }
+                | crate::ElementKind::Brake { f_normalized, .. } => fix(f_normalized)?,
                 _ => {}
             }
         }

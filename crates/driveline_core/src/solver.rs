@@ -348,7 +348,7 @@ impl Simulation {
             qp_fact: v(nf * nf),
             qp_rhs: v(nf),
             qp_piv: vec![0; nf],
-            caps: vec![Capacity { free: true, tau0: 0.0, tau_max: 0.0 }; nf],
+            caps: vec![Capacity { free: true, tau0: 0.0, tau_max: 0.0, one_way: false }; nf],
             new_modes: vec![FrictionMode::Free; nf],
             candidate: vec![false; nf],
             law_power: [v(nl), v(nl)],
@@ -997,7 +997,8 @@ impl Simulation {
                 let pos = s.locked.iter().position(|&k| k == i).unwrap_or(0);
                 let lam = self.ws.lam[self.net.rows.len() + pos];
                 let cap = self.net.friction[i].law.capacity(&self.ws.sig[2]);
-                lam.abs() - cap.tau_max
+                // Element torque tau = -lambda; a one-way element only releases forwards.
+                if cap.one_way { -lam - cap.tau_max } else { lam.abs() - cap.tau_max }
             }
             Ev::Contact(k) => {
                 let (phi, w) = if at_end { (&self.ws.phi1, &self.ws.w1) } else { (&self.ws.phi_e, &self.ws.w_e) };
@@ -1077,7 +1078,7 @@ impl Simulation {
                     if let Some(th) = consider(self, Ev::Slip(i), &mut best) {
                         slip_thetas[i] = th;
                     }
-                    if self.net.friction[i].law.signal().is_some() {
+                    if self.net.friction[i].law.free_signal().is_some() {
                         consider(self, Ev::Release(i), &mut best);
                     }
                 }
@@ -1085,18 +1086,12 @@ impl Simulation {
                     consider(self, Ev::Engage(i), &mut best);
                 }
                 FrictionMode::Stuck => {
-                    if self.net.friction[i].law.signal().is_some() {
+                    if self.net.friction[i].law.free_signal().is_some() {
                         consider(self, Ev::Release(i), &mut best);
                     }
-                    // Break-away is checked at the end only (the constraint torque needs the
-                    // acceleration); then located on the dense output.
-                    let g = self.event_value(Ev::Breakaway(i), t0 + h, true);
-                    if g > 0.0 {
-                        let theta = self.locate(Ev::Breakaway(i), 0.0, 1.0, h);
-                        if best.is_none_or(|b| theta < b.0) {
-                            best = Some((theta, Ev::Breakaway(i)));
-                        }
-                    }
+                    // Break-away, sampled at both stages and the end so that a torque peak
+                    // inside the step is not missed, then located on the dense output.
+                    consider(self, Ev::Breakaway(i), &mut best);
                 }
             }
         }
@@ -1191,6 +1186,11 @@ impl Simulation {
                 FrictionMode::Stuck
             } else if wr > 0.0 {
                 FrictionMode::Forward
+            } else if cap.one_way {
+                // A freewheel never slides backwards: it locks (the projection is the impact).
+                self.ws.candidate[i] = true;
+                any_candidate = true;
+                FrictionMode::Stuck
             } else {
                 FrictionMode::Backward
             };
@@ -1290,7 +1290,7 @@ impl Simulation {
                 self.ws.qp_rhs[a] = self.ws.qp_b[ia];
                 let tm = self.ws.caps[ia].tau_max;
                 self.ws.qp_lo[a] = -tm;
-                self.ws.qp_hi[a] = tm;
+                self.ws.qp_hi[a] = if self.ws.caps[ia].one_way { f64::INFINITY } else { tm };
             }
             let eps = 1e-12 * dmax.max(1e-300);
             for a in 0..k {
