@@ -259,6 +259,19 @@ struct Work {
     caps: Vec<Capacity>,
     new_modes: Vec<FrictionMode>,
     candidate: Vec<bool>,
+    /// Left-limit signal values at the end of the integrated sub-step.
+    sig_end: Vec<f64>,
+    /// Forces at the converged stages and at the sub-step end (valid while `cache` says so).
+    f_st: [Vec<f64>; 2],
+    f_end: Vec<f64>,
+    /// Constraint torques at the stages and the end.
+    lam_st: [Vec<f64>; 2],
+    lam_end: Vec<f64>,
+    /// Which of the per-sub-step caches are filled: bit 0 stage forces, bit 1 stage torques,
+    /// bit 2 end forces and torques.
+    cache: u8,
+    newton_lu: Vec<f64>,
+    newton_piv: Vec<usize>,
     law_power: [Vec<f64>; 2],
     law_diss: [Vec<f64>; 2],
     fric_power: [Vec<f64>; 2],
@@ -351,6 +364,14 @@ impl Simulation {
             caps: vec![Capacity { free: true, tau0: 0.0, tau_max: 0.0, one_way: false }; nf],
             new_modes: vec![FrictionMode::Free; nf],
             candidate: vec![false; nf],
+            sig_end: v(net.signals.len()),
+            f_st: [v(nn), v(nn)],
+            f_end: v(nn),
+            lam_st: [v(rmax), v(rmax)],
+            lam_end: v(rmax),
+            cache: 0,
+            newton_lu: v(4 * n * n),
+            newton_piv: vec![0; 2 * n],
             law_power: [v(nl), v(nl)],
             law_diss: [v(nl), v(nl)],
             fric_power: [v(nf), v(nf)],
@@ -668,23 +689,30 @@ impl Simulation {
         }
     }
 
-    fn factor_newton(&mut self, slot: usize, h: f64) {
+    /// Factors the Newton matrix `I (x) Mr - h A (x) Dr - h^2 A^2 (x) Kr` for step `h`, into the
+    /// slot (kept for the next steps of that size) or into the scratch buffer (partial steps).
+    fn factor_newton(&mut self, slot: usize, h: f64, scratch: bool) {
         let s = &mut self.slots[slot];
         let m = s.m;
         let mm = 2 * m;
+        let (lu, piv) = if scratch {
+            (&mut self.ws.newton_lu, &mut self.ws.newton_piv)
+        } else {
+            s.newton_h = h;
+            (&mut s.newton_lu, &mut s.newton_piv)
+        };
         for bi in 0..2 {
             for bk in 0..2 {
                 for a in 0..m {
                     for b in 0..m {
                         let mr = if bi == bk { s.mr[a * m + b] } else { 0.0 };
-                        s.newton_lu[(bi * m + a) * mm + bk * m + b] =
+                        lu[(bi * m + a) * mm + bk * m + b] =
                             mr - h * A[bi][bk] * s.dr[a * m + b] - h * h * A2[bi][bk] * s.kr[a * m + b];
                     }
                 }
             }
         }
-        let _ = linalg::lu_factor(&mut s.newton_lu, mm, &mut s.newton_piv);
-        s.newton_h = h;
+        let _ = linalg::lu_factor(lu, mm, piv);
     }
 
     /// Generalised forces at (phi, w) with signals `sig`, modes and regimes as they are.
@@ -734,8 +762,11 @@ impl Simulation {
         self.stats.steps += 1;
         let t_end = self.t + dt;
         let mut substeps = 0;
+        // True when the step ends on an event-free sub-step: its end caches describe the state.
+        let mut clean_end = false;
         while self.t < t_end {
             substeps += 1;
+            clean_end = false;
             let te = self.next_time_event;
             let (target, time_event) = if te <= t_end + 1e-9 * dt { (te, true) } else { (t_end, false) };
             let h = target - self.t;
@@ -748,7 +779,7 @@ impl Simulation {
             }
             if substeps > self.params.max_substeps {
                 self.stats.zeno_guards += 1;
-                self.integrate(h);
+                self.integrate(h, false);
                 self.commit(h);
                 if time_event {
                     self.after_time_event();
@@ -756,18 +787,20 @@ impl Simulation {
                 continue;
             }
             self.stats.substeps += 1;
-            self.integrate(h);
+            self.integrate(h, h >= 0.999 * dt);
             match self.detect_event(h) {
                 None => {
                     self.commit(h);
                     if time_event {
                         self.after_time_event();
+                    } else {
+                        clean_end = true;
                     }
                 }
                 Some((theta, forced, breaking)) => {
                     self.stats.state_events += 1;
                     let he = h * theta;
-                    self.integrate(he);
+                    self.integrate(he, false);
                     self.commit(he);
                     self.breaking = breaking;
                     self.select_modes(forced, false);
@@ -776,7 +809,16 @@ impl Simulation {
             }
         }
         self.t = t_end.max(self.t);
-        self.update_outputs();
+        if clean_end {
+            self.end_torques();
+            let r = self.slots[self.cur].r;
+            self.out_lambda[..r].copy_from_slice(&self.ws.lam_end[..r]);
+            let Work { sig_end, sig, .. } = &mut self.ws;
+            sig[2].copy_from_slice(sig_end);
+            self.update_torques();
+        } else {
+            self.update_outputs();
+        }
         Ok(())
     }
 
@@ -788,7 +830,7 @@ impl Simulation {
 
     /// One Gauss step of size `h` from the current state in the current mode, into
     /// `ws.phi1/w1` (end) and `ws.phi_st/w_st` (stages). Does not change the state.
-    fn integrate(&mut self, h: f64) {
+    fn integrate(&mut self, h: f64, full_step: bool) {
         let n = self.net.n_dof;
         let slot = self.cur;
         let t0 = self.t;
@@ -796,17 +838,30 @@ impl Simulation {
             let sig = &mut self.ws.sig[i];
             eval_signals(&self.net, t0 + C[i] * h, false, sig);
         }
+        eval_signals(&self.net, t0 + h, true, &mut self.ws.sig_end);
+        self.ws.cache = 0;
         let linear = self.slots[slot].linear;
-        if !linear {
+        let cached_h = self.slots[slot].newton_h;
+        // Rounding-level differences in h (k dt - t) reuse the factors: the one Newton solve of
+        // a linear mode is then off by ~1e-12 of its update, far below the truncation error.
+        let scratch = if !linear {
             // Jacobian at the step start, signals at the first stage.
             self.jacobians(slot, 0);
-            self.factor_newton(slot, h);
-        } else if self.slots[slot].newton_h != h {
-            if self.slots[slot].newton_h.is_nan() {
-                self.jacobians(slot, 0);
-            }
-            self.factor_newton(slot, h);
-        }
+            self.factor_newton(slot, h, false);
+            false
+        } else if cached_h.is_nan() {
+            self.jacobians(slot, 0);
+            self.factor_newton(slot, h, false);
+            false
+        } else if (h - cached_h).abs() <= 1e-12 * h {
+            false
+        } else if full_step {
+            self.factor_newton(slot, h, false);
+            false
+        } else {
+            self.factor_newton(slot, h, true);
+            true
+        };
         let m = self.slots[slot].m;
         // q0 = w on the free columns; stage guesses Q_i = q0.
         for j in 0..m {
@@ -857,7 +912,11 @@ impl Simulation {
                     self.ws.res[i * m + a] = -(mq - h * g);
                 }
             }
-            linalg::lu_solve(&s.newton_lu, 2 * m, &s.newton_piv, &mut self.ws.res);
+            if scratch {
+                linalg::lu_solve(&self.ws.newton_lu, 2 * m, &self.ws.newton_piv, &mut self.ws.res);
+            } else {
+                linalg::lu_solve(&s.newton_lu, 2 * m, &s.newton_piv, &mut self.ws.res);
+            }
             for k in 0..2 * m {
                 self.ws.q[k] += self.ws.res[k];
                 norm_dq = norm_dq.max(self.ws.res[k].abs());
@@ -922,22 +981,57 @@ impl Simulation {
         }
     }
 
+    /// Forces (and per-element powers) at the converged stages, once per sub-step.
+    fn stage_forces(&mut self) {
+        if self.ws.cache & 1 != 0 {
+            return;
+        }
+        for i in 0..2 {
+            let Work { phi_st, w_st, sig, f_st, law_power, law_diss, fric_power, .. } = &mut self.ws;
+            Self::forces(
+                &self.net,
+                &self.modes,
+                &self.regimes,
+                &phi_st[i],
+                &w_st[i],
+                &sig[i],
+                &mut f_st[i],
+                Some((&mut law_power[i], &mut law_diss[i], &mut fric_power[i])),
+            );
+        }
+        self.ws.cache |= 1;
+    }
+
+    /// Constraint torques at the converged stages, once per sub-step.
+    fn stage_torques(&mut self) {
+        if self.ws.cache & 2 != 0 {
+            return;
+        }
+        self.stage_forces();
+        let n = self.net.n_dof;
+        for i in 0..2 {
+            let Work { f_st, acc, fq, lam_st, .. } = &mut self.ws;
+            Self::constraint_torques(&self.net, &self.slots[self.cur], &f_st[i], acc, fq, &mut lam_st[i], n);
+        }
+        self.ws.cache |= 2;
+    }
+
+    /// Forces and constraint torques at the sub-step end (left-limit signals), once per sub-step.
+    fn end_torques(&mut self) {
+        if self.ws.cache & 4 != 0 {
+            return;
+        }
+        let n = self.net.n_dof;
+        let Work { phi1, w1, sig_end, f_end, acc, fq, lam_end, .. } = &mut self.ws;
+        Self::forces(&self.net, &self.modes, &self.regimes, phi1, w1, sig_end, f_end, None);
+        Self::constraint_torques(&self.net, &self.slots[self.cur], f_end, acc, fq, lam_end, n);
+        self.ws.cache |= 4;
+    }
+
     /// Accepts the integrated sub-step of size `h`: energy, state, time.
     fn commit(&mut self, h: f64) {
         if self.params.track_energy {
-            for i in 0..2 {
-                let Work { phi_st, w_st, sig, f, law_power, law_diss, fric_power, .. } = &mut self.ws;
-                Self::forces(
-                    &self.net,
-                    &self.modes,
-                    &self.regimes,
-                    &phi_st[i],
-                    &w_st[i],
-                    &sig[i],
-                    f,
-                    Some((&mut law_power[i], &mut law_diss[i], &mut fric_power[i])),
-                );
-            }
+            self.stage_forces();
             for (k, law) in self.net.laws.iter().enumerate() {
                 let p = h * (B[0] * self.ws.law_power[0][k] + B[1] * self.ws.law_power[1][k]);
                 let d = h * (B[0] * self.ws.law_diss[0][k] + B[1] * self.ws.law_diss[1][k]);
@@ -968,40 +1062,56 @@ impl Simulation {
         }
     }
 
-    /// Event function `g` (event when `g > 0`) of kind `ev` on state `(phi, w)` at time `t`.
-    fn event_value(&mut self, ev: Ev, t: f64, at_end: bool) -> f64 {
-        // State source: phi_e/w_e (dense) unless at_end (phi1/w1).
+    /// Event function `g` (event when `g > 0`) of kind `ev` at a sample of the last sub-step:
+    /// a stage, the end, or the dense output at time `t` (already placed in `phi_e/w_e`).
+    fn event_value(&mut self, ev: Ev, at: At, t: f64) -> f64 {
         match ev {
             Ev::Slip(i) => {
-                let w = if at_end { &self.ws.w1 } else { &self.ws.w_e };
+                let w = match at {
+                    At::Stage(k) => &self.ws.w_st[k],
+                    At::End => &self.ws.w1,
+                    At::Dense => &self.ws.w_e,
+                };
                 -self.modes[i].dir() * self.net.friction[i].row.dot(w)
             }
             Ev::Engage(i) | Ev::Release(i) => {
-                let sig = &mut self.ws.sig[2];
-                eval_signals(&self.net, t, at_end, sig);
-                let u = match &self.net.friction[i].law {
-                    crate::elements::FrictionLaw::Normal { signal, .. } => sig[*signal],
-                    _ => 1.0,
+                let Some(k) = self.net.friction[i].law.free_signal() else { return -1.0 };
+                let u = match at {
+                    At::Stage(j) => self.ws.sig[j][k],
+                    At::End => self.ws.sig_end[k],
+                    At::Dense => self.net.signals[k].eval(t),
                 };
                 if matches!(ev, Ev::Engage(_)) { u } else { -u }
             }
             Ev::Breakaway(i) => {
-                let sig = &mut self.ws.sig[2];
-                eval_signals(&self.net, t, at_end, sig);
-                if at_end {
-                    self.ws.phi_e.copy_from_slice(&self.ws.phi1);
-                    self.ws.w_e.copy_from_slice(&self.ws.w1);
-                }
-                self.constraint_torques_at_e();
+                let (lam, sig) = match at {
+                    At::Stage(k) => {
+                        self.stage_torques();
+                        (&self.ws.lam_st[k], &self.ws.sig[k])
+                    }
+                    At::End => {
+                        self.end_torques();
+                        (&self.ws.lam_end, &self.ws.sig_end)
+                    }
+                    At::Dense => {
+                        eval_signals(&self.net, t, false, &mut self.ws.sig[2]);
+                        self.constraint_torques_at_e();
+                        (&self.ws.lam, &self.ws.sig[2])
+                    }
+                };
                 let s = &self.slots[self.cur];
                 let pos = s.locked.iter().position(|&k| k == i).unwrap_or(0);
-                let lam = self.ws.lam[self.net.rows.len() + pos];
-                let cap = self.net.friction[i].law.capacity(&self.ws.sig[2]);
+                let lam = lam[self.net.rows.len() + pos];
+                let cap = self.net.friction[i].law.capacity(sig);
                 // Element torque tau = -lambda; a one-way element only releases forwards.
                 if cap.one_way { -lam - cap.tau_max } else { lam.abs() - cap.tau_max }
             }
             Ev::Contact(k) => {
-                let (phi, w) = if at_end { (&self.ws.phi1, &self.ws.w1) } else { (&self.ws.phi_e, &self.ws.w_e) };
+                let (phi, w) = match at {
+                    At::Stage(j) => (&self.ws.phi_st[j], &self.ws.w_st[j]),
+                    At::End => (&self.ws.phi1, &self.ws.w1),
+                    At::Dense => (&self.ws.phi_e, &self.ws.w_e),
+                };
                 let Law::Backlash { a, b, c, d, half, phi_rel0 } = self.net.laws[k] else { return -1.0 };
                 let r = backlash_regime(c, d, half, phi[b] - phi[a] - phi_rel0, w[b] - w[a]);
                 if r != self.regimes[k] { 1.0 } else { -1.0 }
@@ -1050,17 +1160,11 @@ impl Simulation {
         let mut forced: u64 = 0;
         let mut slip_thetas = [f64::INFINITY; 64];
         let nf = self.net.friction.len();
-        let samples = [C[0], C[1], 1.0];
         let consider = |this: &mut Self, ev: Ev, best: &mut Option<(f64, Ev)>| -> Option<f64> {
-            // Sample, bracket, locate.
+            // Sample at the stages and the end, bracket, locate.
             let mut lo = 0.0;
-            for &th in &samples {
-                let at_end = th == 1.0;
-                if !at_end {
-                    this.dense(th);
-                }
-                let g = this.event_value(ev, t0 + th * h, at_end);
-                if g > 0.0 {
+            for (th, at) in [(C[0], At::Stage(0)), (C[1], At::Stage(1)), (1.0, At::End)] {
+                if this.event_value(ev, at, t0 + th * h) > 0.0 {
                     let theta = this.locate(ev, lo, th, h);
                     if best.is_none_or(|b| theta < b.0) {
                         *best = Some((theta, ev));
@@ -1117,18 +1221,16 @@ impl Simulation {
         let t0 = self.t;
         let mut g_lo = if lo == 0.0 {
             self.dense(0.0);
-            self.event_value(ev, t0, false).min(0.0)
+            self.event_value(ev, At::Dense, t0).min(0.0)
         } else {
             self.dense(lo);
-            self.event_value(ev, t0 + lo * h, false)
+            self.event_value(ev, At::Dense, t0 + lo * h)
         };
-        let mut g_hi = {
-            if hi == 1.0 {
-                self.event_value(ev, t0 + h, true)
-            } else {
-                self.dense(hi);
-                self.event_value(ev, t0 + hi * h, false)
-            }
+        let mut g_hi = if hi == 1.0 {
+            self.event_value(ev, At::End, t0 + h)
+        } else {
+            self.dense(hi);
+            self.event_value(ev, At::Dense, t0 + hi * h)
         };
         let tol = self.params.event_time_tolerance / h;
         let mut k = 0;
@@ -1143,7 +1245,7 @@ impl Simulation {
                 0.5 * (lo + hi)
             };
             self.dense(mid);
-            let g = self.event_value(ev, t0 + mid * h, false);
+            let g = self.event_value(ev, At::Dense, t0 + mid * h);
             if g > 0.0 {
                 hi = mid;
                 g_hi = g;
@@ -1313,18 +1415,23 @@ impl Simulation {
             let tol_a = 1e-9 * bscale + 1e-12;
             let mut released = false;
             for a in 0..k {
-                if self.ws.qp_state[a] == 0 {
+                let i = self.ws.qp_idx[a];
+                let x = self.ws.qp_x[a];
+                // A break-away located by the event search: the excess over the static limit is
+                // of rounding size here, so the element goes when its torque is at the limit to
+                // within 1e-9, whatever side of it rounding put the complementarity solution.
+                let at_located_breakaway = self.breaking & (1 << i) != 0
+                    && (self.ws.qp_state[a] != 0 || x.abs() >= (1.0 - 1e-9) * self.ws.caps[i].tau_max);
+                if self.ws.qp_state[a] == 0 && !at_located_breakaway {
                     continue;
                 }
                 let acc: f64 = (0..k)
                     .map(|b| (self.ws.qp_w[a * k + b] - if a == b { eps } else { 0.0 }) * self.ws.qp_x[b])
                     .sum::<f64>()
                     + self.ws.qp_rhs[a];
-                let i = self.ws.qp_idx[a];
-                let at_located_breakaway = self.breaking & (1 << i) != 0;
                 if acc.abs() > tol_a || at_located_breakaway {
-                    // At the bound the acceleration points away from the torque's sign.
-                    let dir = if acc.abs() > tol_a { acc.signum() } else { -(self.ws.qp_state[a] as f64) };
+                    // At the bound the acceleration points against the torque's sign.
+                    let dir = if acc.abs() > tol_a { acc.signum() } else { -x.signum() };
                     self.ws.candidate[i] = false;
                     self.ws.new_modes[i] = if dir > 0.0 { FrictionMode::Forward } else { FrictionMode::Backward };
                     // Kinetic torque at zero slip acts from now on: lambda = -dir tau0.
@@ -1349,6 +1456,11 @@ impl Simulation {
         self.constraint_torques_at_e();
         let r = self.slots[self.cur].r;
         self.out_lambda[..r].copy_from_slice(&self.ws.lam[..r]);
+        self.update_torques();
+    }
+
+    /// Element torques from `out_lambda` and the signals in `sig[2]`.
+    fn update_torques(&mut self) {
         // Law torques.
         self.ws.f.fill(0.0);
         for (k, law) in self.net.laws.iter().enumerate() {
@@ -1386,6 +1498,14 @@ impl Simulation {
         self.energy.kinetic = ke;
         self.energy.potential = pe;
     }
+}
+
+/// Where an event function is sampled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum At {
+    Stage(usize),
+    End,
+    Dense,
 }
 
 /// Event function kinds.
