@@ -1,1 +1,439 @@
-//! Bevy plugin (skeleton arrives in the next change).
+//! # bevy_driveline
+//!
+//! The Bevy plugin of Driveline: drivetrain parts are entities, solved every fixed step by the
+//! exact stick-slip solver of [`driveline_core`].
+//!
+//! ## Getting started
+//! ```
+//! use bevy_app::{App, FixedUpdate};
+//! use bevy_driveline::prelude::*;
+//! use driveline_core::{ElementKind, Signal};
+//!
+//! let mut app = App::new();
+//! app.add_plugins(DrivelinePlugins::default());
+//! let world = app.world_mut();
+//! let root = world.spawn(Driveline::default()).id();
+//! let flywheel = world
+//!     .spawn((Part::new("J", ElementKind::Inertia { J: 0.5, phi_start: Some(0.0), w_start: Some(0.0) }), PartOf(root)))
+//!     .id();
+//! world.spawn((
+//!     Part::new("motor", ElementKind::Torque { tau: Signal::Constant(2.0), use_support: false }),
+//!     PartOf(root),
+//!     Connections::new().with("flange", flywheel, "flange_a"),
+//! ));
+//! for _ in 0..10 {
+//!     app.world_mut().run_schedule(FixedUpdate);
+//! }
+//! ```
+//!
+//! ## Concepts
+//! - A [`Driveline`] root entity groups its parts through the [`PartOf`] relationship.
+//! - Every part carries a [`Part`]: its name and its [`ElementKind`] (inertia, clutch, gear, ...,
+//!   with parameters, see the `driveline_core` element catalogue). Couplings say which flanges
+//!   they join with [`Connections`], holding the `Entity` of the other part.
+//! - The network of a root is compiled once and cached; it is rebuilt when a part is added,
+//!   removed, or its `Part` or `Connections` change.
+//! - After each step the solver writes [`BodyState`] (inertias) and [`CouplingState`] (elements
+//!   with a relative coordinate) back, and sends [`FrictionModeChanged`] messages with the event
+//!   time located inside the step.
+//! - Run-time inputs (pedals, actuator forces) are [`driveline_core::Signal::Input`] signals set
+//!   through [`DrivelineInputs`] on the root.
+//!
+//! ## Scheduling
+//! [`DrivelinePlugins`] runs in the schedule you choose (default `FixedUpdate`), in the chained
+//! sets of [`DrivelineSystems`]:
+//! 1. `Input`: your systems that sample devices into inputs;
+//! 2. `Control`: drivers, transmission controllers;
+//! 3. `Actuation`: actuators write [`DrivelineInputs`] (pedal forces, pressures);
+//! 4. `Solve`: topology rebuilds, inputs handed to the solver, the coupled step;
+//! 5. `Integrate`: state written back to the entities;
+//! 6. `Telemetry`: messages.
+//!
+//! The step size is the schedule's `Time` delta (the fixed timestep in `FixedUpdate`).
+//!
+//! ## Plugins
+//! | plugin | what it adds |
+//! |---|---|
+//! | [`DrivelineCorePlugin`] | sets, messages, topology cache, step, write-back |
+
+#![warn(missing_docs)]
+
+use bevy_app::{App, FixedUpdate, Plugin, PluginGroup, PluginGroupBuilder};
+use bevy_ecs::intern::Interned;
+use bevy_ecs::prelude::*;
+use bevy_ecs::schedule::ScheduleLabel;
+use bevy_time::Time;
+use driveline_core::{
+    ElementKind, ElementSpec, FrictionMode, IntegrationParameters, Network, NetworkSpec, Scenario, Simulation,
+};
+
+/// Common imports.
+pub mod prelude {
+    pub use crate::{
+        BodyState, Connections, CouplingState, Driveline, DrivelineBuildFailed, DrivelineCorePlugin, DrivelineInputs,
+        DrivelineParts, DrivelinePlugins, DrivelineSystems, FrictionModeChanged, Part, PartOf, spawn_scenario,
+    };
+}
+
+/// The chained phases of a driveline step, in order. See the crate docs, "Scheduling".
+#[derive(SystemSet, Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DrivelineSystems {
+    /// Device sampling into inputs (user systems).
+    Input,
+    /// Drivers and controllers (user systems, later the TCU and shift controllers).
+    Control,
+    /// Actuators writing [`DrivelineInputs`].
+    Actuation,
+    /// Topology rebuilds, inputs handed over, the coupled step.
+    Solve,
+    /// State written back to entities.
+    Integrate,
+    /// Messages and telemetry.
+    Telemetry,
+}
+
+/// All Driveline plugins. `DrivelinePlugins::new(FixedPostUpdate)` picks another schedule.
+#[derive(Debug, Clone, Copy)]
+pub struct DrivelinePlugins {
+    schedule: Interned<dyn ScheduleLabel>,
+}
+
+impl Default for DrivelinePlugins {
+    fn default() -> Self {
+        Self::new(FixedUpdate)
+    }
+}
+
+impl DrivelinePlugins {
+    /// Runs the driveline systems in `schedule`.
+    pub fn new(schedule: impl ScheduleLabel) -> Self {
+        Self { schedule: schedule.intern() }
+    }
+}
+
+impl PluginGroup for DrivelinePlugins {
+    fn build(self) -> PluginGroupBuilder {
+        PluginGroupBuilder::start::<Self>().add(DrivelineCorePlugin { schedule: self.schedule })
+    }
+}
+
+/// Sets, messages, the topology cache, the step and the write-back.
+#[derive(Debug, Clone, Copy)]
+pub struct DrivelineCorePlugin {
+    /// Schedule the systems run in.
+    pub schedule: Interned<dyn ScheduleLabel>,
+}
+
+impl Plugin for DrivelineCorePlugin {
+    fn build(&self, app: &mut App) {
+        if !app.world().contains_resource::<Time>() {
+            app.init_resource::<Time>();
+        }
+        app.add_message::<FrictionModeChanged>().add_message::<DrivelineBuildFailed>();
+        app.configure_sets(
+            self.schedule,
+            (
+                DrivelineSystems::Input,
+                DrivelineSystems::Control,
+                DrivelineSystems::Actuation,
+                DrivelineSystems::Solve,
+                DrivelineSystems::Integrate,
+                DrivelineSystems::Telemetry,
+            )
+                .chain(),
+        );
+        app.add_systems(
+            self.schedule,
+            (
+                rebuild_topology.in_set(DrivelineSystems::Solve),
+                apply_inputs.in_set(DrivelineSystems::Solve).after(rebuild_topology),
+                step_drivelines.in_set(DrivelineSystems::Solve).after(apply_inputs),
+                write_back.in_set(DrivelineSystems::Integrate),
+                send_mode_messages.in_set(DrivelineSystems::Telemetry),
+            ),
+        );
+    }
+}
+
+/// A driveline root. Its parts point at it with [`PartOf`].
+#[derive(Component, Debug, Clone, Default)]
+#[require(DrivelineParts, DrivelineCache, DrivelineInputs)]
+pub struct Driveline {
+    /// Solver tunables.
+    pub parameters: IntegrationParameters,
+}
+
+/// This part belongs to the driveline root entity `.0`.
+#[derive(Component, Debug, Clone, Copy, PartialEq, Eq)]
+#[relationship(relationship_target = DrivelineParts)]
+pub struct PartOf(pub Entity);
+
+/// The parts of a driveline root, in the order they were added (the stable element order that
+/// keeps runs deterministic).
+#[derive(Component, Debug, Default)]
+#[relationship_target(relationship = PartOf, linked_spawn)]
+pub struct DrivelineParts(Vec<Entity>);
+
+impl DrivelineParts {
+    /// The part entities in element order.
+    pub fn parts(&self) -> &[Entity] {
+        &self.0
+    }
+}
+
+/// A drivetrain part: a name unique within its driveline and what it is.
+#[derive(Component, Debug, Clone, PartialEq)]
+pub struct Part {
+    /// Unique name within the driveline (used in messages and files).
+    pub name: String,
+    /// Element kind with its parameters.
+    pub kind: ElementKind,
+}
+
+impl Part {
+    /// A part named `name` of kind `kind`.
+    pub fn new(name: impl Into<String>, kind: ElementKind) -> Self {
+        Self { name: name.into(), kind }
+    }
+}
+
+/// One flange joint: this part's `flange` to `to_flange` of the part entity `to`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Connection {
+    /// Flange of this part, e.g. `"flange_a"`.
+    pub flange: String,
+    /// The other part.
+    pub to: Entity,
+    /// Flange of the other part.
+    pub to_flange: String,
+}
+
+/// Flange joints declared by this part.
+#[derive(Component, Debug, Clone, Default, PartialEq, Eq)]
+pub struct Connections(pub Vec<Connection>);
+
+impl Connections {
+    /// No joints.
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// Adds a joint of this part's `flange` to `to_flange` of `to`.
+    pub fn with(mut self, flange: &str, to: Entity, to_flange: &str) -> Self {
+        self.0.push(Connection { flange: flange.into(), to, to_flange: to_flange.into() });
+        self
+    }
+}
+
+/// Angle (rad or m) and speed (rad/s or m/s) of an inertia or mass part after the last step.
+#[derive(Component, Debug, Clone, Copy, Default, PartialEq)]
+pub struct BodyState {
+    /// Angle, rad (position, m, for a Mass).
+    pub angle: f64,
+    /// Speed, rad/s (m/s for a Mass).
+    pub speed: f64,
+}
+
+/// Relative angle, relative speed, torque and friction mode of a coupling after the last step.
+#[derive(Component, Debug, Clone, Copy, Default, PartialEq)]
+pub struct CouplingState {
+    /// `phi_rel`, rad.
+    pub phi_rel: f64,
+    /// `w_rel`, rad/s.
+    pub w_rel: f64,
+    /// Element torque (MSL convention), N m.
+    pub torque: f64,
+    /// Friction mode, for friction elements.
+    pub mode: Option<FrictionMode>,
+}
+
+/// Run-time input values of a driveline, applied at the start of each step.
+#[derive(Component, Debug, Clone, Default, PartialEq)]
+pub struct DrivelineInputs(pub Vec<(String, f64)>);
+
+impl DrivelineInputs {
+    /// Sets (or adds) input `name`.
+    pub fn set(&mut self, name: &str, value: f64) {
+        match self.0.iter_mut().find(|e| e.0 == name) {
+            Some(e) => e.1 = value,
+            None => self.0.push((name.to_string(), value)),
+        }
+    }
+}
+
+/// The compiled network and running simulation of a root (rebuilt when the topology changes).
+#[derive(Component, Debug, Default)]
+pub struct DrivelineCache {
+    sim: Option<Simulation>,
+    /// Part entity of each element index.
+    parts: Vec<Entity>,
+}
+
+impl DrivelineCache {
+    /// The running simulation, once the network has been built.
+    pub fn simulation(&self) -> Option<&Simulation> {
+        self.sim.as_ref()
+    }
+}
+
+/// A friction part changed mode at `time` (located inside the step), MSL codes in `from`/`to`.
+#[derive(Message, Debug, Clone, Copy, PartialEq)]
+pub struct FrictionModeChanged {
+    /// The driveline root.
+    pub driveline: Entity,
+    /// The friction part.
+    pub part: Entity,
+    /// Event time, s.
+    pub time: f64,
+    /// Mode before.
+    pub from: FrictionMode,
+    /// Mode after.
+    pub to: FrictionMode,
+}
+
+/// A driveline's parts do not form a valid network; the message says why.
+#[derive(Message, Debug, Clone, PartialEq)]
+pub struct DrivelineBuildFailed {
+    /// The driveline root.
+    pub driveline: Entity,
+    /// What is wrong and what is allowed.
+    pub message: String,
+}
+
+/// Spawns a scenario as a root with one part per element. Returns the root.
+pub fn spawn_scenario(world: &mut World, scenario: &Scenario) -> Result<Entity, String> {
+    let spec = scenario.resolved_spec().map_err(|e| e.to_string())?;
+    let root = world.spawn(Driveline::default()).id();
+    let ids: Vec<Entity> = spec
+        .elements
+        .iter()
+        .map(|e| world.spawn((Part::new(e.name.clone(), e.kind.clone()), PartOf(root))).id())
+        .collect();
+    let find = |s: &str| -> Result<(Entity, String), String> {
+        let (el, fl) = s.split_once('.').ok_or_else(|| format!("'{s}' is not element.flange"))?;
+        let i = spec.elements.iter().position(|e| e.name == el).ok_or_else(|| format!("no element '{el}'"))?;
+        Ok((ids[i], fl.to_string()))
+    };
+    for (a, b) in &spec.connections {
+        let ((ea, fa), (eb, fb)) = (find(a)?, find(b)?);
+        let mut e = world.entity_mut(ea);
+        match e.get_mut::<Connections>() {
+            Some(mut c) => c.0.push(Connection { flange: fa, to: eb, to_flange: fb }),
+            None => {
+                e.insert(Connections(vec![Connection { flange: fa, to: eb, to_flange: fb }]));
+            }
+        }
+    }
+    Ok(root)
+}
+
+/// Rebuilds the network of every root whose parts changed.
+fn rebuild_topology(
+    mut roots: Query<(Entity, &Driveline, &DrivelineParts, &mut DrivelineCache)>,
+    changed_roots: Query<(), Or<(Changed<DrivelineParts>, Changed<Driveline>)>>,
+    changed_parts: Query<&PartOf, Or<(Changed<Part>, Changed<Connections>)>>,
+    parts: Query<(&Part, Option<&Connections>)>,
+    mut removed: RemovedComponents<Part>,
+    mut failed: MessageWriter<DrivelineBuildFailed>,
+) {
+    let any_removed = removed.read().count() > 0;
+    for (root, driveline, members, mut cache) in &mut roots {
+        let dirty = cache.sim.is_none()
+            || any_removed
+            || changed_roots.contains(root)
+            || changed_parts.iter().any(|p| p.0 == root);
+        if !dirty || members.0.is_empty() {
+            continue;
+        }
+        let mut spec = NetworkSpec::default();
+        let mut names = Vec::with_capacity(members.0.len());
+        for &e in &members.0 {
+            let name = parts.get(e).map(|p| p.0.name.clone()).unwrap_or_default();
+            names.push((e, name));
+        }
+        let name_of = |e: Entity| names.iter().find(|n| n.0 == e).map(|n| n.1.clone());
+        let mut problem = None;
+        for &e in &members.0 {
+            let Ok((part, conns)) = parts.get(e) else { continue };
+            spec.elements.push(ElementSpec { name: part.name.clone(), kind: part.kind.clone() });
+            for c in conns.map(|c| c.0.as_slice()).unwrap_or_default() {
+                match name_of(c.to) {
+                    Some(other) => spec
+                        .connections
+                        .push((format!("{}.{}", part.name, c.flange), format!("{other}.{}", c.to_flange))),
+                    None => problem = Some(format!("'{}' connects to an entity outside its driveline", part.name)),
+                }
+            }
+        }
+        let result = match problem {
+            Some(p) => Err(p),
+            None => Network::build(&spec).map_err(|e| e.to_string()),
+        };
+        match result {
+            Ok(net) => {
+                cache.sim = Some(Simulation::with_parameters(net, driveline.parameters));
+                cache.parts = members.0.iter().copied().filter(|e| parts.contains(*e)).collect();
+            }
+            Err(message) => {
+                cache.sim = None;
+                failed.write(DrivelineBuildFailed { driveline: root, message });
+            }
+        }
+    }
+}
+
+/// Hands the inputs of each root to its simulation; refused values are reported and skipped.
+fn apply_inputs(
+    mut roots: Query<(Entity, &DrivelineInputs, &mut DrivelineCache)>,
+    mut failed: MessageWriter<DrivelineBuildFailed>,
+) {
+    for (root, inputs, mut cache) in &mut roots {
+        let Some(sim) = cache.sim.as_mut() else { continue };
+        for (name, value) in &inputs.0 {
+            if let Err(e) = sim.set_input(name, *value) {
+                failed.write(DrivelineBuildFailed { driveline: root, message: e.to_string() });
+            }
+        }
+    }
+}
+
+/// One coupled step of every driveline by the schedule's time delta.
+fn step_drivelines(time: Res<Time>, mut roots: Query<&mut DrivelineCache>) {
+    let dt = time.delta_secs_f64();
+    if dt <= 0.0 {
+        return;
+    }
+    for mut cache in &mut roots {
+        if let Some(sim) = cache.sim.as_mut() {
+            // dt is positive and finite here, so the step cannot be refused.
+            let _ = sim.step(dt);
+        }
+    }
+}
+
+/// Writes body and coupling states back to the part entities.
+fn write_back(roots: Query<&DrivelineCache>, mut commands: Commands) {
+    for cache in &roots {
+        let Some(sim) = cache.sim.as_ref() else { continue };
+        for (k, &entity) in cache.parts.iter().enumerate() {
+            let mut e = commands.entity(entity);
+            if let Some((angle, speed)) = sim.body_state(k) {
+                e.insert(BodyState { angle, speed });
+            }
+            if let Some((phi_rel, w_rel)) = sim.element_relative(k) {
+                e.insert(CouplingState { phi_rel, w_rel, torque: sim.element_torque(k), mode: sim.element_mode(k) });
+            }
+        }
+    }
+}
+
+/// Sends the mode changes of the last step.
+fn send_mode_messages(roots: Query<(Entity, &DrivelineCache)>, mut out: MessageWriter<FrictionModeChanged>) {
+    for (root, cache) in &roots {
+        let Some(sim) = cache.sim.as_ref() else { continue };
+        for e in sim.events() {
+            if let Some(&part) = cache.parts.get(e.element) {
+                out.write(FrictionModeChanged { driveline: root, part, time: e.time, from: e.from, to: e.to });
+            }
+        }
+    }
+}

@@ -69,5 +69,7 @@ pub use network::{BuildError, Network};
 pub use output::CsvRecorder;
 pub use scenario::{Scenario, ScenarioError};
 pub use signal::Signal;
-pub use solver::{EnergyLedger, FrictionMode, IntegrationParameters, ModeEvent, Simulation, StepError, StepStats};
+pub use solver::{
+    EnergyLedger, FrictionMode, InputError, IntegrationParameters, ModeEvent, Simulation, StepError, StepStats,
+};
 pub use table::Table1D;

@@ -144,7 +144,29 @@ impl Scenario {
                 .validate()
                 .map_err(|m| err_at(Some(format!("\"{name}\"")), None, format!("signal '{name}': {m}")))?;
         }
-        // Resolve signal references inside elements.
+        let spec = self.resolve_elements(&err_at)?;
+        Network::build(&spec).map_err(|e| {
+            let (needle, key) = locate_build_error(&e);
+            err_at(needle, key, e.to_string())
+        })
+    }
+
+    /// The network with every signal reference resolved, for callers without the source text
+    /// (errors then point at line 1).
+    pub fn resolved_spec(&self) -> Result<NetworkSpec, ScenarioError> {
+        let err = |_n: Option<String>, _k: Option<&str>, message: String| ScenarioError {
+            file: self.name.clone(),
+            line: 1,
+            col: 1,
+            message,
+        };
+        self.resolve_elements(&err)
+    }
+
+    fn resolve_elements(
+        &self,
+        err_at: &dyn Fn(Option<String>, Option<&str>, String) -> ScenarioError,
+    ) -> Result<NetworkSpec, ScenarioError> {
         let mut elements = self.elements.clone();
         for e in &mut elements {
             let name = e.name.clone();
@@ -162,11 +184,7 @@ impl Scenario {
                 _ => {}
             }
         }
-        let spec = NetworkSpec { elements, connections: self.connections.clone() };
-        Network::build(&spec).map_err(|e| {
-            let (needle, key) = locate_build_error(&e);
-            err_at(needle, key, e.to_string())
-        })
+        Ok(NetworkSpec { elements, connections: self.connections.clone() })
     }
 }
 

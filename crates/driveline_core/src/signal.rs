@@ -102,6 +102,16 @@ pub enum Signal {
     Difference(Box<Signal>, Box<Signal>),
     /// `gain * u`.
     Gain(f64, Box<Signal>),
+    /// A value set from outside at run time ([`crate::Simulation::set_input`]): a pedal, a
+    /// shift actuator, a game's throttle. Held constant between settings (zero-order hold); a
+    /// new value takes effect at the start of the next step, which is treated as a time event.
+    Input {
+        /// Input name, unique per network.
+        name: String,
+        /// Current value (signal units). Default 0.
+        #[serde(default = "zero")]
+        value: f64,
+    },
     /// A named signal from the scenario's `signals` map. Resolved when a scenario is built;
     /// networks only ever hold resolved signals.
     Ref(String),
@@ -191,6 +201,7 @@ impl Signal {
             Signal::OneMinus(u) => 1.0 - u.eval_side(t, left),
             Signal::Difference(a, b) => a.eval_side(t, left) - b.eval_side(t, left),
             Signal::Gain(k, u) => k * u.eval_side(t, left),
+            Signal::Input { value, .. } => *value,
             Signal::Ref(_) => {
                 debug_assert!(false, "unresolved signal reference evaluated");
                 f64::NAN
@@ -203,7 +214,7 @@ impl Signal {
     pub fn next_event_after(&self, t: f64) -> f64 {
         let after = |s: f64| if s > t { s } else { f64::INFINITY };
         match self {
-            Signal::Constant(_) | Signal::Ref(_) => f64::INFINITY,
+            Signal::Constant(_) | Signal::Ref(_) | Signal::Input { .. } => f64::INFINITY,
             Signal::Step { start_time, .. } | Signal::Sine { start_time, .. } => after(*start_time),
             Signal::Ramp { duration, start_time, .. } => after(*start_time).min(after(start_time + duration)),
             Signal::Pulse { width, period, nperiod, start_time, .. } => {
@@ -232,6 +243,34 @@ impl Signal {
             }
             Signal::OneMinus(u) | Signal::Gain(_, u) => u.next_event_after(t),
             Signal::Difference(a, b) => a.next_event_after(t).min(b.next_event_after(t)),
+        }
+    }
+
+    /// Sets every [`Signal::Input`] named `name` in this tree to `value`; returns how many.
+    pub fn set_input(&mut self, name: &str, value: f64) -> usize {
+        match self {
+            Signal::Input { name: n, value: v } if n == name => {
+                *v = value;
+                1
+            }
+            Signal::Sum(items) | Signal::Product(items) => items.iter_mut().map(|s| s.set_input(name, value)).sum(),
+            Signal::OneMinus(u) | Signal::Gain(_, u) => u.set_input(name, value),
+            Signal::Difference(a, b) => a.set_input(name, value) + b.set_input(name, value),
+            _ => 0,
+        }
+    }
+
+    /// Appends the names of the inputs in this tree to `out` (without duplicates).
+    pub fn input_names(&self, out: &mut Vec<String>) {
+        match self {
+            Signal::Input { name, .. } if !out.contains(name) => out.push(name.clone()),
+            Signal::Sum(items) | Signal::Product(items) => items.iter().for_each(|s| s.input_names(out)),
+            Signal::OneMinus(u) | Signal::Gain(_, u) => u.input_names(out),
+            Signal::Difference(a, b) => {
+                a.input_names(out);
+                b.input_names(out);
+            }
+            _ => {}
         }
     }
 
@@ -342,6 +381,12 @@ impl Signal {
             Signal::Difference(a, b) => {
                 a.validate()?;
                 b.validate()
+            }
+            Signal::Input { name, value } => {
+                if name.is_empty() {
+                    return Err("an Input needs a non-empty `name`".into());
+                }
+                finite("value", *value)
             }
             Signal::Ref(name) => Err(format!("unresolved signal reference '{name}'")),
         }

@@ -297,6 +297,8 @@ pub struct Simulation {
     /// Elements whose located break-away event is being resolved: at their static bound they
     /// break away even if the excess is still within rounding.
     breaking: u64,
+    /// An input changed since the last step: re-resolve modes at the next step start.
+    inputs_changed: bool,
     started: bool,
     ws: Work,
     events: Vec<ModeEvent>,
@@ -389,6 +391,7 @@ impl Simulation {
             qp_bmap: v(nf * n),
             next_time_event: 0.0,
             breaking: 0,
+            inputs_changed: false,
             started: false,
             ws,
             events: Vec::with_capacity(4 * nf + 8),
@@ -437,6 +440,31 @@ impl Simulation {
     pub fn energy(&self) -> EnergyLedger {
         self.energy
     }
+    /// Names of the run-time inputs ([`crate::Signal::Input`]) of the network.
+    pub fn input_names(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        self.net.signals.iter().for_each(|s| s.input_names(&mut out));
+        out
+    }
+
+    /// Sets a run-time input. It takes effect at the start of the next step (a time event:
+    /// friction modes are re-resolved there). Non-finite values and unknown names are refused
+    /// and leave the simulation unchanged.
+    pub fn set_input(&mut self, name: &str, value: f64) -> Result<(), InputError> {
+        if !value.is_finite() {
+            return Err(InputError::NotFinite { name: name.to_string(), value });
+        }
+        let mut hits = 0;
+        for s in &mut self.net.signals {
+            hits += s.set_input(name, value);
+        }
+        if hits == 0 {
+            return Err(InputError::Unknown(name.to_string()));
+        }
+        self.inputs_changed = true;
+        Ok(())
+    }
+
     /// Element torque at the last step end (MSL `tau` / `flange_b.tau` convention), N m.
     pub fn element_torque(&self, element: usize) -> f64 {
         self.out_tau[element]
@@ -760,6 +788,10 @@ impl Simulation {
         }
         self.events.clear();
         self.stats.steps += 1;
+        if self.inputs_changed {
+            self.inputs_changed = false;
+            self.select_modes(0, false);
+        }
         let t_end = self.t + dt;
         let mut substeps = 0;
         // True when the step ends on an event-free sub-step: its end caches describe the state.
@@ -1520,6 +1552,22 @@ enum Ev {
 
 fn row_coef(row: &crate::elements::Row, k: usize) -> f64 {
     row.entries.iter().filter(|e| e.0 == k && e.1 != 0.0).map(|e| e.1).sum()
+}
+
+/// Why a run-time input was refused.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum InputError {
+    /// No input of that name.
+    #[error("no input named '{0}' in this network")]
+    Unknown(String),
+    /// NaN or infinite.
+    #[error("input '{name}' = {value} refused: inputs must be finite")]
+    NotFinite {
+        /// Input name.
+        name: String,
+        /// The refused value.
+        value: f64,
+    },
 }
 
 /// Why a step was refused.
