@@ -216,6 +216,22 @@ pub enum Law {
         /// Unstretched angle, rad.
         phi_rel0: f64,
     },
+    /// Unified elastic clutch (seed 002): a shear spring `S` and damper `D` in series with a
+    /// torque limiter `T_s(t)`. Sticking: `tau = S (phi_rel - anchor) + D w_rel` while
+    /// `|tau| <= T_s`; sliding: `tau = +-T_s` until the relative speed reverses, when it sticks
+    /// again with the anchor placed so that the torque is continuous. `xi = tau / T_s`.
+    ElasticClutch {
+        /// a-side node.
+        a: usize,
+        /// b-side node.
+        b: usize,
+        /// Shear stiffness, N m/rad.
+        s: f64,
+        /// Shear damping, N m s/rad.
+        d: f64,
+        /// Index of the torque-limit signal `T_s`, N m.
+        limit: usize,
+    },
     /// MSL 4 ElastoBacklash.
     Backlash {
         /// a-side node.
@@ -233,21 +249,44 @@ pub enum Law {
     },
 }
 
-/// Contact regime of an ElastoBacklash: the piece of the MSL 4 law in force. It is fixed during a
-/// sub-step and changed at located events, so each sub-step integrates a polynomial law (this is
-/// what keeps the energy ledger exact through contacts).
+/// The piece of a piecewise law in force (ElastoBacklash contact, elastic clutch stick/slip).
+/// It is fixed during a sub-step and changed only at located events, so every sub-step
+/// integrates a smooth law (which keeps the accuracy and the energy ledger exact).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BacklashRegime {
-    /// Inside the gap, `|phi_diff| <= b/2`: `tau = 0`.
+pub enum Regime {
+    /// Laws without pieces; backlash inside the gap, `|phi_diff| <= b/2`: `tau = 0`.
     Open,
-    /// Beyond the gap but separating faster than the spring relaxes (`tau_c + tau_d` would
+    /// Backlash beyond the gap but separating faster than the spring relaxes (the contact would
     /// pull): `tau = 0`; the stored spring energy is lost.
     Released,
-    /// Contact with the damping part below the spring part: `tau = tau_c + tau_d`.
+    /// Backlash contact with the damping part below the spring part: `tau = tau_c + tau_d`.
     Damped,
-    /// Contact with the damping part capped by the spring part: `tau = 2 tau_c`.
+    /// Backlash contact with the damping part capped by the spring part: `tau = 2 tau_c`.
     Capped,
+    /// Elastic clutch sticking: `tau = S (phi_rel - anchor) + D w_rel`.
+    Stick,
+    /// Elastic clutch sliding forward at its limit: `tau = +T_s`.
+    SlideForward,
+    /// Elastic clutch sliding backward at its limit: `tau = -T_s`.
+    SlideBackward,
 }
+
+/// Discrete state of a law: its regime and, for the elastic clutch, the spring anchor (the
+/// relative angle at which the shear spring is unloaded; it moves only while sliding).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LawState {
+    /// The piece in force.
+    pub regime: Regime,
+    /// Elastic clutch anchor angle, rad.
+    pub anchor: f64,
+}
+
+impl Default for LawState {
+    fn default() -> Self {
+        Self { regime: Regime::Open, anchor: 0.0 }
+    }
+}
+
 /// Output of one element evaluation.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct LawOutput {
@@ -295,9 +334,20 @@ impl Jacobian<'_> {
 }
 
 impl Law {
-    /// Elastic potential energy stored at the angles `phi`, J (springs and backlash contact).
-    pub fn potential(&self, phi: &[f64]) -> f64 {
+    /// Elastic potential energy stored at the angles `phi`, J (springs, backlash contact, the
+    /// shear spring of an elastic clutch: `T_s^2 / 2S` while sliding).
+    pub fn potential(&self, phi: &[f64], state: LawState, sig: &[f64]) -> f64 {
         match *self {
+            Law::ElasticClutch { a, b, s, limit, .. } => match state.regime {
+                Regime::SlideForward | Regime::SlideBackward => {
+                    let ts = sig[limit].max(0.0);
+                    0.5 * ts * ts / s
+                }
+                _ => {
+                    let x = phi[b] - phi[a] - state.anchor;
+                    0.5 * s * x * x
+                }
+            },
             Law::SpringDamper { a, b, c, phi_rel0, .. } => {
                 let pr = phi[b] - phi[a] - phi_rel0;
                 0.5 * c * pr * pr
@@ -310,6 +360,79 @@ impl Law {
         }
     }
 
+    /// The regime the law should be in at this state, given the one it is in (hysteresis for
+    /// the elastic clutch). Laws without pieces stay `Open`.
+    pub fn next_regime(&self, state: LawState, phi: &[f64], w: &[f64], sig: &[f64]) -> Regime {
+        match *self {
+            Law::Backlash { a, b, c, d, half, phi_rel0 } => {
+                backlash_regime(c, d, half, phi[b] - phi[a] - phi_rel0, w[b] - w[a])
+            }
+            Law::ElasticClutch { a, b, s, d, limit } => {
+                let ts = sig[limit].max(0.0);
+                let wr = w[b] - w[a];
+                match state.regime {
+                    Regime::SlideForward if wr >= 0.0 && ts > 0.0 => Regime::SlideForward,
+                    Regime::SlideBackward if wr <= 0.0 && ts > 0.0 => Regime::SlideBackward,
+                    Regime::SlideForward | Regime::SlideBackward if ts > 0.0 => Regime::Stick,
+                    Regime::SlideForward | Regime::SlideBackward => {
+                        // No limit torque: keep sliding in the direction of the motion.
+                        if wr >= 0.0 { Regime::SlideForward } else { Regime::SlideBackward }
+                    }
+                    _ => {
+                        let tau = s * (phi[b] - phi[a] - state.anchor) + d * wr;
+                        if tau > ts {
+                            Regime::SlideForward
+                        } else if tau < -ts {
+                            Regime::SlideBackward
+                        } else {
+                            Regime::Stick
+                        }
+                    }
+                }
+            }
+            _ => Regime::Open,
+        }
+    }
+
+    /// Switches to `regime`, keeping the torque continuous where the law allows it (an elastic
+    /// clutch that sticks again places its anchor so that the spring carries the slide torque).
+    pub fn enter(&self, state: &mut LawState, regime: Regime, phi: &[f64], w: &[f64], sig: &[f64]) {
+        if let Law::ElasticClutch { a, b, s, d, limit } = *self
+            && regime == Regime::Stick
+            && state.regime != Regime::Stick
+        {
+            let ts = sig[limit].max(0.0);
+            let tau = match state.regime {
+                Regime::SlideForward => ts,
+                Regime::SlideBackward => -ts,
+                _ => 0.0,
+            };
+            state.anchor = phi[b] - phi[a] - (tau - d * (w[b] - w[a])) / s;
+        }
+        state.regime = regime;
+    }
+
+    /// The initial discrete state: backlash from the geometry, elastic clutches unloaded.
+    pub fn initial_state(&self, phi: &[f64], w: &[f64], sig: &[f64]) -> LawState {
+        match *self {
+            Law::ElasticClutch { a, b, .. } => {
+                let mut st = LawState { regime: Regime::Stick, anchor: phi[b] - phi[a] };
+                st.regime = self.next_regime(st, phi, w, sig);
+                st
+            }
+            _ => {
+                let st = LawState::default();
+                LawState { regime: self.next_regime(st, phi, w, sig), ..st }
+            }
+        }
+    }
+
+    /// True when the law's force is affine in (phi, w) in every regime and needs no Newton
+    /// iteration.
+    pub fn is_linear(&self) -> bool {
+        matches!(self, Law::Source { .. } | Law::SpringDamper { .. } | Law::ElasticClutch { .. })
+    }
+
     /// Adds this law's generalised forces to `f` and returns its torque, power and energy.
     /// `sig` holds the signal values at the evaluation time.
     #[inline]
@@ -318,10 +441,11 @@ impl Law {
         phi: &[f64],
         w: &[f64],
         sig: &[f64],
-        regime: BacklashRegime,
+        state: LawState,
         f: &mut [f64],
         jac: Option<&mut Jacobian<'_>>,
     ) -> LawOutput {
+        let regime = state.regime;
         match *self {
             Law::Source { flange, support, signal } => {
                 let tau = sig[signal];
@@ -356,14 +480,34 @@ impl Law {
                 }
                 LawOutput { tau, power: -tau * wr, dissipation: d * wr * wr }
             }
+            Law::ElasticClutch { a, b, s, d, limit } => {
+                let pr = phi[b] - phi[a];
+                let wr = w[b] - w[a];
+                let ts = sig[limit].max(0.0);
+                let (tau, kp, kw) = match regime {
+                    Regime::SlideForward => (ts, 0.0, 0.0),
+                    Regime::SlideBackward => (-ts, 0.0, 0.0),
+                    _ => (s * (pr - state.anchor) + d * wr, s, d),
+                };
+                f[a] += tau;
+                f[b] -= tau;
+                if let Some(j) = jac {
+                    j.add_pair(a, b, a, b, kp, kw);
+                }
+                let stored_rate = match regime {
+                    Regime::Stick => s * (pr - state.anchor) * wr,
+                    _ => 0.0, // the stored energy T_s^2/(2S) changes only at events (limit steps)
+                };
+                LawOutput { tau, power: -tau * wr, dissipation: tau * wr - stored_rate }
+            }
             Law::Backlash { a, b, c, d, half, phi_rel0 } => {
                 let pd = phi[b] - phi[a] - phi_rel0;
                 let wr = w[b] - w[a];
                 let x = backlash_overlap(pd, half);
                 let (tau, kp, kw) = match regime {
-                    BacklashRegime::Open | BacklashRegime::Released => (0.0, 0.0, 0.0),
-                    BacklashRegime::Damped => (c * x + d * wr, c, d),
-                    BacklashRegime::Capped => (2.0 * c * x, 2.0 * c, 0.0),
+                    Regime::Damped => (c * x + d * wr, c, d),
+                    Regime::Capped => (2.0 * c * x, 2.0 * c, 0.0),
+                    _ => (0.0, 0.0, 0.0),
                 };
                 f[a] += tau;
                 f[b] -= tau;
@@ -393,20 +537,20 @@ pub fn backlash_overlap(pd: f64, half: f64) -> f64 {
 
 /// The regime an ElastoBacklash is in at `(phi_diff, w_rel)` (MSL 4 law: the contact only
 /// pushes, and the damping part never exceeds the spring part).
-pub fn backlash_regime(c: f64, d: f64, half: f64, pd: f64, wr: f64) -> BacklashRegime {
+pub fn backlash_regime(c: f64, d: f64, half: f64, pd: f64, wr: f64) -> Regime {
     let x = backlash_overlap(pd, half);
     if x == 0.0 {
-        return BacklashRegime::Open;
+        return Regime::Open;
     }
     let (tc, td) = (c * x, d * wr);
     // Mirror the lower side onto the upper one: contact pushes when tc + td has the sign of x.
     let s = x.signum();
     if s * (tc + td) <= 0.0 {
-        BacklashRegime::Released
+        Regime::Released
     } else if s * td < s * tc {
-        BacklashRegime::Damped
+        Regime::Damped
     } else {
-        BacklashRegime::Capped
+        Regime::Capped
     }
 }
 
@@ -416,7 +560,7 @@ mod tests {
 
     fn eval(law: &Law, phi: [f64; 3], w: [f64; 3], sig: &[f64]) -> ([f64; 3], LawOutput) {
         let mut f = [0.0; 3];
-        let out = law.eval(&phi, &w, sig, BacklashRegime::Open, &mut f, None);
+        let out = law.eval(&phi, &w, sig, LawState::default(), &mut f, None);
         (f, out)
     }
 
@@ -433,7 +577,7 @@ mod tests {
         let law = Law::SpringDamper { a: 0, b: 1, c: 100.0, d: 0.0, phi_rel0: 0.0 };
         let (f, out) = eval(&law, [0.0, 0.1, 0.0], [0.0; 3], &[]);
         assert!((f[0] - 10.0).abs() < 1e-12 && (f[1] + 10.0).abs() < 1e-12);
-        assert!((law.potential(&[0.0, 0.1, 0.0]) - 0.5).abs() < 1e-12);
+        assert!((law.potential(&[0.0, 0.1, 0.0], LawState::default(), &[]) - 0.5).abs() < 1e-12);
         assert_eq!(out.tau, 10.0);
     }
 
@@ -455,13 +599,13 @@ mod tests {
     #[test]
     fn backlash_contact_only_pushes() {
         // Separating fast: spring part 20e3 * 0.01 = 200, damping part 50 * -10 = -500 -> released.
-        assert_eq!(backlash_regime(20e3, 50.0, 0.1, 0.11, -10.0), BacklashRegime::Released);
+        assert_eq!(backlash_regime(20e3, 50.0, 0.1, 0.11, -10.0), Regime::Released);
         // Approaching: spring part 200, damping part 50 -> tau = tc + td.
-        assert_eq!(backlash_regime(20e3, 50.0, 0.1, 0.11, 1.0), BacklashRegime::Damped);
+        assert_eq!(backlash_regime(20e3, 50.0, 0.1, 0.11, 1.0), Regime::Damped);
         // Fast approach: damping part 5000 > spring part 200 -> capped at 2 tc.
-        assert_eq!(backlash_regime(20e3, 50.0, 0.1, 0.11, 100.0), BacklashRegime::Capped);
-        assert_eq!(backlash_regime(20e3, 50.0, 0.1, -0.11, -100.0), BacklashRegime::Capped);
-        assert_eq!(backlash_regime(20e3, 50.0, 0.1, -0.11, 10.0), BacklashRegime::Released);
-        assert_eq!(backlash_regime(20e3, 50.0, 0.1, 0.05, 1.0), BacklashRegime::Open);
+        assert_eq!(backlash_regime(20e3, 50.0, 0.1, 0.11, 100.0), Regime::Capped);
+        assert_eq!(backlash_regime(20e3, 50.0, 0.1, -0.11, -100.0), Regime::Capped);
+        assert_eq!(backlash_regime(20e3, 50.0, 0.1, -0.11, 10.0), Regime::Released);
+        assert_eq!(backlash_regime(20e3, 50.0, 0.1, 0.05, 1.0), Regime::Open);
     }
 }

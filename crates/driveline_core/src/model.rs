@@ -232,6 +232,25 @@ pub enum ElementKind {
         #[serde(default)]
         w_rel_start: Option<f64>,
     },
+    /// Unified elastic clutch (seed 002) between `flange_a` and `flange_b`: a shear spring `S`
+    /// and damper `D` (shafts, discs, tangential springs reduced to the clutch) in series with a
+    /// torque limiter `T_s(t)`, the sliding torque of the plates. It sticks while
+    /// `|S (phi_rel - anchor) + D w_rel| <= T_s`, slides at `+-T_s` otherwise, and sticks again
+    /// when the relative speed reverses. Modes: 0 stick, +-1 slide.
+    ElasticClutch {
+        /// Shear stiffness, N m/rad (> 0).
+        S: f64,
+        /// Shear damping, N m s/rad (>= 0).
+        D: f64,
+        /// Sliding torque limit `T_s(t)`, N m (values < 0 count as 0).
+        limit: Signal,
+        /// Fixed initial phi_rel, rad.
+        #[serde(default)]
+        phi_rel_start: Option<f64>,
+        /// Fixed initial w_rel, rad/s.
+        #[serde(default)]
+        w_rel_start: Option<f64>,
+    },
     /// Brake between the shaft (`flange_a` = `flange_b`) and the `support`; same law as `Clutch`
     /// with the shaft speed relative to the support.
     Brake {
@@ -322,6 +341,7 @@ impl ElementKind {
             ElementKind::ElastoBacklash { .. } => "ElastoBacklash",
             ElementKind::Clutch { .. } => "Clutch",
             ElementKind::OneWayClutch { .. } => "OneWayClutch",
+            ElementKind::ElasticClutch { .. } => "ElasticClutch",
             ElementKind::Brake { .. } => "Brake",
             ElementKind::BearingFriction { .. } => "BearingFriction",
             ElementKind::Mass { .. } => "Mass",
@@ -356,7 +376,8 @@ impl ElementKind {
             | ElementKind::SpringDamper { .. }
             | ElementKind::ElastoBacklash { .. }
             | ElementKind::Clutch { .. }
-            | ElementKind::OneWayClutch { .. } => {
+            | ElementKind::OneWayClutch { .. }
+            | ElementKind::ElasticClutch { .. } => {
                 &[("flange_a", Rotational, Required), ("flange_b", Rotational, Required)]
             }
             ElementKind::Brake { .. } | ElementKind::BearingFriction { .. } => &[

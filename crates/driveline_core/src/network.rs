@@ -149,8 +149,10 @@ pub struct ElementInfo {
     pub friction: Option<usize>,
     /// Index of the inertia node for Inertia and Mass.
     pub body: Option<usize>,
-    /// Index of the torque signal of sources (for telemetry).
+    /// True for torque sources and loads.
     pub source: bool,
+    /// True when the element reports a friction mode (friction elements, elastic clutches).
+    pub has_mode: bool,
 }
 
 /// A compiled, validated network ready to be simulated.
@@ -282,6 +284,13 @@ pub fn validate_element(name: &str, kind: &ElementKind) -> Result<(), BuildError
         | OneWayClutch { mu_pos, peak, cgeo, fn_max, f_normalized, phi_rel_start, w_rel_start } => {
             check_friction(name, mu_pos, *peak, *cgeo, *fn_max)?;
             f_normalized.validate().map_err(|m| BuildError::Signal { element: name.into(), message: m })?;
+            check_opt(name, "phi_rel_start", *phi_rel_start)?;
+            check_opt(name, "w_rel_start", *w_rel_start)
+        }
+        ElasticClutch { S, D, limit, phi_rel_start, w_rel_start } => {
+            check(name, "S", *S, *S > 0.0, "> 0 N m/rad")?;
+            check(name, "D", *D, *D >= 0.0, ">= 0 N m s/rad")?;
+            limit.validate().map_err(|m| BuildError::Signal { element: name.into(), message: m })?;
             check_opt(name, "phi_rel_start", *phi_rel_start)?;
             check_opt(name, "w_rel_start", *w_rel_start)
         }
@@ -495,6 +504,7 @@ impl Network {
                 friction: None,
                 body: None,
                 source: false,
+                has_mode: e.kind.is_friction(),
             };
             let mut push_law = |law: Law, info: &mut ElementInfo| {
                 info.law = Some(laws.len());
@@ -585,6 +595,12 @@ impl Network {
                 ElementKind::SpringDamper { c, d, phi_rel0, .. } => {
                     info.rel = Some(two(nd[0], nd[1]));
                     push_law(Law::SpringDamper { a: nd[0], b: nd[1], c: *c, d: *d, phi_rel0: *phi_rel0 }, &mut info);
+                }
+                ElementKind::ElasticClutch { S, D, limit, .. } => {
+                    info.rel = Some(two(nd[0], nd[1]));
+                    info.has_mode = true;
+                    let l = signal(limit);
+                    push_law(Law::ElasticClutch { a: nd[0], b: nd[1], s: *S, d: *D, limit: l }, &mut info);
                 }
                 ElementKind::ElastoBacklash { c, d, b, phi_rel0, .. } => {
                     info.rel = Some(two(nd[0], nd[1]));
@@ -772,7 +788,8 @@ impl Network {
                     | ElementKind::SpringDamper { phi_rel_start, w_rel_start, .. }
                     | ElementKind::ElastoBacklash { phi_rel_start, w_rel_start, .. }
                     | ElementKind::Clutch { phi_rel_start, w_rel_start, .. }
-                    | ElementKind::OneWayClutch { phi_rel_start, w_rel_start, .. } => {
+                    | ElementKind::OneWayClutch { phi_rel_start, w_rel_start, .. }
+                    | ElementKind::ElasticClutch { phi_rel_start, w_rel_start, .. } => {
                         (None, if pass == 0 { *phi_rel_start } else { *w_rel_start })
                     }
                     _ => (None, None),

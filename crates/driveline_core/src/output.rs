@@ -48,7 +48,7 @@ impl CsvRecorder {
                     format!("{}.tau", info.name),
                 ]);
             }
-            if info.friction.is_some() {
+            if info.has_mode {
                 cols.push(Col::Mode(e));
                 names.push(format!("{}.mode", info.name));
             }

@@ -178,6 +178,7 @@ impl Scenario {
             };
             match &mut e.kind {
                 crate::ElementKind::Torque { tau, .. } => fix(tau)?,
+                crate::ElementKind::ElasticClutch { limit, .. } => fix(limit)?,
                 crate::ElementKind::Clutch { f_normalized, .. }
                 | crate::ElementKind::OneWayClutch { f_normalized, .. }
                 | crate::ElementKind::Brake { f_normalized, .. } => fix(f_normalized)?,

@@ -30,7 +30,7 @@
 //! regularisation of the complementarity problem), so two equal clutches in parallel share the
 //! torque equally. An element breaks away when no split within all static limits exists.
 
-use crate::elements::{BacklashRegime, Capacity, Jacobian, Law, backlash_regime};
+use crate::elements::{Capacity, Jacobian, Law, LawState};
 use crate::linalg;
 use crate::network::Network;
 
@@ -286,7 +286,7 @@ pub struct Simulation {
     phi: Vec<f64>,
     w: Vec<f64>,
     modes: Vec<FrictionMode>,
-    regimes: Vec<BacklashRegime>,
+    regimes: Vec<LawState>,
     slots: Vec<ModeSlot>,
     cur: usize,
     clock: u64,
@@ -383,7 +383,7 @@ impl Simulation {
             phi: net.phi_start.clone(),
             w: net.w_start.clone(),
             modes: vec![FrictionMode::Free; nf],
-            regimes: vec![BacklashRegime::Open; nl],
+            regimes: vec![LawState::default(); nl],
             slots,
             cur: 0,
             clock: 0,
@@ -394,7 +394,7 @@ impl Simulation {
             inputs_changed: false,
             started: false,
             ws,
-            events: Vec::with_capacity(4 * nf + 8),
+            events: Vec::with_capacity(4 * (nf + nl) + 8),
             stats: StepStats::default(),
             energy: EnergyLedger::default(),
             out_tau: v(net.elements.len()),
@@ -473,9 +473,25 @@ impl Simulation {
     pub fn element_relative(&self, element: usize) -> Option<(f64, f64)> {
         self.net.elements[element].rel.map(|r| (r.dot(&self.phi), r.dot(&self.w)))
     }
-    /// Mode of an element if it is a friction element.
+    /// Mode of an element if it has one: friction elements, and elastic clutches (stick = 0,
+    /// slide = +-1, no limit torque = 2).
     pub fn element_mode(&self, element: usize) -> Option<FrictionMode> {
-        self.net.elements[element].friction.map(|k| self.modes[k])
+        let info = &self.net.elements[element];
+        if let Some(k) = info.friction {
+            return Some(self.modes[k]);
+        }
+        let k = info.law?;
+        self.law_mode(k)
+    }
+
+    fn law_mode(&self, k: usize) -> Option<FrictionMode> {
+        let Law::ElasticClutch { limit, .. } = self.net.laws[k] else { return None };
+        Some(match self.regimes[k].regime {
+            _ if self.net.signals[limit].eval(self.t) <= 0.0 => FrictionMode::Free,
+            crate::elements::Regime::SlideForward => FrictionMode::Forward,
+            crate::elements::Regime::SlideBackward => FrictionMode::Backward,
+            _ => FrictionMode::Stuck,
+        })
     }
     /// Angle and speed of an Inertia or Mass element.
     pub fn body_state(&self, element: usize) -> Option<(f64, f64)> {
@@ -513,15 +529,13 @@ impl Simulation {
     fn start(&mut self) {
         self.t = 0.0;
         self.next_time_event = self.compute_next_time_event(0.0);
+        eval_signals(&self.net, 0.0, false, &mut self.ws.sig[2]);
         for (k, law) in self.net.laws.iter().enumerate() {
-            if let Law::Backlash { a, b, c, d, half, phi_rel0 } = *law {
-                let pd = self.phi[b] - self.phi[a] - phi_rel0;
-                self.regimes[k] = backlash_regime(c, d, half, pd, self.w[b] - self.w[a]);
-            }
+            self.regimes[k] = law.initial_state(&self.phi, &self.w, &self.ws.sig[2]);
         }
         self.select_modes(0, true);
         self.events.clear();
-        let (ke, pe) = self.kinetic_potential();
+        let (ke, pe) = self.kinetic_potential(2);
         self.energy = EnergyLedger { kinetic: ke, potential: pe, initial: ke + pe, ..Default::default() };
         self.update_outputs();
         self.started = true;
@@ -531,10 +545,16 @@ impl Simulation {
         self.net.signals.iter().map(|s| s.next_event_after(t)).fold(f64::INFINITY, f64::min)
     }
 
-    fn kinetic_potential(&self) -> (f64, f64) {
+    fn kinetic_potential(&self, sig: usize) -> (f64, f64) {
         let n = self.net.n_dof;
         let ke: f64 = (0..n).map(|k| 0.5 * self.net.mass[k] * self.w[k] * self.w[k]).sum();
-        let pe: f64 = self.net.laws.iter().map(|law| law.potential(&self.phi)).sum();
+        let pe: f64 = self
+            .net
+            .laws
+            .iter()
+            .zip(&self.regimes)
+            .map(|(law, st)| law.potential(&self.phi, *st, &self.ws.sig[sig]))
+            .sum();
         (ke, pe)
     }
 
@@ -653,7 +673,7 @@ impl Simulation {
         // Linearity and reduced Jacobians at the current state.
         let mut linear = true;
         for law in &net.laws {
-            if matches!(law, Law::Quadratic { .. } | Law::Backlash { .. }) {
+            if !law.is_linear() {
                 linear = false;
             }
         }
@@ -748,7 +768,7 @@ impl Simulation {
     fn forces(
         net: &Network,
         modes: &[FrictionMode],
-        regimes: &[BacklashRegime],
+        regimes: &[LawState],
         phi: &[f64],
         w: &[f64],
         sig: &[f64],
@@ -823,9 +843,14 @@ impl Simulation {
             match self.detect_event(h) {
                 None => {
                     self.commit(h);
+                    // A slip that reached zero exactly at the sub-step end locks there.
+                    let at_zero = self.slips_at_zero();
+                    if at_zero != 0 {
+                        self.select_modes(at_zero, false);
+                    }
                     if time_event {
                         self.after_time_event();
-                    } else {
+                    } else if at_zero == 0 {
                         clean_end = true;
                     }
                 }
@@ -852,6 +877,21 @@ impl Simulation {
             self.update_outputs();
         }
         Ok(())
+    }
+
+    /// Sliding friction elements whose slip is zero (to rounding) now.
+    fn slips_at_zero(&self) -> u64 {
+        let n = self.net.n_dof;
+        let tol = 1e-12 * self.w[..n].iter().fold(1.0f64, |s, v| s.max(v.abs()));
+        let mut mask = 0;
+        for (i, fe) in self.net.friction.iter().enumerate() {
+            if matches!(self.modes[i], FrictionMode::Forward | FrictionMode::Backward)
+                && fe.row.dot(&self.w).abs() <= tol
+            {
+                mask |= 1 << i;
+            }
+        }
+        mask
     }
 
     fn after_time_event(&mut self) {
@@ -1144,9 +1184,16 @@ impl Simulation {
                     At::End => (&self.ws.phi1, &self.ws.w1),
                     At::Dense => (&self.ws.phi_e, &self.ws.w_e),
                 };
-                let Law::Backlash { a, b, c, d, half, phi_rel0 } = self.net.laws[k] else { return -1.0 };
-                let r = backlash_regime(c, d, half, phi[b] - phi[a] - phi_rel0, w[b] - w[a]);
-                if r != self.regimes[k] { 1.0 } else { -1.0 }
+                let sig = match at {
+                    At::Stage(j) => &self.ws.sig[j],
+                    At::End => &self.ws.sig_end,
+                    At::Dense => {
+                        eval_signals(&self.net, t, false, &mut self.ws.sig[2]);
+                        &self.ws.sig[2]
+                    }
+                };
+                let st = self.regimes[k];
+                if self.net.laws[k].next_regime(st, phi, w, sig) != st.regime { 1.0 } else { -1.0 }
             }
         }
     }
@@ -1232,7 +1279,7 @@ impl Simulation {
             }
         }
         for k in 0..self.net.laws.len() {
-            if matches!(self.net.laws[k], Law::Backlash { .. }) {
+            if matches!(self.net.laws[k], Law::Backlash { .. } | Law::ElasticClutch { .. }) {
                 consider(self, Ev::Contact(k), &mut best);
             }
         }
@@ -1294,12 +1341,31 @@ impl Simulation {
     fn select_modes(&mut self, forced: u64, initial: bool) {
         let n = self.net.n_dof;
         let nf = self.net.friction.len();
+        // Energy just before the instant (left-limit signals, old regimes and modes): what the
+        // switch removes (a lock impact, a released backlash spring, a limit step) is dissipated.
+        eval_signals(&self.net, self.t, true, &mut self.ws.sig[0]);
+        let (ke0, pe0) = self.kinetic_potential(0);
         eval_signals(&self.net, self.t, false, &mut self.ws.sig[2]);
-        // Backlash regimes from the state.
-        for (k, law) in self.net.laws.iter().enumerate() {
-            if let Law::Backlash { a, b, c, d, half, phi_rel0 } = *law {
-                let pd = self.phi[b] - self.phi[a] - phi_rel0;
-                self.regimes[k] = backlash_regime(c, d, half, pd, self.w[b] - self.w[a]);
+        // Law regimes from the state.
+        for k in 0..self.net.laws.len() {
+            let law = &self.net.laws[k];
+            let new = law.next_regime(self.regimes[k], &self.phi, &self.w, &self.ws.sig[2]);
+            if new != self.regimes[k].regime {
+                // The law's Jacobian changed: every cached Newton matrix is stale.
+                for slot in &mut self.slots {
+                    slot.newton_h = f64::NAN;
+                }
+                let from = self.law_mode(k);
+                let law = &self.net.laws[k];
+                law.enter(&mut self.regimes[k], new, &self.phi, &self.w, &self.ws.sig[2]);
+                if let (Some(from), Some(to)) = (from, self.law_mode(k))
+                    && from != to
+                    && !initial
+                    && self.events.len() < self.events.capacity()
+                {
+                    let element = self.net.law_element[k];
+                    self.events.push(ModeEvent { time: self.t, element, from, to });
+                }
             }
         }
         let wscale = self.w[..n].iter().fold(1.0f64, |s, v| s.max(v.abs()));
@@ -1370,15 +1436,18 @@ impl Simulation {
                 self.modes[i] = to;
             }
         }
+        if !initial {
+            let (ke1, pe1) = self.kinetic_potential(2);
+            self.energy.dissipated += (ke0 + pe0) - (ke1 + pe1);
+        }
     }
 
-    /// Mass-weighted projection of the speeds onto the current mode's constraints; the kinetic
-    /// energy removed (an impact at locking, tiny after a located event) is booked as dissipated.
+    /// Mass-weighted projection of the speeds onto the current mode's constraints (momentum
+    /// conserving; the kinetic energy it removes is booked by `select_modes`).
     fn project(&mut self) {
         let n = self.net.n_dof;
         let s = &self.slots[self.cur];
         let m = s.m;
-        let ke0: f64 = (0..n).map(|k| 0.5 * self.net.mass[k] * self.w[k] * self.w[k]).sum();
         let q = &mut self.ws.fq;
         for a in 0..m {
             q[a] = (0..n).map(|k| s.nmat[k * n + a] * self.net.mass[k] * self.w[k]).sum();
@@ -1389,8 +1458,6 @@ impl Simulation {
         for k in 0..n {
             self.w[k] = (0..m).map(|j| s.nmat[k * n + j] * q[j]).sum();
         }
-        let ke1: f64 = (0..n).map(|k| 0.5 * self.net.mass[k] * self.w[k] * self.w[k]).sum();
-        self.energy.dissipated += ke0 - ke1;
     }
 
     /// The coupled stick-slip problem for the candidates (see the module docs).
@@ -1526,7 +1593,7 @@ impl Simulation {
             };
             self.out_tau[fe.element] = tau;
         }
-        let (ke, pe) = self.kinetic_potential();
+        let (ke, pe) = self.kinetic_potential(2);
         self.energy.kinetic = ke;
         self.energy.potential = pe;
     }

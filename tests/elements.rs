@@ -1,0 +1,75 @@
+//! Element behaviour beyond the MSL examples, against hand calculations: the unified elastic
+//! clutch of seed 002, and run-time inputs.
+
+mod common;
+use common::*;
+use driveline::core::{Scenario, Simulation};
+use std::path::Path;
+
+fn load_element(name: &str) -> Simulation {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/scenarios/elements").join(format!("{name}.ron"));
+    let (_, net) = Scenario::load_network(&path).unwrap_or_else(|e| panic!("{e}"));
+    Simulation::new(net)
+}
+
+#[test]
+fn elastic_clutch_slides_at_its_limit_then_sticks_inside_it() {
+    let mut sim = load_element("ElasticClutchEngagement");
+    let c = element(&sim, "clutch");
+    let mut events = Vec::new();
+    let mut max_stuck_torque: f64 = 0.0;
+    for k in 1..=3000 {
+        sim.step(k as f64 * 1e-3 - sim.time()).unwrap();
+        events.extend_from_slice(sim.events());
+        let t = sim.time();
+        if t <= 1.6 {
+            // Sliding: constant -50 N m on J1 (J = 1) and +50 N m on J2 (J = 4).
+            // Constant accelerations are integrated exactly (to rounding): 1e-9 is rounding margin.
+            assert!((speed(&sim, "J1") - (100.0 - 50.0 * t)).abs() < 1e-9, "t {t}");
+            assert!((speed(&sim, "J2") - 12.5 * t).abs() < 1e-9, "t {t}");
+            assert_eq!(sim.element_torque(c), -50.0);
+        } else {
+            max_stuck_torque = max_stuck_torque.max(sim.element_torque(c).abs());
+        }
+    }
+    // The speeds meet at 100 / (50 (1 + 1/4)) = 1.6 s; it sticks there and stays stuck.
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert!((events[0].time - 1.6).abs() < 1e-9, "{}", events[0].time);
+    assert_eq!((events[0].from.code(), events[0].to.code()), (-1, 0));
+    // Stuck, the shear spring rings down from the limit torque and never exceeds it.
+    assert!(max_stuck_torque <= 50.0 + 1e-9, "{max_stuck_torque}");
+    // Momentum: 100 kg m^2/s shared by 5 kg m^2 -> mean speed 20 rad/s.
+    let p = speed(&sim, "J1") + 4.0 * speed(&sim, "J2");
+    assert!((p - 100.0).abs() < 1e-9, "momentum {p}");
+    let e = sim.energy();
+    assert!(e.residual().abs() < 1e-9 * e.scale(), "ledger residual {}", e.residual());
+}
+
+#[test]
+fn inputs_change_the_network_at_the_next_step_and_bad_values_are_refused() {
+    // A clutch whose normal force is a run-time input, between a driven flywheel and a load.
+    let text = r#"Scenario(
+        name: "input",
+        t_end: 1.0,
+        elements: [
+            (name: "J1", kind: Inertia(J: 1.0, phi_start: 0.0, w_start: 10.0)),
+            (name: "c", kind: Clutch(fn_max: 100.0, f_normalized: Input(name: "pedal"))),
+            (name: "J2", kind: Inertia(J: 1.0, phi_start: 0.0, w_start: 0.0)),
+        ],
+        connections: [("J1.flange_b", "c.flange_a"), ("c.flange_b", "J2.flange_a")],
+    )"#;
+    let sc = Scenario::parse(text, "input.ron").unwrap();
+    let mut sim = Simulation::new(sc.build(text, "input.ron").unwrap());
+    assert_eq!(sim.input_names(), vec!["pedal".to_string()]);
+    sim.step(0.1).unwrap();
+    assert_eq!(speed(&sim, "J1"), 10.0, "pedal 0: clutch free");
+    sim.set_input("pedal", 1.0).unwrap();
+    assert!(sim.set_input("pedal", f64::NAN).is_err());
+    assert!(sim.set_input("brake", 1.0).is_err());
+    sim.step(0.1).unwrap();
+    // Engaged from t = 0.1: 50 N m of sliding torque for 0.1 s.
+    assert!((speed(&sim, "J1") - 5.0).abs() < 1e-12);
+    assert!((speed(&sim, "J2") - 5.0).abs() < 1e-12);
+    // The speeds meet exactly at 0.2 s and the clutch locks there.
+    assert_eq!(sim.events().iter().map(|e| (e.from.code(), e.to.code())).collect::<Vec<_>>(), vec![(2, -1), (-1, 0)]);
+}
