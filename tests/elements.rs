@@ -73,3 +73,52 @@ fn inputs_change_the_network_at_the_next_step_and_bad_values_are_refused() {
     // The speeds meet exactly at 0.2 s and the clutch locks there.
     assert_eq!(sim.events().iter().map(|e| (e.from.code(), e.to.code())).collect::<Vec<_>>(), vec![(2, -1), (-1, 0)]);
 }
+
+#[test]
+fn kinematic_clutch_follows_its_prescribed_ramps() {
+    let mut sim = load_element("KinematicClutchShift");
+    let c = element(&sim, "clutch");
+    let mut events = Vec::new();
+    for k in 1..=2000 {
+        sim.step(k as f64 * 1e-3 - sim.time()).unwrap();
+        events.extend(sim.events().iter().map(|e| (e.time, e.from.code(), e.to.code())));
+        let t = sim.time();
+        let (_, w_rel) = sim.element_relative(c).unwrap();
+        let tau = sim.element_torque(c);
+        // Hand calculation (seed 000): engaging from 0.1 s the slip -10.5 rad/s falls linearly to
+        // zero in 0.5 s; the torque is then -4/3 (21 + 5) = -19.5 N m. Engaged, J2 takes 3/4 of
+        // the 5 N m drive: tau = -3.75 N m. Released at 1.0 s, the torque ramps to zero in 0.5 s.
+        // Piecewise-linear and constant laws are integrated to rounding: 1e-9 margins.
+        if t > 0.1 && t < 0.6 {
+            assert!((w_rel - (-10.5 * (1.0 - (t - 0.1) / 0.5))).abs() < 1e-9, "t {t}: {w_rel}");
+            assert!((tau + 19.5).abs() < 1e-9, "t {t}: {tau}");
+        } else if (0.6..1.0).contains(&t) {
+            assert_eq!(w_rel, 0.0, "engaged means exactly no slip");
+            assert!((tau + 3.75).abs() < 1e-9, "t {t}: {tau}");
+        } else if (1.0..=1.5).contains(&t) {
+            assert!((tau - (-3.75 * (1.0 - (t - 1.0) / 0.5))).abs() < 1e-9, "t {t}: {tau}");
+        } else if t > 1.5 {
+            assert_eq!(tau, 0.0);
+        }
+    }
+    assert_eq!(events, vec![(0.1, 2, -1), (0.6, -1, 0), (1.0, 0, 2)]);
+    let e = sim.energy();
+    assert!(e.residual().abs() < 1e-9 * e.scale(), "ledger residual {}", e.residual());
+}
+
+#[test]
+fn speed_source_prescribes_the_motion_exactly() {
+    let mut sim = load_element("SpeedSource");
+    for k in 1..=2000 {
+        sim.step(k as f64 * 1e-3 - sim.time()).unwrap();
+        let t = sim.time();
+        let (phi, w) = sim.body_state(element(&sim, "rotor")).unwrap();
+        let w_ref = 10.0 * (2.0 * std::f64::consts::PI * t).sin();
+        let phi_ref = 10.0 / (2.0 * std::f64::consts::PI) * (1.0 - (2.0 * std::f64::consts::PI * t).cos());
+        // The speed is imposed exactly; the angle is its order-4 quadrature (error ~1e-13 here).
+        assert!((w - w_ref).abs() < 1e-12, "t {t}: {w} vs {w_ref}");
+        assert!((phi - phi_ref).abs() < 1e-9, "t {t}: {phi} vs {phi_ref}");
+    }
+    let e = sim.energy();
+    assert!(e.residual().abs() < 1e-9 * e.scale(), "ledger residual {} of {}", e.residual(), e.scale());
+}

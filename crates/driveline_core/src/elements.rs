@@ -203,6 +203,16 @@ pub enum Law {
         /// True: direction independent of the sign of w.
         same_direction: bool,
     },
+    /// Prescribed coupling torque from a signal between two flanges: `+tau` on `a`, `-tau` on
+    /// `b` (the release ramp of a kinematic clutch). Dissipates `tau w_rel`.
+    Coupling {
+        /// a-side node.
+        a: usize,
+        /// b-side node.
+        b: usize,
+        /// Signal index.
+        signal: usize,
+    },
     /// Linear spring-damper `tau = c (phi_rel - phi_rel0) + d w_rel` (spring: d = 0, damper: c = 0).
     SpringDamper {
         /// a-side node.
@@ -430,7 +440,7 @@ impl Law {
     /// True when the law's force is affine in (phi, w) in every regime and needs no Newton
     /// iteration.
     pub fn is_linear(&self) -> bool {
-        matches!(self, Law::Source { .. } | Law::SpringDamper { .. } | Law::ElasticClutch { .. })
+        matches!(self, Law::Source { .. } | Law::Coupling { .. } | Law::SpringDamper { .. } | Law::ElasticClutch { .. })
     }
 
     /// Adds this law's generalised forces to `f` and returns its torque, power and energy.
@@ -452,6 +462,13 @@ impl Law {
                 f[flange] += tau;
                 f[support] -= tau;
                 LawOutput { tau, power: tau * (w[flange] - w[support]), dissipation: 0.0 }
+            }
+            Law::Coupling { a, b, signal } => {
+                let tau = sig[signal];
+                let wr = w[b] - w[a];
+                f[a] += tau;
+                f[b] -= tau;
+                LawOutput { tau, power: -tau * wr, dissipation: tau * wr }
             }
             Law::Quadratic { flange, support, nominal, w_nominal, same_direction } => {
                 let wr = w[flange] - w[support];

@@ -72,6 +72,29 @@ pub enum ElementKind {
         #[serde(default)]
         use_support: bool,
     },
+    /// Speed source: the flange turns at `w_ref(t)` relative to the support (MSL `Speed` with
+    /// `exact = true`); the torque it takes is whatever that needs. Flanges `flange`, `support`.
+    Speed {
+        /// Reference speed signal, rad/s (its time derivative is used for the acceleration).
+        w_ref: Signal,
+        /// See [`ElementKind::Torque`].
+        #[serde(default)]
+        use_support: bool,
+        /// Fixed initial angle of the flange relative to the support, rad.
+        #[serde(default)]
+        phi_start: Option<f64>,
+    },
+    /// Kinematic (functional) clutch of seed 000 between `flange_a` and `flange_b`. Commanded by
+    /// a Boolean signal (`> 0.5` engage): engaging prescribes the relative speed to fall linearly
+    /// to zero over `shift_time` (whatever torque that takes), engaged holds it at zero,
+    /// disengaging ramps the last torque down to zero over `shift_time`. Modes: Engaged 0,
+    /// Engaging +-1 (direction of the slip), Disengaging/Disengaged 2.
+    KinematicClutch {
+        /// Engage command signal (`> 0.5` is true).
+        command: Signal,
+        /// Engagement and release duration, s (> 0).
+        shift_time: f64,
+    },
     /// Constant torque `tau_constant` (N m), same sign rule as [`ElementKind::Torque`].
     ConstantTorque {
         /// Torque, N m.
@@ -331,6 +354,8 @@ impl ElementKind {
             ElementKind::Fixed { .. } => "Fixed",
             ElementKind::Torque { .. } => "Torque",
             ElementKind::ConstantTorque { .. } => "ConstantTorque",
+            ElementKind::Speed { .. } => "Speed",
+            ElementKind::KinematicClutch { .. } => "KinematicClutch",
             ElementKind::TorqueStep { .. } => "TorqueStep",
             ElementKind::QuadraticSpeedDependentTorque { .. } => "QuadraticSpeedDependentTorque",
             ElementKind::IdealGear { .. } => "IdealGear",
@@ -358,6 +383,7 @@ impl ElementKind {
             ElementKind::Inertia { .. } => &[("flange_a", Rotational, Optional), ("flange_b", Rotational, Optional)],
             ElementKind::Fixed { .. } => &[("flange", Rotational, Optional)],
             ElementKind::Torque { .. }
+            | ElementKind::Speed { .. }
             | ElementKind::ConstantTorque { .. }
             | ElementKind::TorqueStep { .. }
             | ElementKind::QuadraticSpeedDependentTorque { .. } => {
@@ -377,7 +403,8 @@ impl ElementKind {
             | ElementKind::ElastoBacklash { .. }
             | ElementKind::Clutch { .. }
             | ElementKind::OneWayClutch { .. }
-            | ElementKind::ElasticClutch { .. } => {
+            | ElementKind::ElasticClutch { .. }
+            | ElementKind::KinematicClutch { .. } => {
                 &[("flange_a", Rotational, Required), ("flange_b", Rotational, Required)]
             }
             ElementKind::Brake { .. } | ElementKind::BearingFriction { .. } => &[
@@ -393,10 +420,25 @@ impl ElementKind {
         }
     }
 
+    /// Every signal parameter of the element (for reference resolution and validation).
+    pub fn signals_mut(&mut self) -> Vec<&mut Signal> {
+        match self {
+            ElementKind::Torque { tau, .. } => vec![tau],
+            ElementKind::Speed { w_ref, .. } => vec![w_ref],
+            ElementKind::KinematicClutch { command, .. } => vec![command],
+            ElementKind::ElasticClutch { limit, .. } => vec![limit],
+            ElementKind::Clutch { f_normalized, .. }
+            | ElementKind::OneWayClutch { f_normalized, .. }
+            | ElementKind::Brake { f_normalized, .. } => vec![f_normalized],
+            _ => Vec::new(),
+        }
+    }
+
     /// True when the element has a support flange switched on by `use_support`.
     pub fn uses_support(&self) -> bool {
         match self {
             ElementKind::Torque { use_support, .. }
+            | ElementKind::Speed { use_support, .. }
             | ElementKind::ConstantTorque { use_support, .. }
             | ElementKind::TorqueStep { use_support, .. }
             | ElementKind::QuadraticSpeedDependentTorque { use_support, .. }

@@ -89,7 +89,7 @@ pub enum BuildError {
     )]
     Massless(String),
     /// More friction elements than the mode bitset holds.
-    #[error("{0} friction elements in one network; at most 64 are supported")]
+    #[error("{0} friction and kinematic clutch elements in one network; at most 64 are supported")]
     TooManyFriction(usize),
     /// Initial values are missing.
     #[error("missing initial value: the {what} of {nodes} is not determined; give {hint}")]
@@ -130,6 +130,23 @@ pub struct Node {
     pub inertia: f64,
     /// Domain.
     pub domain: Domain,
+}
+
+/// A kinematic clutch as the solver sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KinematicElement {
+    /// Index of the element in the network's element list.
+    pub element: usize,
+    /// `w_rel = row . w`.
+    pub row: Row,
+    /// Index of the command signal.
+    pub command: usize,
+    /// Engagement / release duration, s.
+    pub shift_time: f64,
+    /// Signal holding the prescribed relative speed while engaging (rewritten at run time).
+    pub rho_signal: usize,
+    /// Signal holding the release torque ramp while disengaging (rewritten at run time).
+    pub tau_signal: usize,
 }
 
 /// Per-element bookkeeping for telemetry and initial values.
@@ -174,6 +191,13 @@ pub struct Network {
     pub law_element: Vec<usize>,
     /// Permanent rigid constraint rows (gears, planetary sets, rolling wheels).
     pub rows: Vec<Row>,
+    /// Element of each permanent row.
+    pub row_element: Vec<usize>,
+    /// Right-hand side of each permanent row: `None` for `row . w = 0`, or the signal whose
+    /// value the row prescribes (speed sources).
+    pub row_rhs: Vec<Option<usize>>,
+    /// Kinematic clutches (seed 000).
+    pub kinematic: Vec<KinematicElement>,
     /// Friction elements.
     pub friction: Vec<FrictionElement>,
     /// Elements in input order.
@@ -243,6 +267,14 @@ pub fn validate_element(name: &str, kind: &ElementKind) -> Result<(), BuildError
         Fixed { phi0 } => check(name, "phi0", *phi0, true, ""),
         Torque { tau, .. } => tau.validate().map_err(|m| BuildError::Signal { element: name.into(), message: m }),
         ConstantTorque { tau_constant, .. } => check(name, "tau_constant", *tau_constant, true, ""),
+        Speed { w_ref, phi_start, .. } => {
+            w_ref.validate().map_err(|m| BuildError::Signal { element: name.into(), message: m })?;
+            check_opt(name, "phi_start", *phi_start)
+        }
+        KinematicClutch { command, shift_time } => {
+            command.validate().map_err(|m| BuildError::Signal { element: name.into(), message: m })?;
+            check(name, "shift_time", *shift_time, *shift_time > 0.0, "> 0 s")
+        }
         TorqueStep { step_torque, offset_torque, start_time, .. } => {
             check(name, "step_torque", *step_torque, true, "")?;
             check(name, "offset_torque", *offset_torque, true, "")?;
@@ -345,8 +377,12 @@ impl Network {
             }
             validate_element(&e.name, &e.kind)?;
         }
-        if specs.iter().filter(|e| e.kind.is_friction()).count() > 64 {
-            return Err(BuildError::TooManyFriction(specs.iter().filter(|e| e.kind.is_friction()).count()));
+        let switching = specs
+            .iter()
+            .filter(|e| e.kind.is_friction() || matches!(e.kind, ElementKind::KinematicClutch { .. }))
+            .count();
+        if switching > 64 {
+            return Err(BuildError::TooManyFriction(switching));
         }
         // Flange slots.
         let mut base = Vec::with_capacity(specs.len());
@@ -489,6 +525,8 @@ impl Network {
         let mut laws = Vec::new();
         let mut law_element = Vec::new();
         let mut rows = Vec::new();
+        let mut row_rhs = Vec::new();
+        let mut kinematic = Vec::new();
         let mut row_element = Vec::new();
         let mut friction = Vec::new();
         let mut elements = Vec::new();
@@ -528,6 +566,32 @@ impl Network {
                     let s = signal(tau);
                     info.source = true;
                     push_law(Law::Source { flange: nd[0], support: nd[1], signal: s }, &mut info);
+                }
+                ElementKind::Speed { w_ref, .. } => {
+                    let sidx = signal(w_ref);
+                    let row = Row::new(&[(nd[0], 1.0), (nd[1], -1.0)]);
+                    rows.push(row);
+                    row_element.push(i);
+                    row_rhs.push(Some(sidx));
+                    info.source = true;
+                    info.rel = Some(row);
+                }
+                ElementKind::KinematicClutch { command, shift_time } => {
+                    let row = two(nd[0], nd[1]);
+                    info.rel = Some(row);
+                    info.has_mode = true;
+                    let c = signal(command);
+                    let rho_signal = signal(&Signal::Constant(0.0));
+                    let tau_signal = signal(&Signal::Constant(0.0));
+                    push_law(Law::Coupling { a: nd[0], b: nd[1], signal: tau_signal }, &mut info);
+                    kinematic.push(KinematicElement {
+                        element: i,
+                        row,
+                        command: c,
+                        shift_time: *shift_time,
+                        rho_signal,
+                        tau_signal,
+                    });
                 }
                 ElementKind::ConstantTorque { tau_constant, .. } => {
                     let s = signal(&Signal::Constant(*tau_constant));
@@ -573,16 +637,19 @@ impl Network {
                     // w_a - w_s - ratio (w_b - w_s) = 0
                     rows.push(Row::new(&[(nd[0], 1.0), (nd[1], -ratio), (nd[2], ratio - 1.0)]));
                     row_element.push(i);
+                    row_rhs.push(None);
                     info.rel = Some(two(nd[0], nd[1]));
                 }
                 ElementKind::IdealPlanetary { ratio } => {
                     // (1 + ratio) w_c - w_s - ratio w_r = 0
                     rows.push(Row::new(&[(nd[1], 1.0 + ratio), (nd[0], -1.0), (nd[2], -ratio)]));
                     row_element.push(i);
+                    row_rhs.push(None);
                 }
                 ElementKind::IdealRollingWheel { radius } => {
                     rows.push(Row::new(&[(nd[0], *radius), (nd[1], -1.0)]));
                     row_element.push(i);
+                    row_rhs.push(None);
                 }
                 ElementKind::Spring { c, phi_rel0, .. } => {
                     info.rel = Some(two(nd[0], nd[1]));
@@ -654,6 +721,9 @@ impl Network {
             laws,
             law_element,
             rows,
+            row_element: row_element.clone(),
+            row_rhs,
+            kinematic,
             friction,
             elements,
             phi_start: Vec::new(),
@@ -711,7 +781,35 @@ impl Network {
                 row_element.iter().map(|&e| format!("'{}'", specs[e].name)).collect::<Vec<_>>().join(", ")
             )));
         }
+        self.check_standstill()?;
         self.check_mass(&g, rank, &piv)
+    }
+
+    /// A body that the homogeneous permanent constraints alone hold still (a gear loop of
+    /// unequal ratios) is an error; prescribed rows (speed sources) move bodies, they are fine.
+    fn check_standstill(&self) -> Result<(), BuildError> {
+        let n = self.n_dof;
+        let rows: Vec<Row> =
+            self.rows.iter().zip(&self.row_rhs).filter(|(_, r)| r.is_none()).map(|(r, _)| *r).collect();
+        let r = rows.len();
+        if r == 0 || n == 0 {
+            return Ok(());
+        }
+        let mut g = vec![0.0; r * n];
+        self.dense_rows(&rows, &mut g);
+        let mut piv = vec![0; r];
+        let rank = linalg::rref(&mut g, r, n, 1e-12, &mut piv);
+        for (i, &k) in piv[..rank].iter().enumerate() {
+            // A pivot row with no free-column entries pins its pivot coordinate to zero.
+            let pinned = (0..n).all(|c| c == k || piv[..rank].contains(&c) || g[i * n + c] == 0.0);
+            if pinned && self.mass[k] > 0.0 {
+                return Err(BuildError::OverConstrained(format!(
+                    "the gears/planetary sets lock [{}] to standstill (a kinematic loop of inconsistent ratios)",
+                    self.node_name(k)
+                )));
+            }
+        }
+        Ok(())
     }
 
     /// The reduced inertia under the permanent constraints must be positive definite.
@@ -729,15 +827,6 @@ impl Network {
             nmat[fc * m + j] = 1.0;
             for i in 0..rank {
                 nmat[piv_of_row[i] * m + j] = -rref[i * n + fc];
-            }
-        }
-        // A body that the permanent constraints hold still (a gear loop of unequal ratios).
-        for k in 0..n {
-            if self.mass[k] > 0.0 && (0..m).all(|j| nmat[k * m + j] == 0.0) {
-                return Err(BuildError::OverConstrained(format!(
-                    "the gears/planetary sets lock [{}] to standstill (a kinematic loop of inconsistent ratios)",
-                    self.node_name(k)
-                )));
             }
         }
         let mut mr = vec![0.0; m * m];
@@ -772,9 +861,14 @@ impl Network {
         for pass in 0..2 {
             // pass 0: angles, pass 1: speeds. Equations: rows, then fixed start values.
             let mut eqs: Vec<(Vec<(usize, f64)>, f64, String)> = Vec::new();
-            for r in &self.rows {
+            for (r, rhs) in self.rows.iter().zip(&self.row_rhs) {
                 let items: Vec<(usize, f64)> = r.entries.iter().filter(|e| e.1 != 0.0).copied().collect();
-                eqs.push((items, 0.0, "a gear".into()));
+                match rhs {
+                    // A speed source fixes the speed; its angle comes from `phi_start`.
+                    Some(sig) if pass == 1 => eqs.push((items, self.signals[*sig].eval(0.0), "a speed source".into())),
+                    Some(_) => {}
+                    None => eqs.push((items, 0.0, "a gear".into())),
+                }
             }
             for (i, e) in specs.iter().enumerate() {
                 let info = &self.elements[i];
@@ -783,6 +877,7 @@ impl Network {
                         (if pass == 0 { *phi_start } else { *w_start }, None)
                     }
                     ElementKind::Mass { s_start, v_start, .. } => (if pass == 0 { *s_start } else { *v_start }, None),
+                    ElementKind::Speed { phi_start, .. } => (None, if pass == 0 { *phi_start } else { None }),
                     ElementKind::Spring { phi_rel_start, w_rel_start, .. }
                     | ElementKind::Damper { phi_rel_start, w_rel_start, .. }
                     | ElementKind::SpringDamper { phi_rel_start, w_rel_start, .. }

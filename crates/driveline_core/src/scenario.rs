@@ -176,13 +176,8 @@ impl Scenario {
                     .map_err(|m| err_at(Some(format!("\"{name}\"")), None, format!("'{name}': {m}")))?;
                 Ok(())
             };
-            match &mut e.kind {
-                crate::ElementKind::Torque { tau, .. } => fix(tau)?,
-                crate::ElementKind::ElasticClutch { limit, .. } => fix(limit)?,
-                crate::ElementKind::Clutch { f_normalized, .. }
-                | crate::ElementKind::OneWayClutch { f_normalized, .. }
-                | crate::ElementKind::Brake { f_normalized, .. } => fix(f_normalized)?,
-                _ => {}
+            for sig in e.kind.signals_mut() {
+                fix(sig)?;
             }
         }
         Ok(NetworkSpec { elements, connections: self.connections.clone() })

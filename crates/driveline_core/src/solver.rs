@@ -30,6 +30,7 @@
 //! regularisation of the complementarity problem), so two equal clutches in parallel share the
 //! torque equally. An element breaks away when no split within all static limits exists.
 
+use crate::Signal;
 use crate::elements::{Capacity, Jacobian, Law, LawState};
 use crate::linalg;
 use crate::network::Network;
@@ -188,6 +189,13 @@ struct ModeSlot {
     lmap: Vec<f64>,
     /// Friction index of each locked row (after the permanent rows).
     locked: Vec<usize>,
+    /// Kinematic clutch index of each engaged row (after the locked friction rows).
+    kin: Vec<usize>,
+    /// Rows with a prescribed right-hand side `row . w = rho(t)`: (active row, signal, true for
+    /// a speed source / false for a kinematic clutch).
+    rhs: Vec<(usize, usize, bool)>,
+    /// Particular solution of each rhs row for a unit `rho` (`n` each), zero on free columns.
+    pmat: Vec<f64>,
     linear: bool,
     dr: Vec<f64>,
     kr: Vec<f64>,
@@ -211,6 +219,9 @@ impl ModeSlot {
             mr_piv: vec![0; n],
             lmap: vec![0.0; rmax * n],
             locked: Vec::with_capacity(nf),
+            kin: Vec::with_capacity(rmax),
+            rhs: Vec::with_capacity(rmax),
+            pmat: vec![0.0; rmax * n],
             linear: false,
             dr: vec![0.0; n * n],
             kr: vec![0.0; n * n],
@@ -240,7 +251,6 @@ struct Work {
     gq: Vec<f64>,
     jphi: Vec<f64>,
     jw: Vec<f64>,
-    tmp_nn: Vec<f64>,
     tmp_rr: Vec<f64>,
     tmp_rn: Vec<f64>,
     piv: Vec<usize>,
@@ -261,6 +271,12 @@ struct Work {
     candidate: Vec<bool>,
     /// Left-limit signal values at the end of the integrated sub-step.
     sig_end: Vec<f64>,
+    /// Prescribed-motion parts of the speeds (`P rho`) and accelerations (`P rho'`) at the two
+    /// stages and the end of the sub-step, and at a dense/now point (index 3).
+    wp: [Vec<f64>; 4],
+    ud: [Vec<f64>; 4],
+    /// Augmented matrix for the mode compilation `[G | I]`.
+    aug: Vec<f64>,
     /// Forces at the converged stages and at the sub-step end (valid while `cache` says so).
     f_st: [Vec<f64>; 2],
     f_end: Vec<f64>,
@@ -287,10 +303,14 @@ pub struct Simulation {
     w: Vec<f64>,
     modes: Vec<FrictionMode>,
     regimes: Vec<LawState>,
+    /// Kinematic clutches: engaged (row active), and the mode they report.
+    kin_engaged: Vec<bool>,
+    kin_modes: Vec<FrictionMode>,
     slots: Vec<ModeSlot>,
     cur: usize,
     clock: u64,
-    /// Permanent-constraint complementarity data: `W` (nf x nf) and `B` (nf x n).
+    /// Complementarity data under the base constraints (permanent rows and engaged kinematic
+    /// clutches): `W` (nf x nf) and `B` (nf x n), rebuilt at each mode selection with candidates.
     qp_full: Vec<f64>,
     qp_bmap: Vec<f64>,
     next_time_event: f64,
@@ -329,7 +349,8 @@ impl Simulation {
         let nn = net.nodes.len();
         let nf = net.friction.len();
         let nl = net.laws.len();
-        let rmax = net.rows.len() + nf;
+        let nk = net.kinematic.len();
+        let rmax = net.rows.len() + nf + nk;
         let v = |k: usize| vec![0.0; k];
         let ws = Work {
             sig: [v(net.signals.len()), v(net.signals.len()), v(net.signals.len())],
@@ -348,7 +369,6 @@ impl Simulation {
             gq: v(2 * n),
             jphi: v(n * n),
             jw: v(n * n),
-            tmp_nn: v(n * n.max(1) + rmax * rmax),
             tmp_rr: v(rmax * rmax),
             tmp_rn: v(rmax * n),
             piv: vec![0; rmax.max(n) + 1],
@@ -367,6 +387,9 @@ impl Simulation {
             new_modes: vec![FrictionMode::Free; nf],
             candidate: vec![false; nf],
             sig_end: v(net.signals.len()),
+            wp: [v(nn), v(nn), v(nn), v(nn)],
+            ud: [v(nn), v(nn), v(nn), v(nn)],
+            aug: v(rmax * (n + rmax)),
             f_st: [v(nn), v(nn)],
             f_end: v(nn),
             lam_st: [v(rmax), v(rmax)],
@@ -384,6 +407,8 @@ impl Simulation {
             w: net.w_start.clone(),
             modes: vec![FrictionMode::Free; nf],
             regimes: vec![LawState::default(); nl],
+            kin_engaged: vec![false; nk],
+            kin_modes: vec![FrictionMode::Free; nk],
             slots,
             cur: 0,
             clock: 0,
@@ -403,7 +428,7 @@ impl Simulation {
             params,
             net,
         };
-        sim.precompute_qp();
+        sim.compile_into(0, 0);
         sim.start();
         sim
     }
@@ -480,6 +505,9 @@ impl Simulation {
         if let Some(k) = info.friction {
             return Some(self.modes[k]);
         }
+        if let Some(j) = self.net.kinematic.iter().position(|k| k.element == element) {
+            return Some(self.kin_modes[j]);
+        }
         let k = info.law?;
         self.law_mode(k)
     }
@@ -498,22 +526,21 @@ impl Simulation {
         self.net.elements[element].body.map(|k| (self.phi[k], self.w[k]))
     }
 
-    fn precompute_qp(&mut self) {
-        // Compile the lock-free mode into slot 0 and derive W = R A R^T, B = R A with
-        // A = N0 Mr0^-1 N0^T (the response to generalised forces under permanent constraints).
+    /// Derives `W = R A R^T` and `B = R A` for the base slot, `A = N Mr^-1 N^T` being the
+    /// acceleration response to generalised forces under the base constraints.
+    fn compute_qp(&mut self, base: usize) {
         let n = self.net.n_dof;
         let nf = self.net.friction.len();
-        self.compile_into(0, 0);
-        let s = &self.slots[0];
+        let s = &self.slots[base];
         let m = s.m;
-        let mut col = vec![0.0; m];
-        // B row i = (R_i N0) Mr0^-1 N0^T
+        let col = &mut self.ws.fq;
+        // B row i = (R_i N) Mr^-1 N^T
         for i in 0..nf {
             let row = self.net.friction[i].row;
             for j in 0..m {
                 col[j] = (0..n).map(|k| row_coef(&row, k) * s.nmat[k * n + j]).sum();
             }
-            linalg::lu_solve(&s.mr_lu, m, &s.mr_piv, &mut col); // symmetric: row vector
+            linalg::lu_solve(&s.mr_lu, m, &s.mr_piv, &mut col[..m]); // symmetric: row vector
             for k in 0..n {
                 self.qp_bmap[i * n + k] = (0..m).map(|j| col[j] * s.nmat[k * n + j]).sum();
             }
@@ -559,8 +586,11 @@ impl Simulation {
     }
 
     /// Key of a lock pattern: bit i set when friction element i is stuck.
-    fn lock_key(modes: &[FrictionMode]) -> u64 {
-        modes.iter().enumerate().fold(0u64, |k, (i, m)| if *m == FrictionMode::Stuck { k | (1 << i) } else { k })
+    fn lock_key(modes: &[FrictionMode], kin_engaged: &[bool]) -> u64 {
+        let nf = modes.len();
+        let k =
+            modes.iter().enumerate().fold(0u64, |k, (i, m)| if *m == FrictionMode::Stuck { k | (1 << i) } else { k });
+        kin_engaged.iter().enumerate().fold(k, |k, (j, e)| if *e { k | (1 << (nf + j)) } else { k })
     }
 
     /// Finds or compiles the slot for a lock pattern; returns its index.
@@ -589,18 +619,42 @@ impl Simulation {
         slot.valid = true;
         slot.newton_h = f64::NAN;
         slot.locked.clear();
-        for i in 0..net.friction.len() {
+        slot.kin.clear();
+        slot.rhs.clear();
+        let nf = net.friction.len();
+        for i in 0..nf {
             if key & (1 << i) != 0 {
                 slot.locked.push(i);
             }
         }
-        let r = net.rows.len() + slot.locked.len();
+        for j in 0..net.kinematic.len() {
+            if key & (1 << (nf + j)) != 0 {
+                slot.kin.push(j);
+            }
+        }
+        let (np, nl) = (net.rows.len(), slot.locked.len());
+        let r = np + nl + slot.kin.len();
         slot.r = r;
+        for (i, rhs) in net.row_rhs.iter().enumerate() {
+            if let Some(sg) = rhs {
+                slot.rhs.push((i, *sg, true));
+            }
+        }
+        for (j, &k) in slot.kin.iter().enumerate() {
+            slot.rhs.push((np + nl + j, net.kinematic[k].rho_signal, false));
+        }
         // Dense G (r x n) into tmp_rn.
         let g = &mut self.ws.tmp_rn;
         g[..r * n].fill(0.0);
-        let row_at =
-            |i: usize| if i < net.rows.len() { net.rows[i] } else { net.friction[slot.locked[i - net.rows.len()]].row };
+        let row_at = |i: usize| {
+            if i < np {
+                net.rows[i]
+            } else if i < np + nl {
+                net.friction[slot.locked[i - np]].row
+            } else {
+                net.kinematic[slot.kin[i - np - nl]].row
+            }
+        };
         for i in 0..r {
             let row = row_at(i);
             for &(k, c) in &row.entries {
@@ -609,11 +663,18 @@ impl Simulation {
                 }
             }
         }
-        // RREF copy in tmp_nn (needs r x n <= tmp size).
-        let e = &mut self.ws.tmp_nn;
-        e[..r * n].copy_from_slice(&g[..r * n]);
+        // RREF of [G | I]: the left block gives the null space, the right block the row
+        // operations, from which the particular solutions of prescribed rows follow.
+        let cols = n + r;
+        let e = &mut self.ws.aug;
+        e[..r * cols].fill(0.0);
+        for i in 0..r {
+            e[i * cols..i * cols + n].copy_from_slice(&g[i * n..(i + 1) * n]);
+            e[i * cols + n + i] = 1.0;
+        }
         let piv = &mut self.ws.piv;
-        let rank = if r > 0 { linalg::rref(e, r, n, 1e-12, piv) } else { 0 };
+        let total = if r > 0 { linalg::rref(e, r, cols, 1e-12, piv) } else { 0 };
+        let rank = piv[..total].iter().filter(|&&c| c < n).count();
         let m = n - rank;
         slot.m = m;
         // Free columns and null basis (stored with stride n).
@@ -629,7 +690,13 @@ impl Simulation {
             let c = slot.free_cols[j];
             slot.nmat[c * n + j] = 1.0;
             for i in 0..rank {
-                slot.nmat[piv[i] * n + j] = -e[i * n + c];
+                slot.nmat[piv[i] * n + j] = -e[i * cols + c];
+            }
+        }
+        for (jj, &(ra, _, _)) in slot.rhs.iter().enumerate() {
+            slot.pmat[jj * n..(jj + 1) * n].fill(0.0);
+            for i in 0..rank {
+                slot.pmat[jj * n + piv[i]] = e[i * cols + n + ra];
             }
         }
         // Mr = N^T M N.
@@ -912,6 +979,12 @@ impl Simulation {
         }
         eval_signals(&self.net, t0 + h, true, &mut self.ws.sig_end);
         self.ws.cache = 0;
+        let prescribed = !self.slots[slot].rhs.is_empty();
+        if prescribed {
+            self.prescribed(t0 + C[0] * h, 0);
+            self.prescribed(t0 + C[1] * h, 1);
+            self.prescribed(t0 + h, 2);
+        }
         let linear = self.slots[slot].linear;
         let cached_h = self.slots[slot].newton_h;
         // Rounding-level differences in h (k dt - t) reuse the factors: the one Newton solve of
@@ -965,7 +1038,13 @@ impl Simulation {
                     for k in 0..n {
                         let na = s.nmat[k * n + a];
                         if na != 0.0 {
-                            v += na * self.ws.f[k];
+                            // Prescribed rows: the reduced force loses N^T M P rho'.
+                            let fk = if prescribed {
+                                self.ws.f[k] - self.net.mass[k] * self.ws.ud[j][k]
+                            } else {
+                                self.ws.f[k]
+                            };
+                            v += na * fk;
                         }
                     }
                     self.ws.gq[j * m + a] = v;
@@ -1016,7 +1095,7 @@ impl Simulation {
                     wv += nkj * q1;
                 }
             }
-            self.ws.w1[k] = wv;
+            self.ws.w1[k] = if prescribed { wv + self.ws.wp[2][k] } else { wv };
             self.ws.phi1[k] = self.phi[k] + h * (B[0] * self.ws.w_st[0][k] + B[1] * self.ws.w_st[1][k]);
         }
         for k in n..self.phi.len() {
@@ -1038,6 +1117,9 @@ impl Simulation {
                     if nkj != 0.0 {
                         v += nkj * self.ws.q[i * m + j];
                     }
+                }
+                if !s.rhs.is_empty() {
+                    v += self.ws.wp[i][k];
                 }
                 self.ws.w_st[i][k] = v;
             }
@@ -1082,8 +1164,8 @@ impl Simulation {
         self.stage_forces();
         let n = self.net.n_dof;
         for i in 0..2 {
-            let Work { f_st, acc, fq, lam_st, .. } = &mut self.ws;
-            Self::constraint_torques(&self.net, &self.slots[self.cur], &f_st[i], acc, fq, &mut lam_st[i], n);
+            let Work { f_st, acc, fq, lam_st, ud, .. } = &mut self.ws;
+            Self::constraint_torques(&self.net, &self.slots[self.cur], &f_st[i], &ud[i], acc, fq, &mut lam_st[i], n);
         }
         self.ws.cache |= 2;
     }
@@ -1094,9 +1176,9 @@ impl Simulation {
             return;
         }
         let n = self.net.n_dof;
-        let Work { phi1, w1, sig_end, f_end, acc, fq, lam_end, .. } = &mut self.ws;
+        let Work { phi1, w1, sig_end, f_end, acc, fq, lam_end, ud, .. } = &mut self.ws;
         Self::forces(&self.net, &self.modes, &self.regimes, phi1, w1, sig_end, f_end, None);
-        Self::constraint_torques(&self.net, &self.slots[self.cur], f_end, acc, fq, lam_end, n);
+        Self::constraint_torques(&self.net, &self.slots[self.cur], f_end, &ud[2], acc, fq, lam_end, n);
         self.ws.cache |= 4;
     }
 
@@ -1114,6 +1196,20 @@ impl Simulation {
             }
             for i in 0..self.net.friction.len() {
                 self.energy.dissipated += h * (B[0] * self.ws.fric_power[0][i] + B[1] * self.ws.fric_power[1][i]);
+            }
+            // Prescribed rows do work rho * lambda: speed sources put it in, kinematic clutches
+            // take it out.
+            if !self.slots[self.cur].rhs.is_empty() {
+                self.stage_torques();
+                let s = &self.slots[self.cur];
+                for &(ra, sg, source) in &s.rhs {
+                    let work = h * (0..2).map(|i| B[i] * self.ws.sig[i][sg] * self.ws.lam_st[i][ra]).sum::<f64>();
+                    if source {
+                        self.energy.input += work;
+                    } else {
+                        self.energy.dissipated -= work;
+                    }
+                }
             }
         }
         self.phi.copy_from_slice(&self.ws.phi1);
@@ -1167,7 +1263,7 @@ impl Simulation {
                     }
                     At::Dense => {
                         eval_signals(&self.net, t, false, &mut self.ws.sig[2]);
-                        self.constraint_torques_at_e();
+                        self.constraint_torques_at_e(t);
                         (&self.ws.lam, &self.ws.sig[2])
                     }
                 };
@@ -1199,31 +1295,66 @@ impl Simulation {
     }
 
     /// Constraint torques `lambda` of the current mode at `(phi_e, w_e)` with signals `sig[2]`.
-    fn constraint_torques_at_e(&mut self) {
+    fn constraint_torques_at_e(&mut self, t: f64) {
         let n = self.net.n_dof;
-        let Work { phi_e, w_e, sig, f, acc, lam, fq, .. } = &mut self.ws;
+        self.prescribed(t, 3);
+        let Work { phi_e, w_e, sig, f, acc, lam, fq, ud, .. } = &mut self.ws;
         Self::forces(&self.net, &self.modes, &self.regimes, phi_e, w_e, &sig[2], f, None);
-        Self::constraint_torques(&self.net, &self.slots[self.cur], f, acc, fq, lam, n);
+        Self::constraint_torques(&self.net, &self.slots[self.cur], f, &ud[3], acc, fq, lam, n);
     }
 
+    /// Prescribed parts of speed and acceleration at `t` into `wp[idx]`, `ud[idx]`.
+    fn prescribed(&mut self, t: f64, idx: usize) {
+        self.prescribed_in(self.cur, t, idx);
+    }
+
+    fn prescribed_in(&mut self, slot: usize, t: f64, idx: usize) {
+        let n = self.net.n_dof;
+        let s = &self.slots[slot];
+        if s.rhs.is_empty() {
+            return;
+        }
+        let (wp, ud) = (&mut self.ws.wp[idx], &mut self.ws.ud[idx]);
+        wp[..n].fill(0.0);
+        ud[..n].fill(0.0);
+        for (j, &(_, sg, _)) in s.rhs.iter().enumerate() {
+            let sig = &self.net.signals[sg];
+            let (rho, drho) = (sig.eval(t), sig.derivative(t));
+            for k in 0..n {
+                let p = s.pmat[j * n + k];
+                if p != 0.0 {
+                    wp[k] += p * rho;
+                    ud[k] += p * drho;
+                }
+            }
+        }
+    }
+
+    /// `lambda = L (M a - f)` with `a = N Mr^-1 N^T (f - M ud) + ud`, `ud` the prescribed part
+    /// of the acceleration (zero without prescribed rows).
     fn constraint_torques(
         net: &Network,
         s: &ModeSlot,
         f: &[f64],
+        ud: &[f64],
         acc: &mut [f64],
         fq: &mut [f64],
         lam: &mut [f64],
         n: usize,
     ) {
         let m = s.m;
+        let rhs = !s.rhs.is_empty();
         for a in 0..m {
-            fq[a] = (0..n).map(|k| s.nmat[k * n + a] * f[k]).sum();
+            fq[a] = (0..n).map(|k| s.nmat[k * n + a] * if rhs { f[k] - net.mass[k] * ud[k] } else { f[k] }).sum();
         }
         if m > 0 {
             linalg::lu_solve(&s.mr_lu, m, &s.mr_piv, &mut fq[..m]);
         }
         for k in 0..n {
-            let a: f64 = (0..m).map(|j| s.nmat[k * n + j] * fq[j]).sum();
+            let mut a: f64 = (0..m).map(|j| s.nmat[k * n + j] * fq[j]).sum();
+            if rhs {
+                a += ud[k];
+            }
             acc[k] = net.mass[k] * a - f[k];
         }
         for r in 0..s.r {
@@ -1368,6 +1499,7 @@ impl Simulation {
                 }
             }
         }
+        self.switch_kinematic_clutches(initial);
         let wscale = self.w[..n].iter().fold(1.0f64, |s, v| s.max(v.abs()));
         let tol_w = 1e-12 * wscale;
         let mut any_candidate = false;
@@ -1416,11 +1548,17 @@ impl Simulation {
             }
             self.ws.new_modes = tmp_modes;
             self.modes = saved;
-            self.resolve_candidates();
+            // The problem is posed under the base constraints: permanent rows and engaged
+            // kinematic clutches (with their prescribed accelerations).
+            let base_key = Self::lock_key(&[], &self.kin_engaged) << self.net.friction.len();
+            let base = self.slot_for(base_key);
+            self.compute_qp(base);
+            self.prescribed_in(base, self.t, 3);
+            self.resolve_candidates(!self.slots[base].rhs.is_empty());
         }
         // Apply: compile/fetch the mode, project speeds onto new locks, record events.
-        let new_key = Self::lock_key(&self.ws.new_modes);
-        let old_key = Self::lock_key(&self.modes);
+        let new_key = Self::lock_key(&self.ws.new_modes, &self.kin_engaged);
+        let old_key = if self.slots[self.cur].valid { self.slots[self.cur].key } else { 0 };
         if new_key != self.slots[self.cur].key || !self.slots[self.cur].valid || initial {
             self.cur = self.slot_for(new_key);
         }
@@ -1442,31 +1580,104 @@ impl Simulation {
         }
     }
 
+    /// Kinematic clutches (seed 000): a rising command starts engagement (the relative speed is
+    /// prescribed to fall linearly to zero over the shift time, then held), a falling one starts
+    /// the release (the last torque ramps down to zero over the shift time). Both ramps are
+    /// signals rewritten here, so their ends are ordinary time events.
+    fn switch_kinematic_clutches(&mut self, initial: bool) {
+        let t = self.t;
+        let mut changed = false;
+        for j in 0..self.net.kinematic.len() {
+            let kc = self.net.kinematic[j].clone();
+            let cmd = self.ws.sig[2][kc.command] > 0.5;
+            if cmd && !self.kin_engaged[j] {
+                let w0 = kc.row.dot(&self.w);
+                let ramp = Signal::Ramp { height: -w0, duration: kc.shift_time, offset: w0, start_time: t };
+                self.net.signals[kc.rho_signal] = ramp;
+                self.net.signals[kc.tau_signal] = Signal::Constant(0.0);
+                self.kin_engaged[j] = true;
+                changed = true;
+            } else if !cmd && self.kin_engaged[j] {
+                // The torque it carried just before: its constraint torque now.
+                self.ws.phi_e.copy_from_slice(&self.phi);
+                self.ws.w_e.copy_from_slice(&self.w);
+                self.constraint_torques_at_e(t);
+                let s = &self.slots[self.cur];
+                let pos = s.kin.iter().position(|&k| k == j).map(|p| self.net.rows.len() + s.locked.len() + p);
+                let tau_hold = pos.map_or(0.0, |p| -self.ws.lam[p]);
+                let ramp = Signal::Ramp { height: -tau_hold, duration: kc.shift_time, offset: tau_hold, start_time: t };
+                self.net.signals[kc.tau_signal] = ramp;
+                self.net.signals[kc.rho_signal] = Signal::Constant(0.0);
+                self.kin_engaged[j] = false;
+                changed = true;
+            }
+        }
+        if changed {
+            eval_signals(&self.net, t, false, &mut self.ws.sig[2]);
+            self.next_time_event = self.compute_next_time_event(t);
+        }
+        // Reported modes: engaging slides in the direction of the remaining slip.
+        for j in 0..self.net.kinematic.len() {
+            let kc = &self.net.kinematic[j];
+            let mode = if !self.kin_engaged[j] {
+                FrictionMode::Free
+            } else {
+                let rho = self.ws.sig[2][kc.rho_signal];
+                if rho > 0.0 {
+                    FrictionMode::Forward
+                } else if rho < 0.0 {
+                    FrictionMode::Backward
+                } else {
+                    FrictionMode::Stuck
+                }
+            };
+            if mode != self.kin_modes[j] {
+                if !initial && self.events.len() < self.events.capacity() {
+                    let from = self.kin_modes[j];
+                    self.events.push(ModeEvent { time: t, element: kc.element, from, to: mode });
+                }
+                self.kin_modes[j] = mode;
+            }
+        }
+    }
+
     /// Mass-weighted projection of the speeds onto the current mode's constraints (momentum
     /// conserving; the kinetic energy it removes is booked by `select_modes`).
     fn project(&mut self) {
         let n = self.net.n_dof;
+        self.prescribed(self.t, 3);
         let s = &self.slots[self.cur];
         let m = s.m;
+        let rhs = !s.rhs.is_empty();
+        let wp = &self.ws.wp[3];
         let q = &mut self.ws.fq;
         for a in 0..m {
-            q[a] = (0..n).map(|k| s.nmat[k * n + a] * self.net.mass[k] * self.w[k]).sum();
+            q[a] = (0..n)
+                .map(|k| s.nmat[k * n + a] * self.net.mass[k] * if rhs { self.w[k] - wp[k] } else { self.w[k] })
+                .sum();
         }
         if m > 0 {
             linalg::lu_solve(&s.mr_lu, m, &s.mr_piv, &mut q[..m]);
         }
         for k in 0..n {
-            self.w[k] = (0..m).map(|j| s.nmat[k * n + j] * q[j]).sum();
+            self.w[k] = (0..m).map(|j| s.nmat[k * n + j] * q[j]).sum::<f64>() + if rhs { wp[k] } else { 0.0 };
         }
     }
 
     /// The coupled stick-slip problem for the candidates (see the module docs).
-    fn resolve_candidates(&mut self) {
+    fn resolve_candidates(&mut self, prescribed: bool) {
         let n = self.net.n_dof;
         let nf = self.net.friction.len();
-        // b_i = B_i f for all friction rows (the relative acceleration without candidate torques).
+        // b_i = B_i f for all friction rows (the relative acceleration without candidate
+        // torques), plus the prescribed part: R u - B M u with u = P rho'.
         for i in 0..nf {
-            self.ws.qp_b[i] = (0..n).map(|k| self.qp_bmap[i * n + k] * self.ws.f[k]).sum();
+            let mut b: f64 = (0..n).map(|k| self.qp_bmap[i * n + k] * self.ws.f[k]).sum();
+            if prescribed {
+                let u = &self.ws.ud[3];
+                b += self.net.friction[i].row.dot(u)
+                    - (0..n).map(|k| self.qp_bmap[i * n + k] * self.net.mass[k] * u[k]).sum::<f64>();
+            }
+            self.ws.qp_b[i] = b;
         }
         for _round in 0..=nf {
             // Gather the candidate subproblem.
@@ -1552,7 +1763,7 @@ impl Simulation {
         self.ws.phi_e.copy_from_slice(&self.phi);
         self.ws.w_e.copy_from_slice(&self.w);
         eval_signals(&self.net, self.t, false, &mut self.ws.sig[2]);
-        self.constraint_torques_at_e();
+        self.constraint_torques_at_e(self.t);
         let r = self.slots[self.cur].r;
         self.out_lambda[..r].copy_from_slice(&self.ws.lam[..r]);
         self.update_torques();
@@ -1566,20 +1777,25 @@ impl Simulation {
             let o = law.eval(&self.phi, &self.w, &self.ws.sig[2], self.regimes[k], &mut self.ws.f, None);
             self.out_tau[self.net.law_element[k]] = o.tau;
         }
-        // Gears: flange_b.tau = ratio * lambda of the gear row.
-        let mut row_idx = 0;
-        for (e, info) in self.net.elements.iter().enumerate() {
+        // Permanent rows: gears report flange_b.tau (node b receives -ratio lambda =
+        // -flange_b.tau), speed sources the torque they apply to their flange.
+        for (ri, &e) in self.net.row_element.iter().enumerate() {
+            let info = &self.net.elements[e];
+            let row = self.net.rows[ri];
             match info.kind {
                 "IdealGear" => {
-                    let row = self.net.rows[row_idx];
-                    // Row entry of flange_b is -ratio; node b receives -ratio*lambda = -flange_b.tau.
                     let cb = row.entries.iter().find(|x| x.0 == info.nodes[1]).map(|x| x.1).unwrap_or(0.0);
-                    self.out_tau[e] = -cb * self.out_lambda[row_idx];
-                    row_idx += 1;
+                    self.out_tau[e] = -cb * self.out_lambda[ri];
                 }
-                "IdealPlanetary" | "IdealRollingWheel" => row_idx += 1,
+                "Speed" => self.out_tau[e] = self.out_lambda[ri],
                 _ => {}
             }
+        }
+        // Engaged kinematic clutches carry their constraint torque.
+        let s = &self.slots[self.cur];
+        for (p, &j) in s.kin.iter().enumerate() {
+            let ri = self.net.rows.len() + s.locked.len() + p;
+            self.out_tau[self.net.kinematic[j].element] = -self.out_lambda[ri];
         }
         for (i, fe) in self.net.friction.iter().enumerate() {
             let tau = match self.modes[i] {
