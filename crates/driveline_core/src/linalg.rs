@@ -53,26 +53,25 @@ pub fn lu_factor(a: &mut [f64], n: usize, piv: &mut [usize]) -> Result<(), Singu
 }
 
 /// Solves `A x = b` in place (`b` becomes `x`) with the factors from [`lu_factor`].
+#[inline]
 pub fn lu_solve(a: &[f64], n: usize, piv: &[usize], b: &mut [f64]) {
+    let a = &a[..n * n];
+    let b = &mut b[..n];
     for k in 0..n {
         let p = piv[k];
         if p != k {
             b.swap(k, p);
         }
     }
-    for i in 0..n {
-        let mut s = b[i];
-        for j in 0..i {
-            s -= a[i * n + j] * b[j];
-        }
-        b[i] = s;
+    for i in 1..n {
+        let row = &a[i * n..i * n + i];
+        let s: f64 = row.iter().zip(&b[..i]).map(|(x, y)| x * y).sum();
+        b[i] -= s;
     }
     for i in (0..n).rev() {
-        let mut s = b[i];
-        for j in i + 1..n {
-            s -= a[i * n + j] * b[j];
-        }
-        b[i] = s / a[i * n + i];
+        let row = &a[i * n + i + 1..(i + 1) * n];
+        let s: f64 = row.iter().zip(&b[i + 1..]).map(|(x, y)| x * y).sum();
+        b[i] = (b[i] - s) / a[i * n + i];
     }
 }
 

@@ -565,6 +565,13 @@ impl Simulation {
         let (ke, pe) = self.kinetic_potential(2);
         self.energy = EnergyLedger { kinetic: ke, potential: pe, initial: ke + pe, ..Default::default() };
         self.update_outputs();
+        // Ground entries of the stage states never change: written once here.
+        let n = self.net.n_dof;
+        for i in 0..2 {
+            self.ws.w_st[i][n..].fill(0.0);
+            let Work { phi_st, .. } = &mut self.ws;
+            phi_st[i][n..].copy_from_slice(&self.phi[n..]);
+        }
         self.started = true;
     }
 
@@ -1031,36 +1038,37 @@ impl Simulation {
                     &mut self.ws.f,
                     None,
                 );
-                // fq_j = N^T f (stored in res temporarily per stage via law_power buffers is messy; use acc)
+                // g_j = N^T f_j (prescribed rows: the reduced force loses N^T M P rho').
                 let s = &self.slots[slot];
-                for a in 0..m {
-                    let mut v = 0.0;
+                if prescribed {
                     for k in 0..n {
-                        let na = s.nmat[k * n + a];
-                        if na != 0.0 {
-                            // Prescribed rows: the reduced force loses N^T M P rho'.
-                            let fk = if prescribed {
-                                self.ws.f[k] - self.net.mass[k] * self.ws.ud[j][k]
-                            } else {
-                                self.ws.f[k]
-                            };
-                            v += na * fk;
+                        self.ws.f[k] -= self.net.mass[k] * self.ws.ud[j][k];
+                    }
+                }
+                let gq = &mut self.ws.gq[j * m..(j + 1) * m];
+                gq.fill(0.0);
+                for k in 0..n {
+                    let fk = self.ws.f[k];
+                    if fk != 0.0 {
+                        for (g, na) in gq.iter_mut().zip(&s.nmat[k * n..k * n + m]) {
+                            *g += na * fk;
                         }
                     }
-                    self.ws.gq[j * m + a] = v;
                 }
             }
             let s = &self.slots[slot];
             let mut norm_dq: f64 = 0.0;
             let mut norm_q: f64 = 0.0;
             for i in 0..2 {
+                let qi = &self.ws.q[i * m..(i + 1) * m];
+                let (ha0, ha1) = (h * A[i][0], h * A[i][1]);
                 for a in 0..m {
-                    let mut mq = 0.0;
-                    for b in 0..m {
-                        mq += s.mr[a * m + b] * (self.ws.q[i * m + b] - self.ws.q0[b]);
-                    }
-                    let g = A[i][0] * self.ws.gq[a] + A[i][1] * self.ws.gq[m + a];
-                    self.ws.res[i * m + a] = -(mq - h * g);
+                    let mq: f64 = s.mr[a * m..(a + 1) * m]
+                        .iter()
+                        .zip(qi.iter().zip(&self.ws.q0[..m]))
+                        .map(|(mr, (q, q0))| mr * (q - q0))
+                        .sum();
+                    self.ws.res[i * m + a] = ha0 * self.ws.gq[a] + ha1 * self.ws.gq[m + a] - mq;
                 }
             }
             if scratch {
@@ -1084,17 +1092,14 @@ impl Simulation {
         self.stage_states(h);
         // End values: q1 = q0 + sum_j D_j (Q_j - q0); phi1 = phi0 + h sum b_i W_i.
         let s = &self.slots[slot];
+        // q1 = q0 + sum_j D_j (Q_j - q0), kept in res (free now).
+        for j in 0..m {
+            let q0 = self.ws.q0[j];
+            self.ws.res[j] = q0 + D[0] * (self.ws.q[j] - q0) + D[1] * (self.ws.q[m + j] - q0);
+        }
+        let q1 = &self.ws.res[..m];
         for k in 0..n {
-            let mut wv = 0.0;
-            for j in 0..m {
-                let nkj = s.nmat[k * n + j];
-                if nkj != 0.0 {
-                    let q1 = self.ws.q0[j]
-                        + D[0] * (self.ws.q[j] - self.ws.q0[j])
-                        + D[1] * (self.ws.q[m + j] - self.ws.q0[j]);
-                    wv += nkj * q1;
-                }
-            }
+            let wv: f64 = s.nmat[k * n..k * n + m].iter().zip(q1).map(|(a, b)| a * b).sum();
             self.ws.w1[k] = if prescribed { wv + self.ws.wp[2][k] } else { wv };
             self.ws.phi1[k] = self.phi[k] + h * (B[0] * self.ws.w_st[0][k] + B[1] * self.ws.w_st[1][k]);
         }
@@ -1109,28 +1114,26 @@ impl Simulation {
         let n = self.net.n_dof;
         let s = &self.slots[self.cur];
         let m = s.m;
+        let Work { q, w_st, phi_st, wp, .. } = &mut self.ws;
         for i in 0..2 {
+            let qi = &q[i * m..(i + 1) * m];
+            let wi = &mut w_st[i];
             for k in 0..n {
-                let mut v = 0.0;
-                for j in 0..m {
-                    let nkj = s.nmat[k * n + j];
-                    if nkj != 0.0 {
-                        v += nkj * self.ws.q[i * m + j];
-                    }
-                }
-                if !s.rhs.is_empty() {
-                    v += self.ws.wp[i][k];
-                }
-                self.ws.w_st[i][k] = v;
+                let row = &s.nmat[k * n..k * n + m];
+                wi[k] = row.iter().zip(qi).map(|(a, b)| a * b).sum();
             }
-            for k in n..self.w.len() {
-                self.ws.w_st[i][k] = 0.0;
-                self.ws.phi_st[i][k] = self.phi[k];
+            if !s.rhs.is_empty() {
+                for (x, p) in wi[..n].iter_mut().zip(&wp[i][..n]) {
+                    *x += p;
+                }
             }
         }
+        let (w0, w1) = (&w_st[0], &w_st[1]);
         for i in 0..2 {
+            let (a0, a1) = (h * A[i][0], h * A[i][1]);
+            let pi = &mut phi_st[i];
             for k in 0..n {
-                self.ws.phi_st[i][k] = self.phi[k] + h * (A[i][0] * self.ws.w_st[0][k] + A[i][1] * self.ws.w_st[1][k]);
+                pi[k] = self.phi[k] + a0 * w0[k] + a1 * w1[k];
             }
         }
     }
