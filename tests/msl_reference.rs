@@ -197,3 +197,40 @@ fn one_way_clutch_never_slips_backwards_and_holds_when_locked() {
         assert!(sequence(&sim, &r.events).iter().all(|e| matches!((e.1, e.2), (0, 1) | (1, 0))));
     }
 }
+
+#[test]
+fn lossy_gear_demo3_stops_on_bearing_friction_then_self_locks() {
+    // Rolling forward with no external torque, side a drives: (J1 + J2) w' = -tauLoss and
+    // tau_a = tauLoss / 2, so Q1 gives tauLoss = 0.75 tauLoss / 2 + 0.625 = 1 N m and
+    // w' = -1 / 0.002 = -500 rad/s^2: both inertias stop at 10 / 500 = 0.02 s. The 1 N m load
+    // at 0.5 s needs a loss torque of 1 N m at tau_a = 0, inside the standstill range [-0.625, 2.5]:
+    // the gear stays locked.
+    let (sim, r) = run("LossyGearDemo3", 1e-3, 1.0, |s| vec![speed(s, "Inertia1"), speed(s, "Inertia2")]);
+    for (t, v) in r.t.iter().zip(&r.v) {
+        let exact = (10.0 - 500.0 * t).max(0.0);
+        // Constant deceleration: integrated to rounding.
+        assert!((v[0] - exact).abs() < 1e-9 && (v[1] - exact).abs() < 1e-9, "t {t}: {v:?}");
+    }
+    let seq = sequence(&sim, &r.events);
+    assert_eq!(seq, vec![("gear".to_string(), 1, 0)]);
+    assert!((r.events[0].time - 0.02).abs() < 1e-12, "{}", r.events[0].time);
+}
+
+#[test]
+fn lossy_gear_demos_alternate_between_rolling_and_self_locking() {
+    for name in ["LossyGearDemo1", "LossyGearDemo2"] {
+        let (sim, r) = run(name, 1e-3, 0.5, |s| {
+            let g = element(s, "gear");
+            vec![s.element_relative(g).unwrap().1, s.element_mode(g).unwrap().code() as f64, speed(s, "Inertia1")]
+        });
+        for (t, v) in r.t.iter().zip(&r.v) {
+            if v[1] == 0.0 {
+                assert_eq!(v[2], 0.0, "{name} t {t}: a locked gear holds Inertia1 exactly");
+            }
+        }
+        let gear: Vec<(i32, i32)> =
+            sequence(&sim, &r.events).into_iter().filter(|e| e.0 == "gear").map(|e| (e.1, e.2)).collect();
+        // Released backwards by the load at t = 0, it locks, rolls forwards, locks, rolls back.
+        assert_eq!(gear, vec![(-1, 0), (0, 1), (1, 0), (0, -1)], "{name}");
+    }
+}

@@ -78,6 +78,15 @@ pub enum FrictionLaw {
         /// Index of the normalised force signal.
         signal: usize,
     },
+    /// LossyGear (MSL): the friction row is `w_a - w_s`; the loss torque is bounded by the
+    /// four-quadrant law at standstill and follows it while rolling. Both depend on the gear's
+    /// transmitted torque `tau_a`, so the solver treats this law specially (see [`LossTable`]).
+    Lossy {
+        /// Loss table.
+        table: LossTable,
+        /// Index of the gear's permanent kinematic row.
+        gear_row: usize,
+    },
     /// BearingFriction: `tau = tau_pos(|w|)`, never free.
     Bearing {
         /// Friction torque over speed, N m.
@@ -85,6 +94,99 @@ pub enum FrictionLaw {
         /// Static / kinetic ratio.
         peak: f64,
     },
+}
+
+/// The four-quadrant loss law of a LossyGear (MSL section 4), rows
+/// `[|w_a|, eta_mf1, eta_mf2, tau_bf1, tau_bf2]` interpolated linearly in `|w_a|`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LossTable {
+    /// The rows.
+    pub rows: Vec<[f64; 5]>,
+    /// Gear ratio `phi_a / phi_b`.
+    pub ratio: f64,
+}
+
+/// Loss coefficients at one speed: `tauLoss = k tau_a + c` in the quadrant in force.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LossQuadrants {
+    /// `eta_mf1`, `eta_mf2`, `tau_bf1`, `tau_bf2`.
+    pub eta1: f64,
+    /// See `eta1`.
+    pub eta2: f64,
+    /// See `eta1`.
+    pub bf1: f64,
+    /// See `eta1`.
+    pub bf2: f64,
+}
+
+impl LossQuadrants {
+    /// Bearing friction share on side a: `(tau_bf1 - tau_bf2) / (eta1 - 1/eta2)`, or `tau_bf1/2`
+    /// when both efficiencies are 1.
+    pub fn bf_a(&self) -> f64 {
+        if self.eta1 == 1.0 && self.eta2 == 1.0 {
+            self.bf1 / 2.0
+        } else {
+            (self.bf1 - self.bf2) / (self.eta1 - 1.0 / self.eta2)
+        }
+    }
+    /// `(k, c)` of quadrant 1..4 (Q1 a drives forward, Q2 b drives forward, Q3 a drives
+    /// backward, Q4 b drives backward).
+    pub fn coefficients(&self, q: u8) -> (f64, f64) {
+        match q {
+            1 => (1.0 - self.eta1, self.bf1),
+            2 => (1.0 - 1.0 / self.eta2, self.bf2),
+            3 => (1.0 - self.eta1, -self.bf1),
+            _ => (1.0 - 1.0 / self.eta2, -self.bf2),
+        }
+    }
+    /// Loss torque of quadrant `q` at transmitted torque `tau_a`.
+    pub fn loss(&self, q: u8, tau_a: f64) -> f64 {
+        let (k, c) = self.coefficients(q);
+        k * tau_a + c
+    }
+    /// Quadrant while rolling in direction `dir` (+1 forward, -1 backward) at `tau_a`.
+    pub fn quadrant(&self, dir: f64, tau_a: f64) -> u8 {
+        if dir >= 0.0 {
+            if tau_a - self.bf_a() >= 0.0 { 1 } else { 2 }
+        } else if tau_a + self.bf_a() >= 0.0 {
+            4
+        } else {
+            3
+        }
+    }
+    /// Loss range `[tauLossMin_m, tauLossMax_p]` at standstill for transmitted torque `tau_a`.
+    pub fn standstill_bounds(&self, tau_a: f64) -> (f64, f64) {
+        let bfa = self.bf_a();
+        let max_p = if tau_a - bfa > 0.0 { self.loss(1, tau_a) } else { self.loss(2, tau_a) };
+        let min_m = if tau_a + bfa > 0.0 { self.loss(4, tau_a) } else { self.loss(3, tau_a) };
+        (min_m, max_p)
+    }
+}
+
+impl LossTable {
+    /// Coefficients at speed `|w_a|`.
+    pub fn at(&self, w_abs: f64) -> LossQuadrants {
+        let r = &self.rows;
+        let pick = |row: &[f64; 5]| LossQuadrants { eta1: row[1], eta2: row[2], bf1: row[3].abs(), bf2: row[4].abs() };
+        if r.len() == 1 || w_abs <= r[0][0] {
+            return pick(&r[0]);
+        }
+        for k in 1..r.len() {
+            if w_abs <= r[k][0] {
+                let s = (w_abs - r[k - 1][0]) / (r[k][0] - r[k - 1][0]);
+                let mut row = [0.0; 5];
+                for j in 0..5 {
+                    row[j] = r[k - 1][j] + s * (r[k][j] - r[k - 1][j]);
+                }
+                return pick(&row);
+            }
+        }
+        pick(&r[r.len() - 1])
+    }
+    /// True when every row is lossless (the gear is ideal; its mode stays Free).
+    pub fn is_ideal(&self) -> bool {
+        self.rows.iter().all(|r| r[1] == 1.0 && r[2] == 1.0 && r[3] == 0.0 && r[4] == 0.0)
+    }
 }
 
 /// Torque limits of a friction element at one instant.
@@ -129,6 +231,8 @@ impl FrictionLaw {
                 let tau0 = tau_pos.eval(0.0);
                 Capacity { free: false, tau0, tau_max: peak * tau0, one_way: false }
             }
+            // Bounds depend on tau_a; the solver uses `LossTable::standstill_bounds`.
+            FrictionLaw::Lossy { .. } => Capacity { free: false, tau0: 0.0, tau_max: 0.0, one_way: false },
         }
     }
 
@@ -147,6 +251,8 @@ impl FrictionLaw {
                 (k * m, k * dm)
             }
             FrictionLaw::Bearing { tau_pos, .. } => tau_pos.eval_with_slope(w_abs),
+            // Applied by the solver's lossy-gear correction, not as a fixed kinetic torque.
+            FrictionLaw::Lossy { .. } => (0.0, 0.0),
         }
     }
 
@@ -154,7 +260,7 @@ impl FrictionLaw {
     pub fn free_signal(&self) -> Option<usize> {
         match self {
             FrictionLaw::Normal { signal, .. } => Some(*signal),
-            FrictionLaw::OneWay { .. } | FrictionLaw::Bearing { .. } => None,
+            FrictionLaw::OneWay { .. } | FrictionLaw::Bearing { .. } | FrictionLaw::Lossy { .. } => None,
         }
     }
 
@@ -163,6 +269,7 @@ impl FrictionLaw {
         match self {
             FrictionLaw::Normal { mu, .. } | FrictionLaw::OneWay { mu, .. } => mu.is_constant(),
             FrictionLaw::Bearing { tau_pos, .. } => tau_pos.is_constant(),
+            FrictionLaw::Lossy { table, .. } => table.rows.len() == 1,
         }
     }
 }

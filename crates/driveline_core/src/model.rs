@@ -17,6 +17,9 @@ fn default_mu() -> Table1D {
 fn default_tau_pos() -> Table1D {
     Table1D::constant(1.0)
 }
+fn ideal_loss() -> Vec<[f64; 5]> {
+    vec![[0.0, 1.0, 1.0, 0.0, 0.0]]
+}
 fn yes() -> bool {
     true
 }
@@ -136,6 +139,22 @@ pub enum ElementKind {
     IdealGear {
         /// Transmission ratio phi_a / phi_b (non-zero, finite).
         ratio: f64,
+        /// See [`ElementKind::Torque`].
+        #[serde(default)]
+        use_support: bool,
+    },
+    /// Gear with mesh efficiency and bearing friction (MSL `LossyGear`): kinematics of
+    /// [`ElementKind::IdealGear`], loss torque on side a from the four-quadrant law of
+    /// `loss_table` rows `[|w_a|, eta_mf1, eta_mf2, tau_bf1, tau_bf2]`; it sticks (self-locks)
+    /// while the loss range at standstill absorbs the applied torques. Modes: -1, 0, 1 (2 when
+    /// the table is ideal).
+    LossyGear {
+        /// Transmission ratio phi_a / phi_b (non-zero).
+        ratio: f64,
+        /// Rows `[|w_a| rad/s, eta_mf1, eta_mf2, tau_bf1 N m, tau_bf2 N m]`, increasing speed,
+        /// first row at 0, efficiencies in (0, 1], bearing torques >= 0. Default ideal.
+        #[serde(default = "ideal_loss")]
+        loss_table: Vec<[f64; 5]>,
         /// See [`ElementKind::Torque`].
         #[serde(default)]
         use_support: bool,
@@ -359,6 +378,7 @@ impl ElementKind {
             ElementKind::TorqueStep { .. } => "TorqueStep",
             ElementKind::QuadraticSpeedDependentTorque { .. } => "QuadraticSpeedDependentTorque",
             ElementKind::IdealGear { .. } => "IdealGear",
+            ElementKind::LossyGear { .. } => "LossyGear",
             ElementKind::IdealPlanetary { .. } => "IdealPlanetary",
             ElementKind::Spring { .. } => "Spring",
             ElementKind::Damper { .. } => "Damper",
@@ -389,7 +409,7 @@ impl ElementKind {
             | ElementKind::QuadraticSpeedDependentTorque { .. } => {
                 &[("flange", Rotational, Required), ("support", Rotational, Support)]
             }
-            ElementKind::IdealGear { .. } => &[
+            ElementKind::IdealGear { .. } | ElementKind::LossyGear { .. } => &[
                 ("flange_a", Rotational, Required),
                 ("flange_b", Rotational, Required),
                 ("support", Rotational, Support),
@@ -443,6 +463,7 @@ impl ElementKind {
             | ElementKind::TorqueStep { use_support, .. }
             | ElementKind::QuadraticSpeedDependentTorque { use_support, .. }
             | ElementKind::IdealGear { use_support, .. }
+            | ElementKind::LossyGear { use_support, .. }
             | ElementKind::Brake { use_support, .. }
             | ElementKind::BearingFriction { use_support, .. } => *use_support,
             _ => false,
@@ -457,6 +478,7 @@ impl ElementKind {
                 | ElementKind::OneWayClutch { .. }
                 | ElementKind::Brake { .. }
                 | ElementKind::BearingFriction { .. }
+                | ElementKind::LossyGear { .. }
         )
     }
 }

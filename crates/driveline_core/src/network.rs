@@ -2,7 +2,7 @@
 //! friction rows, checked once so that the solver never meets a singular problem.
 
 use crate::Signal;
-use crate::elements::{FrictionElement, FrictionLaw, Law, Row};
+use crate::elements::{FrictionElement, FrictionLaw, Law, LossTable, Row};
 use crate::linalg;
 use crate::model::{Domain, ElementKind, NetworkSpec, Requirement};
 use std::collections::HashMap;
@@ -285,6 +285,46 @@ pub fn validate_element(name: &str, kind: &ElementKind) -> Result<(), BuildError
             check(name, "w_nominal", *w_nominal, *w_nominal > 0.0, "> 0 rad/s")
         }
         IdealGear { ratio, .. } => check(name, "ratio", *ratio, *ratio != 0.0, "non-zero (phi_a/phi_b)"),
+        LossyGear { ratio, loss_table, .. } => {
+            check(name, "ratio", *ratio, *ratio != 0.0, "non-zero (phi_a/phi_b)")?;
+            if loss_table.is_empty() {
+                return Err(param(
+                    name,
+                    "`loss_table` is empty; give rows [|w_a|, eta_mf1, eta_mf2, tau_bf1, tau_bf2]".into(),
+                ));
+            }
+            if loss_table[0][0] != 0.0 {
+                return Err(param(name, format!("`loss_table` must start at |w_a| = 0, not {}", loss_table[0][0])));
+            }
+            for (k, row) in loss_table.iter().enumerate() {
+                if row.iter().any(|v| !v.is_finite()) {
+                    return Err(param(name, format!("`loss_table` row {k} holds a non-finite value")));
+                }
+                if k > 0 && row[0] <= loss_table[k - 1][0] {
+                    return Err(param(
+                        name,
+                        format!(
+                            "`loss_table` speeds must increase; row {k} has {} after {}",
+                            row[0],
+                            loss_table[k - 1][0]
+                        ),
+                    ));
+                }
+                if !(row[1] > 0.0 && row[1] <= 1.0 && row[2] > 0.0 && row[2] <= 1.0) {
+                    return Err(param(
+                        name,
+                        format!("`loss_table` row {k}: efficiencies must be in (0, 1], got {} and {}", row[1], row[2]),
+                    ));
+                }
+                if row[3] < 0.0 || row[4] < 0.0 {
+                    return Err(param(
+                        name,
+                        format!("`loss_table` row {k}: bearing friction torques must be >= 0 N m"),
+                    ));
+                }
+            }
+            Ok(())
+        }
         IdealPlanetary { ratio } => check(name, "ratio", *ratio, *ratio > 0.0, "> 0 (ring teeth / sun teeth)"),
         Spring { c, phi_rel0, phi_rel_start, w_rel_start } => {
             check(name, "c", *c, *c > 0.0, "> 0 N m/rad")?;
@@ -639,6 +679,22 @@ impl Network {
                     row_element.push(i);
                     row_rhs.push(None);
                     info.rel = Some(two(nd[0], nd[1]));
+                }
+                ElementKind::LossyGear { ratio, loss_table, .. } => {
+                    rows.push(Row::new(&[(nd[0], 1.0), (nd[1], -ratio), (nd[2], ratio - 1.0)]));
+                    row_element.push(i);
+                    row_rhs.push(None);
+                    info.rel = Some(two(nd[0], nd[1]));
+                    info.has_mode = true;
+                    let table = LossTable { rows: loss_table.clone(), ratio: *ratio };
+                    if !table.is_ideal() {
+                        info.friction = Some(friction.len());
+                        friction.push(FrictionElement {
+                            element: i,
+                            row: Row::new(&[(nd[0], 1.0), (nd[2], -1.0)]),
+                            law: FrictionLaw::Lossy { table, gear_row: rows.len() - 1 },
+                        });
+                    }
                 }
                 ElementKind::IdealPlanetary { ratio } => {
                     // (1 + ratio) w_c - w_s - ratio w_r = 0

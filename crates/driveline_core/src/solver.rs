@@ -197,6 +197,9 @@ struct ModeSlot {
     /// Particular solution of each rhs row for a unit `rho` (`n` each), zero on free columns.
     pmat: Vec<f64>,
     linear: bool,
+    /// Some active rows repeat others (two locks on one relative motion): the lock torques are
+    /// then checked by the complementarity problem, not per element.
+    redundant: bool,
     dr: Vec<f64>,
     kr: Vec<f64>,
     newton_h: f64,
@@ -223,6 +226,7 @@ impl ModeSlot {
             rhs: Vec::with_capacity(rmax),
             pmat: vec![0.0; rmax * n],
             linear: false,
+            redundant: false,
             dr: vec![0.0; n * n],
             kr: vec![0.0; n * n],
             newton_h: f64::NAN,
@@ -277,6 +281,12 @@ struct Work {
     ud: [Vec<f64>; 4],
     /// Augmented matrix for the mode compilation `[G | I]`.
     aug: Vec<f64>,
+    /// Lossy-gear correction scratch (`n` each) and transmitted-torque estimates (per friction).
+    ls_a: Vec<f64>,
+    ls_q: Vec<f64>,
+    lossy_ta: Vec<f64>,
+    /// Generalised forces of the elements released during one mode selection.
+    qp_extra: Vec<f64>,
     /// Forces at the converged stages and at the sub-step end (valid while `cache` says so).
     f_st: [Vec<f64>; 2],
     f_end: Vec<f64>,
@@ -319,6 +329,8 @@ pub struct Simulation {
     breaking: u64,
     /// An input changed since the last step: re-resolve modes at the next step start.
     inputs_changed: bool,
+    /// The network has LossyGears with losses (the force pipeline corrects for them).
+    has_lossy: bool,
     started: bool,
     ws: Work,
     events: Vec<ModeEvent>,
@@ -390,6 +402,10 @@ impl Simulation {
             wp: [v(nn), v(nn), v(nn), v(nn)],
             ud: [v(nn), v(nn), v(nn), v(nn)],
             aug: v(rmax * (n + rmax)),
+            ls_a: v(nn),
+            ls_q: v(n),
+            lossy_ta: v(nf),
+            qp_extra: v(nn),
             f_st: [v(nn), v(nn)],
             f_end: v(nn),
             lam_st: [v(rmax), v(rmax)],
@@ -401,7 +417,7 @@ impl Simulation {
             law_diss: [v(nl), v(nl)],
             fric_power: [v(nf), v(nf)],
         };
-        let slots = (0..params.mode_cache_slots.max(2)).map(|_| ModeSlot::new(n, rmax, nf)).collect();
+        let slots = (0..params.mode_cache_slots.max(3)).map(|_| ModeSlot::new(n, rmax, nf)).collect();
         let mut sim = Simulation {
             phi: net.phi_start.clone(),
             w: net.w_start.clone(),
@@ -417,6 +433,7 @@ impl Simulation {
             next_time_event: 0.0,
             breaking: 0,
             inputs_changed: false,
+            has_lossy: net.friction.iter().any(|fe| matches!(fe.law, crate::elements::FrictionLaw::Lossy { .. })),
             started: false,
             ws,
             events: Vec::with_capacity(4 * (nf + nl) + 8),
@@ -507,6 +524,9 @@ impl Simulation {
         }
         if let Some(j) = self.net.kinematic.iter().position(|k| k.element == element) {
             return Some(self.kin_modes[j]);
+        }
+        if info.kind == "LossyGear" {
+            return Some(FrictionMode::Free); // lossless table: an ideal gear (MSL mode 2)
         }
         let k = info.law?;
         self.law_mode(k)
@@ -608,8 +628,11 @@ impl Simulation {
             return i;
         }
         // Slot 0 keeps the lock-free mode (needed by the complementarity data).
-        let victim =
-            (1..self.slots.len()).min_by_key(|&i| if self.slots[i].valid { self.slots[i].age } else { 0 }).unwrap_or(1);
+        let cur = self.cur;
+        let victim = (1..self.slots.len())
+            .filter(|&i| i != cur)
+            .min_by_key(|&i| if self.slots[i].valid { self.slots[i].age } else { 0 })
+            .unwrap_or(1);
         self.compile_into(victim, key);
         self.slots[victim].age = self.clock;
         victim
@@ -682,6 +705,7 @@ impl Simulation {
         let piv = &mut self.ws.piv;
         let total = if r > 0 { linalg::rref(e, r, cols, 1e-12, piv) } else { 0 };
         let rank = piv[..total].iter().filter(|&&c| c < n).count();
+        slot.redundant = rank < r;
         let m = n - rank;
         slot.m = m;
         // Free columns and null basis (stored with stride n).
@@ -873,6 +897,67 @@ impl Simulation {
         }
     }
 
+    /// Rolling LossyGears: adds the loss torque `-tauLoss L^T` (`L = w_a - w_s`), where
+    /// `tauLoss = k tau_a + c` in the quadrant in force and `tau_a` is the torque the gear
+    /// transmits, itself depending on `tauLoss` through the constraint torque of the gear row:
+    /// the affine relation is solved exactly, and the quadrant is re-chosen if the result lies
+    /// in the other one (the law is continuous there). Several rolling lossy gears are resolved
+    /// one after the other (Gauss-Seidel sweeps). Returns nothing; `fp` gets the loss power.
+    fn lossy_correct(
+        net: &Network,
+        s: &ModeSlot,
+        modes: &[FrictionMode],
+        w: &[f64],
+        f: &mut [f64],
+        a: &mut [f64],
+        q: &mut [f64],
+        mut fp: Option<&mut [f64]>,
+    ) {
+        let n = net.n_dof;
+        // lambda of permanent row `g` for generalised force x: l_g . (M A x - x).
+        let lam_of = |x: &dyn Fn(usize) -> f64, g: usize, a: &mut [f64], q: &mut [f64]| -> f64 {
+            let m = s.m;
+            for j in 0..m {
+                q[j] = (0..n).map(|k| s.nmat[k * n + j] * x(k)).sum();
+            }
+            if m > 0 {
+                linalg::lu_solve(&s.mr_lu, m, &s.mr_piv, &mut q[..m]);
+            }
+            for k in 0..n {
+                a[k] = net.mass[k] * (0..m).map(|j| s.nmat[k * n + j] * q[j]).sum::<f64>() - x(k);
+            }
+            (0..n).map(|k| s.lmap[g * n + k] * a[k]).sum()
+        };
+        for (i, fe) in net.friction.iter().enumerate() {
+            let crate::elements::FrictionLaw::Lossy { table, gear_row } = &fe.law else { continue };
+            let dir = modes[i].dir();
+            if dir == 0.0 {
+                continue;
+            }
+            let wr = fe.row.dot(w);
+            let quads = table.at(wr.abs());
+            let fl = |k: usize| f[k];
+            let lam_f = lam_of(&fl, *gear_row, a, q);
+            let lt = |k: usize| if k < n { row_coef(&fe.row, k) } else { 0.0 };
+            let lam_l = lam_of(&lt, *gear_row, a, q);
+            let solve = |qd: u8| {
+                let (k, c) = quads.coefficients(qd);
+                let tau = (c - k * lam_f) / (1.0 - k * (1.0 + lam_l));
+                (tau, tau * (1.0 + lam_l) - lam_f)
+            };
+            let q0 = if dir > 0.0 { 1 } else { 4 };
+            let (mut tau, tau_a) = solve(q0);
+            let qd = quads.quadrant(dir, tau_a);
+            if qd != q0 {
+                tau = solve(qd).0;
+            }
+            fe.row.add_scaled(f, -tau);
+            if let Some(p) = fp.as_mut() {
+                p[i] = tau * wr;
+            }
+        }
+    }
+
     /// Advances the simulation by `dt` seconds.
     ///
     /// Non-finite or non-positive `dt` is rejected with an error and changes nothing.
@@ -913,12 +998,15 @@ impl Simulation {
                 continue;
             }
             self.stats.substeps += 1;
+            // Sliding elements whose slip is non-zero now (a slip held at zero by another lock,
+            // for example a bearing friction beside a stuck lossy gear, is not "reaching" zero).
+            let moving = !self.slips_at_zero();
             self.integrate(h, h >= 0.999 * dt);
             match self.detect_event(h) {
                 None => {
                     self.commit(h);
                     // A slip that reached zero exactly at the sub-step end locks there.
-                    let at_zero = self.slips_at_zero();
+                    let at_zero = self.slips_at_zero() & moving;
                     if at_zero != 0 {
                         self.select_modes(at_zero, false);
                     }
@@ -1038,6 +1126,10 @@ impl Simulation {
                     &mut self.ws.f,
                     None,
                 );
+                if self.has_lossy {
+                    let Work { w_st, f, ls_a, ls_q, .. } = &mut self.ws;
+                    Self::lossy_correct(&self.net, &self.slots[slot], &self.modes, &w_st[j], f, ls_a, ls_q, None);
+                }
                 // g_j = N^T f_j (prescribed rows: the reduced force loses N^T M P rho').
                 let s = &self.slots[slot];
                 if prescribed {
@@ -1155,6 +1247,20 @@ impl Simulation {
                 &mut f_st[i],
                 Some((&mut law_power[i], &mut law_diss[i], &mut fric_power[i])),
             );
+            if self.has_lossy {
+                let Work { w_st, f_st, ls_a, ls_q, fric_power, .. } = &mut self.ws;
+                let s = &self.slots[self.cur];
+                Self::lossy_correct(
+                    &self.net,
+                    s,
+                    &self.modes,
+                    &w_st[i],
+                    &mut f_st[i],
+                    ls_a,
+                    ls_q,
+                    Some(&mut fric_power[i]),
+                );
+            }
         }
         self.ws.cache |= 1;
     }
@@ -1179,8 +1285,11 @@ impl Simulation {
             return;
         }
         let n = self.net.n_dof;
-        let Work { phi1, w1, sig_end, f_end, acc, fq, lam_end, ud, .. } = &mut self.ws;
+        let Work { phi1, w1, sig_end, f_end, acc, fq, lam_end, ud, ls_a, ls_q, .. } = &mut self.ws;
         Self::forces(&self.net, &self.modes, &self.regimes, phi1, w1, sig_end, f_end, None);
+        if self.has_lossy {
+            Self::lossy_correct(&self.net, &self.slots[self.cur], &self.modes, w1, f_end, ls_a, ls_q, None);
+        }
         Self::constraint_torques(&self.net, &self.slots[self.cur], f_end, &ud[2], acc, fq, lam_end, n);
         self.ws.cache |= 4;
     }
@@ -1254,6 +1363,7 @@ impl Simulation {
                 };
                 if matches!(ev, Ev::Engage(_)) { u } else { -u }
             }
+            Ev::Group => self.group_violation(at, t),
             Ev::Breakaway(i) => {
                 let (lam, sig) = match at {
                     At::Stage(k) => {
@@ -1272,7 +1382,15 @@ impl Simulation {
                 };
                 let s = &self.slots[self.cur];
                 let pos = s.locked.iter().position(|&k| k == i).unwrap_or(0);
-                let lam = lam[self.net.rows.len() + pos];
+                let lam_l = lam[self.net.rows.len() + pos];
+                if let crate::elements::FrictionLaw::Lossy { table, gear_row } = &self.net.friction[i].law {
+                    // tauLoss = -lambda_L must stay inside the standstill loss range at tau_a.
+                    let tau_loss = -lam_l;
+                    let tau_a = -lam_l - lam[*gear_row];
+                    let (lo, hi) = table.at(0.0).standstill_bounds(tau_a);
+                    return (tau_loss - hi).max(lo - tau_loss);
+                }
+                let lam = lam_l;
                 let cap = self.net.friction[i].law.capacity(sig);
                 // Element torque tau = -lambda; a one-way element only releases forwards.
                 if cap.one_way { -lam - cap.tau_max } else { lam.abs() - cap.tau_max }
@@ -1301,8 +1419,11 @@ impl Simulation {
     fn constraint_torques_at_e(&mut self, t: f64) {
         let n = self.net.n_dof;
         self.prescribed(t, 3);
-        let Work { phi_e, w_e, sig, f, acc, lam, fq, ud, .. } = &mut self.ws;
+        let Work { phi_e, w_e, sig, f, acc, lam, fq, ud, ls_a, ls_q, .. } = &mut self.ws;
         Self::forces(&self.net, &self.modes, &self.regimes, phi_e, w_e, &sig[2], f, None);
+        if self.has_lossy {
+            Self::lossy_correct(&self.net, &self.slots[self.cur], &self.modes, w_e, f, ls_a, ls_q, None);
+        }
         Self::constraint_torques(&self.net, &self.slots[self.cur], f, &ud[3], acc, fq, lam, n);
     }
 
@@ -1408,9 +1529,14 @@ impl Simulation {
                     }
                     // Break-away, sampled at both stages and the end so that a torque peak
                     // inside the step is not missed, then located on the dense output.
-                    consider(self, Ev::Breakaway(i), &mut best);
+                    if !self.slots[self.cur].redundant {
+                        consider(self, Ev::Breakaway(i), &mut best);
+                    }
                 }
             }
+        }
+        if self.slots[self.cur].redundant && self.modes.contains(&FrictionMode::Stuck) {
+            consider(self, Ev::Group, &mut best);
         }
         for k in 0..self.net.laws.len() {
             if matches!(self.net.laws[k], Law::Backlash { .. } | Law::ElasticClutch { .. }) {
@@ -1555,9 +1681,13 @@ impl Simulation {
             // kinematic clutches (with their prescribed accelerations).
             let base_key = Self::lock_key(&[], &self.kin_engaged) << self.net.friction.len();
             let base = self.slot_for(base_key);
+            if self.has_lossy {
+                let Work { f, ls_a, ls_q, new_modes, .. } = &mut self.ws;
+                Self::lossy_correct(&self.net, &self.slots[base], new_modes, &self.w, f, ls_a, ls_q, None);
+            }
             self.compute_qp(base);
             self.prescribed_in(base, self.t, 3);
-            self.resolve_candidates(!self.slots[base].rhs.is_empty());
+            self.resolve_candidates(base);
         }
         // Apply: compile/fetch the mode, project speeds onto new locks, record events.
         let new_key = Self::lock_key(&self.ws.new_modes, &self.kin_engaged);
@@ -1667,33 +1797,21 @@ impl Simulation {
         }
     }
 
-    /// The coupled stick-slip problem for the candidates (see the module docs).
-    fn resolve_candidates(&mut self, prescribed: bool) {
+    /// Solves the boxed complementarity problem of the `k` candidates in `ws.qp_idx` under the
+    /// base slot (LossyGear bounds iterated with the transmitted torque). Returns the Tikhonov
+    /// regularisation used, so callers can recover the unregularised accelerations.
+    fn qp_solve(&mut self, base: usize, k: usize) -> f64 {
         let n = self.net.n_dof;
         let nf = self.net.friction.len();
-        // b_i = B_i f for all friction rows (the relative acceleration without candidate
-        // torques), plus the prescribed part: R u - B M u with u = P rho'.
-        for i in 0..nf {
-            let mut b: f64 = (0..n).map(|k| self.qp_bmap[i * n + k] * self.ws.f[k]).sum();
-            if prescribed {
-                let u = &self.ws.ud[3];
-                b += self.net.friction[i].row.dot(u)
-                    - (0..n).map(|k| self.qp_bmap[i * n + k] * self.net.mass[k] * u[k]).sum::<f64>();
-            }
-            self.ws.qp_b[i] = b;
-        }
-        for _round in 0..=nf {
-            // Gather the candidate subproblem.
-            let mut k = 0;
-            for i in 0..nf {
-                if self.ws.candidate[i] {
-                    self.ws.qp_idx[k] = i;
-                    k += 1;
-                }
-            }
-            if k == 0 {
-                return;
-            }
+        let lossy_candidates = self.has_lossy
+            && (0..k).any(|a| {
+                matches!(self.net.friction[self.ws.qp_idx[a]].law, crate::elements::FrictionLaw::Lossy { .. })
+            });
+        // LossyGear bounds depend on the transmitted torque, which depends on the solution:
+        // first solve with them open, then iterate bounds <- torque to a fixed point.
+        let passes = if lossy_candidates { 10 } else { 1 };
+        let mut eps = 0.0;
+        for pass in 0..passes {
             let mut dmax: f64 = 0.0;
             for a in 0..k {
                 let ia = self.ws.qp_idx[a];
@@ -1703,11 +1821,25 @@ impl Simulation {
                 }
                 dmax = dmax.max(self.qp_full[ia * nf + ia]);
                 self.ws.qp_rhs[a] = self.ws.qp_b[ia];
-                let tm = self.ws.caps[ia].tau_max;
-                self.ws.qp_lo[a] = -tm;
-                self.ws.qp_hi[a] = if self.ws.caps[ia].one_way { f64::INFINITY } else { tm };
+                let (lo, hi) = match &self.net.friction[ia].law {
+                    crate::elements::FrictionLaw::Lossy { table, .. } => {
+                        if pass == 0 {
+                            (f64::NEG_INFINITY, f64::INFINITY)
+                        } else {
+                            // lambda = -tauLoss.
+                            let (l, h) = table.at(0.0).standstill_bounds(self.ws.lossy_ta[ia]);
+                            (-h, -l)
+                        }
+                    }
+                    _ => {
+                        let tm = self.ws.caps[ia].tau_max;
+                        (-tm, if self.ws.caps[ia].one_way { f64::INFINITY } else { tm })
+                    }
+                };
+                self.ws.qp_lo[a] = lo;
+                self.ws.qp_hi[a] = hi;
             }
-            let eps = 1e-12 * dmax.max(1e-300);
+            eps = 1e-12 * dmax.max(1e-300);
             for a in 0..k {
                 self.ws.qp_w[a * k + a] += eps;
             }
@@ -1723,6 +1855,135 @@ impl Simulation {
                 &mut self.ws.qp_piv,
                 &mut self.ws.lam,
             );
+            if !lossy_candidates {
+                break;
+            }
+            // Transmitted torques tau_a = -lambda_L - lambda_G under the base constraints
+            // with the candidate torques applied.
+            let Work { f, qp_extra, qp_x, qp_idx, ls_a, acc, fq, lam, ud, lossy_ta, .. } = &mut self.ws;
+            for kk in 0..n {
+                ls_a[kk] = f[kk] + qp_extra[kk];
+            }
+            for a in 0..k {
+                self.net.friction[qp_idx[a]].row.add_scaled(ls_a, qp_x[a]);
+            }
+            Self::constraint_torques(&self.net, &self.slots[base], ls_a, &ud[3], acc, fq, lam, n);
+            let mut change: f64 = 0.0;
+            let mut scale: f64 = 1e-300;
+            for a in 0..k {
+                let ia = qp_idx[a];
+                if let crate::elements::FrictionLaw::Lossy { gear_row, .. } = &self.net.friction[ia].law {
+                    let ta = -qp_x[a] - lam[*gear_row];
+                    change = change.max((ta - lossy_ta[ia]).abs());
+                    scale = scale.max(ta.abs());
+                    lossy_ta[ia] = ta;
+                }
+            }
+            if pass > 0 && change <= 1e-12 * scale {
+                break;
+            }
+        }
+        eps
+    }
+    /// `b_i = B_i f` for all friction rows from `ws.f` (the relative accelerations without the
+    /// candidates' torques), plus the prescribed part `R u - B M u`, `u = P rho'` (`ws.ud[3]`).
+    fn qp_rhs(&mut self, prescribed: bool) {
+        let n = self.net.n_dof;
+        let nf = self.net.friction.len();
+        for i in 0..nf {
+            let mut b: f64 = (0..n).map(|k| self.qp_bmap[i * n + k] * self.ws.f[k]).sum();
+            if prescribed {
+                let u = &self.ws.ud[3];
+                b += self.net.friction[i].row.dot(u)
+                    - (0..n).map(|k| self.qp_bmap[i * n + k] * self.net.mass[k] * u[k]).sum::<f64>();
+            }
+            self.ws.qp_b[i] = b;
+        }
+    }
+
+    /// Break-away test of a redundant lock set (two locks on one relative motion) at a sample:
+    /// the complementarity problem of the stuck elements is solved with the forces there; the
+    /// result is the largest relative acceleration it cannot cancel, minus twice the
+    /// classification tolerance (so a located event always releases something).
+    fn group_violation(&mut self, at: At, t: f64) -> f64 {
+        let nf = self.net.friction.len();
+        match at {
+            At::Stage(i) => {
+                self.stage_forces();
+                let Work { f, f_st, sig, caps, .. } = &mut self.ws;
+                f.copy_from_slice(&f_st[i]);
+                for (k, fe) in self.net.friction.iter().enumerate() {
+                    caps[k] = fe.law.capacity(&sig[i]);
+                }
+            }
+            At::End => {
+                self.end_torques();
+                let Work { f, f_end, sig_end, caps, .. } = &mut self.ws;
+                f.copy_from_slice(f_end);
+                for (k, fe) in self.net.friction.iter().enumerate() {
+                    caps[k] = fe.law.capacity(sig_end);
+                }
+            }
+            At::Dense => {
+                eval_signals(&self.net, t, false, &mut self.ws.sig[2]);
+                let Work { phi_e, w_e, sig, f, ls_a, ls_q, caps, .. } = &mut self.ws;
+                Self::forces(&self.net, &self.modes, &self.regimes, phi_e, w_e, &sig[2], f, None);
+                if self.has_lossy {
+                    Self::lossy_correct(&self.net, &self.slots[self.cur], &self.modes, w_e, f, ls_a, ls_q, None);
+                }
+                for (k, fe) in self.net.friction.iter().enumerate() {
+                    caps[k] = fe.law.capacity(&sig[2]);
+                }
+            }
+        }
+        let base_key = Self::lock_key(&[], &self.kin_engaged) << nf;
+        let base = self.slot_for(base_key);
+        self.compute_qp(base);
+        self.prescribed_in(base, t, 3);
+        self.qp_rhs(!self.slots[base].rhs.is_empty());
+        let mut k = 0;
+        for i in 0..nf {
+            if self.modes[i] == FrictionMode::Stuck {
+                self.ws.qp_idx[k] = i;
+                k += 1;
+            }
+        }
+        if k == 0 {
+            return -1.0;
+        }
+        let eps = self.qp_solve(base, k);
+        let mut worst: f64 = 0.0;
+        let mut bscale: f64 = 1e-300;
+        for a in 0..k {
+            let acc: f64 = (0..k)
+                .map(|b| (self.ws.qp_w[a * k + b] - if a == b { eps } else { 0.0 }) * self.ws.qp_x[b])
+                .sum::<f64>()
+                + self.ws.qp_rhs[a];
+            worst = worst.max(acc.abs());
+            bscale = bscale.max(self.ws.qp_rhs[a].abs());
+        }
+        worst - 2.0 * (1e-9 * bscale + 1e-12)
+    }
+
+    /// The coupled stick-slip problem for the candidates (see the module docs).
+    fn resolve_candidates(&mut self, base: usize) {
+        let prescribed = !self.slots[base].rhs.is_empty();
+        let nf = self.net.friction.len();
+        self.ws.qp_extra.fill(0.0);
+        self.qp_rhs(prescribed);
+        for _round in 0..=nf {
+            // Gather the candidate subproblem.
+            let mut k = 0;
+            for i in 0..nf {
+                if self.ws.candidate[i] {
+                    self.ws.qp_idx[k] = i;
+                    k += 1;
+                }
+            }
+            if k == 0 {
+                return;
+            }
+            let eps = self.qp_solve(base, k);
             // Relative accelerations and break-away.
             let bscale = (0..k).fold(1e-300f64, |s, a| s.max(self.ws.qp_rhs[a].abs()));
             let tol_a = 1e-9 * bscale + 1e-12;
@@ -1744,14 +2005,25 @@ impl Simulation {
                     + self.ws.qp_rhs[a];
                 if acc.abs() > tol_a || at_located_breakaway {
                     // At the bound the acceleration points against the torque's sign.
-                    let dir = if acc.abs() > tol_a { acc.signum() } else { -x.signum() };
+                    let dir = if acc.abs() > tol_a {
+                        acc.signum()
+                    } else if self.ws.qp_state[a] != 0 {
+                        -(self.ws.qp_state[a] as f64)
+                    } else {
+                        -x.signum()
+                    };
                     self.ws.candidate[i] = false;
                     self.ws.new_modes[i] = if dir > 0.0 { FrictionMode::Forward } else { FrictionMode::Backward };
                     // Kinetic torque at zero slip acts from now on: lambda = -dir tau0.
-                    let lam = -dir * self.ws.caps[i].tau0;
+                    // A lossy gear starts rolling with the loss at its standstill bound.
+                    let lam = match &self.net.friction[i].law {
+                        crate::elements::FrictionLaw::Lossy { .. } => x,
+                        _ => -dir * self.ws.caps[i].tau0,
+                    };
                     for j in 0..nf {
                         self.ws.qp_b[j] += self.qp_full[j * nf + i] * lam;
                     }
+                    self.net.friction[i].row.add_scaled(&mut self.ws.qp_extra, lam);
                     released = true;
                 }
             }
@@ -1786,7 +2058,7 @@ impl Simulation {
             let info = &self.net.elements[e];
             let row = self.net.rows[ri];
             match info.kind {
-                "IdealGear" => {
+                "IdealGear" | "LossyGear" => {
                     let cb = row.entries.iter().find(|x| x.0 == info.nodes[1]).map(|x| x.1).unwrap_or(0.0);
                     self.out_tau[e] = -cb * self.out_lambda[ri];
                 }
@@ -1801,6 +2073,9 @@ impl Simulation {
             self.out_tau[self.net.kinematic[j].element] = -self.out_lambda[ri];
         }
         for (i, fe) in self.net.friction.iter().enumerate() {
+            if matches!(fe.law, crate::elements::FrictionLaw::Lossy { .. }) {
+                continue; // reports the gear's flange_b torque (set above)
+            }
             let tau = match self.modes[i] {
                 FrictionMode::Free => 0.0,
                 FrictionMode::Stuck => {
@@ -1833,6 +2108,8 @@ enum Ev {
     Engage(usize),
     Release(usize),
     Breakaway(usize),
+    /// Break-away of a redundant lock set, as a whole.
+    Group,
     Contact(usize),
 }
 
