@@ -187,6 +187,9 @@ struct ModeSlot {
     mr_piv: Vec<usize>,
     /// Constraint-force map `r x n`: `lambda = L (M a - f)`.
     lmap: Vec<f64>,
+    /// Constraint torques directly from forces: `lambda = T (f - M u)` with
+    /// `T = L (M N Mr^-1 N^T - I)` (`r x n`), `u` the prescribed acceleration.
+    tmap: Vec<f64>,
     /// Friction index of each locked row (after the permanent rows).
     locked: Vec<usize>,
     /// Kinematic clutch index of each engaged row (after the locked friction rows).
@@ -221,6 +224,7 @@ impl ModeSlot {
             mr_lu: vec![0.0; n * n],
             mr_piv: vec![0; n],
             lmap: vec![0.0; rmax * n],
+            tmap: vec![0.0; rmax * n],
             locked: Vec::with_capacity(nf),
             kin: Vec::with_capacity(rmax),
             rhs: Vec::with_capacity(rmax),
@@ -767,6 +771,24 @@ impl Simulation {
                     slot.lmap[a * n + k] = col[a];
                 }
             }
+            // T column k = L (M N Mr^-1 N^T e_k - e_k).
+            let q = &mut self.ws.fq;
+            let v = &mut self.ws.acc;
+            for k in 0..n {
+                for j in 0..m {
+                    q[j] = slot.nmat[k * n + j];
+                }
+                if m > 0 {
+                    linalg::lu_solve(&slot.mr_lu, m, &slot.mr_piv, &mut q[..m]);
+                }
+                for i in 0..n {
+                    v[i] = net.mass[i] * (0..m).map(|j| slot.nmat[i * n + j] * q[j]).sum::<f64>();
+                }
+                v[k] -= 1.0;
+                for a in 0..r {
+                    slot.tmap[a * n + k] = (0..n).map(|i| slot.lmap[a * n + i] * v[i]).sum();
+                }
+            }
         }
         // Linearity and reduced Jacobians at the current state.
         let mut linear = true;
@@ -914,19 +936,9 @@ impl Simulation {
         mut fp: Option<&mut [f64]>,
     ) {
         let n = net.n_dof;
-        // lambda of permanent row `g` for generalised force x: l_g . (M A x - x).
-        let lam_of = |x: &dyn Fn(usize) -> f64, g: usize, a: &mut [f64], q: &mut [f64]| -> f64 {
-            let m = s.m;
-            for j in 0..m {
-                q[j] = (0..n).map(|k| s.nmat[k * n + j] * x(k)).sum();
-            }
-            if m > 0 {
-                linalg::lu_solve(&s.mr_lu, m, &s.mr_piv, &mut q[..m]);
-            }
-            for k in 0..n {
-                a[k] = net.mass[k] * (0..m).map(|j| s.nmat[k * n + j] * q[j]).sum::<f64>() - x(k);
-            }
-            (0..n).map(|k| s.lmap[g * n + k] * a[k]).sum()
+        // lambda of permanent row `g` for generalised force x: T_g . x.
+        let lam_of = |x: &dyn Fn(usize) -> f64, g: usize, _a: &mut [f64], _q: &mut [f64]| -> f64 {
+            (0..n).map(|k| s.tmap[g * n + k] * x(k)).sum()
         };
         for (i, fe) in net.friction.iter().enumerate() {
             let crate::elements::FrictionLaw::Lossy { table, gear_row } = &fe.law else { continue };
@@ -1043,6 +1055,9 @@ impl Simulation {
 
     /// Sliding friction elements whose slip is zero (to rounding) now.
     fn slips_at_zero(&self) -> u64 {
+        if self.net.friction.is_empty() {
+            return 0;
+        }
         let n = self.net.n_dof;
         let tol = 1e-12 * self.w[..n].iter().fold(1.0f64, |s, v| s.max(v.abs()));
         let mut mask = 0;
@@ -1113,7 +1128,18 @@ impl Simulation {
         let mut iter = 0;
         loop {
             iter += 1;
-            self.stage_states(h);
+            if iter == 1 && !prescribed {
+                // The starting guess Q_i = q0 is the current motion: W_i = w, Phi_i = phi + h c_i w.
+                for i in 0..2 {
+                    let Work { w_st, phi_st, .. } = &mut self.ws;
+                    w_st[i][..n].copy_from_slice(&self.w[..n]);
+                    for k in 0..n {
+                        phi_st[i][k] = self.phi[k] + h * C[i] * self.w[k];
+                    }
+                }
+            } else {
+                self.stage_states(h);
+            }
             // Residual R_i = Mr (Q_i - q0) - h sum_j a_ij N^T f_j
             for j in 0..2 {
                 Self::forces(
@@ -1462,27 +1488,20 @@ impl Simulation {
         f: &[f64],
         ud: &[f64],
         acc: &mut [f64],
-        fq: &mut [f64],
+        _fq: &mut [f64],
         lam: &mut [f64],
         n: usize,
     ) {
-        let m = s.m;
-        let rhs = !s.rhs.is_empty();
-        for a in 0..m {
-            fq[a] = (0..n).map(|k| s.nmat[k * n + a] * if rhs { f[k] - net.mass[k] * ud[k] } else { f[k] }).sum();
-        }
-        if m > 0 {
-            linalg::lu_solve(&s.mr_lu, m, &s.mr_piv, &mut fq[..m]);
-        }
-        for k in 0..n {
-            let mut a: f64 = (0..m).map(|j| s.nmat[k * n + j] * fq[j]).sum();
-            if rhs {
-                a += ud[k];
+        let x = if s.rhs.is_empty() {
+            &f[..n]
+        } else {
+            for k in 0..n {
+                acc[k] = f[k] - net.mass[k] * ud[k];
             }
-            acc[k] = net.mass[k] * a - f[k];
-        }
+            &acc[..n]
+        };
         for r in 0..s.r {
-            lam[r] = (0..n).map(|k| s.lmap[r * n + k] * acc[k]).sum();
+            lam[r] = s.tmap[r * n..(r + 1) * n].iter().zip(x).map(|(t, v)| t * v).sum();
         }
     }
 
