@@ -122,3 +122,18 @@ fn speed_source_prescribes_the_motion_exactly() {
     let e = sim.energy();
     assert!(e.residual().abs() < 1e-9 * e.scale(), "ledger residual {} of {}", e.residual(), e.scale());
 }
+
+#[test]
+fn sliding_clutch_dissipates_torque_times_slip() {
+    let (_, mut sim) = load("CoupledClutches");
+    let c = element(&sim, "clutch1");
+    for k in 1..=100 {
+        sim.step(k as f64 * 1e-3 - sim.time()).unwrap();
+    }
+    let (_, w_rel) = sim.element_relative(c).unwrap();
+    let p = sim.element_dissipation(c);
+    // Sliding backward at t = 0.1 s: tau = -10 cos(0.04 pi) N m, power tau w_rel >= 0.
+    assert!(p > 0.0);
+    assert!((p - sim.element_torque(c) * w_rel).abs() < 1e-12 * p, "{p}");
+    assert_eq!(sim.element_dissipation(element(&sim, "clutch2")), 0.0, "a free clutch is lossless");
+}

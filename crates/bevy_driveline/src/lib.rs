@@ -244,6 +244,8 @@ pub struct CouplingState {
     pub torque: f64,
     /// Friction mode, for friction elements.
     pub mode: Option<FrictionMode>,
+    /// Power turned into heat, W.
+    pub dissipation: f64,
 }
 
 /// Run-time input values of a driveline, applied at the start of each step.
@@ -420,7 +422,13 @@ fn write_back(roots: Query<&DrivelineCache>, mut commands: Commands) {
                 e.insert(BodyState { angle, speed });
             }
             if let Some((phi_rel, w_rel)) = sim.element_relative(k) {
-                e.insert(CouplingState { phi_rel, w_rel, torque: sim.element_torque(k), mode: sim.element_mode(k) });
+                e.insert(CouplingState {
+                    phi_rel,
+                    w_rel,
+                    torque: sim.element_torque(k),
+                    mode: sim.element_mode(k),
+                    dissipation: sim.element_dissipation(k),
+                });
             }
         }
     }

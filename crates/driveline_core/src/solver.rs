@@ -344,6 +344,8 @@ pub struct Simulation {
     out_tau: Vec<f64>,
     /// Constraint torques of the active rows at the last step end.
     out_lambda: Vec<f64>,
+    /// Power each element dissipates at the last step end, W.
+    out_power: Vec<f64>,
 }
 
 /// Signals and laws are evaluated against these.
@@ -445,6 +447,7 @@ impl Simulation {
             energy: EnergyLedger::default(),
             out_tau: v(net.elements.len()),
             out_lambda: v(rmax),
+            out_power: v(net.elements.len()),
             t: 0.0,
             params,
             net,
@@ -515,6 +518,12 @@ impl Simulation {
     pub fn element_torque(&self, element: usize) -> f64 {
         self.out_tau[element]
     }
+    /// Power the element turns into heat at the last step end, W (dampers, sliding friction,
+    /// gear losses, backlash damping, an engaging kinematic clutch); 0 for lossless elements.
+    pub fn element_dissipation(&self, element: usize) -> f64 {
+        self.out_power[element]
+    }
+
     /// `(phi_rel, w_rel)` of an element with a relative coordinate.
     pub fn element_relative(&self, element: usize) -> Option<(f64, f64)> {
         self.net.elements[element].rel.map(|r| (r.dot(&self.phi), r.dot(&self.w)))
@@ -2065,11 +2074,37 @@ impl Simulation {
 
     /// Element torques from `out_lambda` and the signals in `sig[2]`.
     fn update_torques(&mut self) {
-        // Law torques.
+        // Law torques and dissipated powers (the stage buffers are free between sub-steps).
+        self.out_power.fill(0.0);
+        {
+            let Work { sig, f, law_power, law_diss, fric_power, ls_a, ls_q, .. } = &mut self.ws;
+            Self::forces(
+                &self.net,
+                &self.modes,
+                &self.regimes,
+                &self.phi,
+                &self.w,
+                &sig[2],
+                f,
+                Some((&mut law_power[0], &mut law_diss[0], &mut fric_power[0])),
+            );
+            if self.has_lossy {
+                let s = &self.slots[self.cur];
+                Self::lossy_correct(&self.net, s, &self.modes, &self.w, f, ls_a, ls_q, Some(&mut fric_power[0]));
+            }
+        }
+        self.ws.cache &= !1;
         self.ws.f.fill(0.0);
         for (k, law) in self.net.laws.iter().enumerate() {
             let o = law.eval(&self.phi, &self.w, &self.ws.sig[2], self.regimes[k], &mut self.ws.f, None);
             self.out_tau[self.net.law_element[k]] = o.tau;
+            if !matches!(law, Law::Source { .. } | Law::Quadratic { .. }) {
+                self.out_power[self.net.law_element[k]] += self.ws.law_diss[0][k];
+            }
+        }
+        for (i, fe) in self.net.friction.iter().enumerate() {
+            self.out_power[fe.element] =
+                if self.modes[i] == FrictionMode::Stuck { 0.0 } else { self.ws.fric_power[0][i] };
         }
         // Permanent rows: gears report flange_b.tau (node b receives -ratio lambda =
         // -flange_b.tau), speed sources the torque they apply to their flange.
@@ -2089,7 +2124,10 @@ impl Simulation {
         let s = &self.slots[self.cur];
         for (p, &j) in s.kin.iter().enumerate() {
             let ri = self.net.rows.len() + s.locked.len() + p;
-            self.out_tau[self.net.kinematic[j].element] = -self.out_lambda[ri];
+            let kc = &self.net.kinematic[j];
+            self.out_tau[kc.element] = -self.out_lambda[ri];
+            // Work rho lambda is delivered to the bodies; its negative is dissipated.
+            self.out_power[kc.element] = -self.ws.sig[2][kc.rho_signal] * self.out_lambda[ri];
         }
         for (i, fe) in self.net.friction.iter().enumerate() {
             if matches!(fe.law, crate::elements::FrictionLaw::Lossy { .. }) {
