@@ -196,6 +196,32 @@ fn read(path: &Path) -> Result<(String, String), ScenarioError> {
     Ok((file, text))
 }
 
+/// Parameter names a build error can point at.
+const PARAMETER_KEYS: [&str; 22] = [
+    "J",
+    "S",
+    "D",
+    "c",
+    "d",
+    "b",
+    "ratio",
+    "peak",
+    "cgeo",
+    "fn_max",
+    "mu_pos",
+    "tau_pos",
+    "w_nominal",
+    "v_nominal",
+    "radius",
+    "m",
+    "loss_table",
+    "shift_time",
+    "phi_start",
+    "w_start",
+    "phi_rel_start",
+    "w_rel_start",
+];
+
 /// Where in the file a build error belongs: an element name and maybe a parameter key.
 fn locate_build_error(e: &BuildError) -> (Option<String>, Option<&'static str>) {
     let quoted = |s: &str| Some(format!("\"{s}\""));
@@ -210,26 +236,7 @@ fn locate_build_error(e: &BuildError) -> (Option<String>, Option<&'static str>) 
             (quoted(element), None)
         }
         BuildError::Parameter { element, message } => {
-            let key = message.split('`').nth(1).and_then(|k| {
-                [
-                    "J",
-                    "c",
-                    "d",
-                    "b",
-                    "ratio",
-                    "peak",
-                    "cgeo",
-                    "fn_max",
-                    "mu_pos",
-                    "tau_pos",
-                    "w_nominal",
-                    "v_nominal",
-                    "radius",
-                    "m",
-                ]
-                .into_iter()
-                .find(|c| *c == k)
-            });
+            let key = message.split('`').nth(1).and_then(|k| PARAMETER_KEYS.into_iter().find(|c| *c == k));
             (quoted(element), key)
         }
         BuildError::Signal { element, .. } => (quoted(element), None),
