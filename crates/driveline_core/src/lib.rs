@@ -41,8 +41,35 @@
 //!
 //! ## Element catalogue
 //! Every element, its flanges, parameters (units, defaults) and equation is documented on
-//! [`ElementKind`]; the laws themselves live in [`elements`], one place each.
+//! [`ElementKind`]; the laws themselves live in [`elements`], one place each. In short
+//! (`phi_rel = phi_b - phi_a`, `w_rel` its rate, `tau` the element torque in MSL convention):
 //!
+//! | element | law |
+//! |---|---|
+//! | `Inertia`, `Mass` | `J a = sum of flange torques` |
+//! | `Fixed` | `phi = phi0` |
+//! | `Torque`, `ConstantTorque`, `TorqueStep` | `+tau(t)` on the flange, `-tau` on the support |
+//! | `QuadraticSpeedDependentTorque/Force` | `tau = tau_nom (w/w_nom)^2` (or `sign(w)` times it) |
+//! | `Speed` | `w_flange - w_support = w_ref(t)` (prescribed; any torque) |
+//! | `IdealGear` | `phi_a - phi_s = i (phi_b - phi_s)`, `0 = i tau_a + tau_b` |
+//! | `LossyGear` | ideal kinematics, `0 = tau_b + i (tau_a - tauLoss)`, four-quadrant `tauLoss` |
+//! | `IdealPlanetary` | `(1 + r) w_c = w_s + r w_r`, `r = z_ring / z_sun` |
+//! | `IdealRollingWheel` | `radius w_R = v_T` |
+//! | `Spring`, `Damper`, `SpringDamper` | `tau = c (phi_rel - phi_rel0) + d w_rel` |
+//! | `ElastoBacklash` | spring-damper beyond the half gap `b/2`; pushes only; damping capped |
+//! | `Clutch`, `Brake` | stuck: any `|tau| <= peak mu(0) cgeo fn`; sliding `tau = cgeo fn mu(|w|)` against the slip |
+//! | `BearingFriction` | as `Brake` with `tau_pos(|w|)`, never free |
+//! | `OneWayClutch` | holds `w_rel >= 0`; releases above `max(peak, 1+1e-4) tau0` |
+//! | `KinematicClutch` | engaging: `w_rel` falls linearly to 0 in `shift_time`; releasing: torque ramps to 0 |
+//! | `ElasticClutch` | shear spring `S`, damper `D` in series with the limiter `T_s(t)` |
+//!
+//! ## Friction as the solver sees it
+//! Each friction element contributes a relative-speed row. At every mode selection the
+//! zero-slip elements of a driveline form one boxed complementarity problem (torques bounded by
+//! their static limits, relative accelerations zero inside the bounds); elements at a bound
+//! with a non-zero acceleration break away to their kinetic torque. Locks are then rows of the
+//! constraint set, so a locked clutch has no slip at all. See [`solver`].
+
 //! ## Scheduling
 //! [`Simulation::step`] is synchronous and allocation-free after the first step; call it from
 //! any fixed-rate loop. The Bevy plugin runs it in a fixed schedule.
@@ -52,6 +79,16 @@
 //!   stays within `peak * tau0`. Check `fn_max`, `cgeo`, `mu_pos` and the normal-force signal.
 //! - *Why is my network rejected as massless?* A junction without inertia whose speed no gear
 //!   determines has no dynamics; add an `Inertia` there.
+//! - *Which step size?* Any: events are located inside the step and compliant elements are
+//!   integrated implicitly (A-stable), so 1/60 s runs. Accuracy is order 4 between events; stiff
+//!   shafts you do not resolve (`sqrt(c/J) dt > 1`) keep ringing at the wrong frequency rather
+//!   than damping out, so give them physical damping.
+//! - *Is it deterministic?* Yes: same inputs, same binary, bitwise-equal results; element order
+//!   is the file (or entity spawn) order, never a hash order.
+//! - *Two clutches lock the same shafts: who carries what?* The minimum-norm split within the
+//!   static limits; the pair breaks away only when no split fits.
+//! - *How do I drive it from a game?* Give signals as `Input(name: "...")` and call
+//!   [`Simulation::set_input`] (or set `DrivelineInputs` in Bevy) before each step.
 #![warn(missing_docs)]
 
 pub mod elements;
