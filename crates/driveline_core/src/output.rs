@@ -88,7 +88,7 @@ impl CsvRecorder {
 
     /// Writes one row at the simulation's current time.
     pub fn row(&self, sim: &Simulation, out: &mut impl Write) -> io::Result<()> {
-        let mut fmt = ryu::Buffer::new();
+        let mut fmt = zmij::Buffer::new();
         out.write_all(fmt.format(sim.time()).as_bytes())?;
         for c in &self.cols {
             out.write_all(b",")?;
