@@ -191,12 +191,12 @@ struct ModeSlot {
     /// `T = L (M N Mr^-1 N^T - I)` (`r x n`), `u` the prescribed acceleration.
     tmap: Vec<f64>,
     /// Friction index of each locked row (after the permanent rows).
-    locked: Vec<usize>,
+    locked: CapVec<usize>,
     /// Kinematic clutch index of each engaged row (after the locked friction rows).
-    kin: Vec<usize>,
+    kin: CapVec<usize>,
     /// Rows with a prescribed right-hand side `row . w = rho(t)`: (active row, signal, true for
     /// a speed source / false for a kinematic clutch).
-    rhs: Vec<(usize, usize, bool)>,
+    rhs: CapVec<(usize, usize, bool)>,
     /// Particular solution of each rhs row for a unit `rho` (`n` each), zero on free columns.
     pmat: Vec<f64>,
     linear: bool,
@@ -225,9 +225,9 @@ impl ModeSlot {
             mr_piv: vec![0; n],
             lmap: vec![0.0; rmax * n],
             tmap: vec![0.0; rmax * n],
-            locked: Vec::with_capacity(nf),
-            kin: Vec::with_capacity(rmax),
-            rhs: Vec::with_capacity(rmax),
+            locked: CapVec::new(nf),
+            kin: CapVec::new(rmax),
+            rhs: CapVec::new(rmax),
             pmat: vec![0.0; rmax * n],
             linear: false,
             redundant: false,
@@ -337,7 +337,7 @@ pub struct Simulation {
     has_lossy: bool,
     started: bool,
     ws: Work,
-    events: Vec<ModeEvent>,
+    events: CapVec<ModeEvent>,
     stats: StepStats,
     energy: EnergyLedger,
     /// Per element: torque, relative speed, relative angle, power at the last step end.
@@ -346,6 +346,45 @@ pub struct Simulation {
     out_lambda: Vec<f64>,
     /// Power each element dissipates at the last step end, W.
     out_power: Vec<f64>,
+}
+
+/// A vector with a reserved capacity that survives cloning, so that a cloned simulation (a
+/// snapshot) steps without allocating and records events exactly like the original.
+#[derive(Debug)]
+struct CapVec<T> {
+    v: Vec<T>,
+    cap: usize,
+}
+
+impl<T> CapVec<T> {
+    fn new(cap: usize) -> Self {
+        Self { v: Vec::with_capacity(cap), cap }
+    }
+    /// True while a push stays within the reserved capacity.
+    fn has_room(&self) -> bool {
+        self.v.len() < self.cap
+    }
+}
+
+impl<T: Clone> Clone for CapVec<T> {
+    fn clone(&self) -> Self {
+        let mut v = Vec::with_capacity(self.cap);
+        v.extend_from_slice(&self.v);
+        Self { v, cap: self.cap }
+    }
+}
+
+impl<T> std::ops::Deref for CapVec<T> {
+    type Target = Vec<T>;
+    fn deref(&self) -> &Vec<T> {
+        &self.v
+    }
+}
+
+impl<T> std::ops::DerefMut for CapVec<T> {
+    fn deref_mut(&mut self) -> &mut Vec<T> {
+        &mut self.v
+    }
 }
 
 /// Signals and laws are evaluated against these.
@@ -442,7 +481,7 @@ impl Simulation {
             has_lossy: net.friction.iter().any(|fe| matches!(fe.law, crate::elements::FrictionLaw::Lossy { .. })),
             started: false,
             ws,
-            events: Vec::with_capacity(4 * (nf + nl) + 8),
+            events: CapVec::new(4 * (nf + nl) + 8),
             stats: StepStats::default(),
             energy: EnergyLedger::default(),
             out_tau: v(net.elements.len()),
@@ -1349,7 +1388,7 @@ impl Simulation {
             if !self.slots[self.cur].rhs.is_empty() {
                 self.stage_torques();
                 let s = &self.slots[self.cur];
-                for &(ra, sg, source) in &s.rhs {
+                for &(ra, sg, source) in s.rhs.iter() {
                     let work = h * (0..2).map(|i| B[i] * self.ws.sig[i][sg] * self.ws.lam_st[i][ra]).sum::<f64>();
                     if source {
                         self.energy.input += work;
@@ -1649,7 +1688,7 @@ impl Simulation {
                 if let (Some(from), Some(to)) = (from, self.law_mode(k))
                     && from != to
                     && !initial
-                    && self.events.len() < self.events.capacity()
+                    && self.events.has_room()
                 {
                     let element = self.net.law_element[k];
                     self.events.push(ModeEvent { time: self.t, element, from, to });
@@ -1729,7 +1768,7 @@ impl Simulation {
         for i in 0..nf {
             let (from, to) = (self.modes[i], self.ws.new_modes[i]);
             if from != to || initial {
-                if !initial && self.events.len() < self.events.capacity() {
+                if !initial && self.events.has_room() {
                     self.events.push(ModeEvent { time: self.t, element: self.net.friction[i].element, from, to });
                 }
                 self.modes[i] = to;
@@ -1793,7 +1832,7 @@ impl Simulation {
                 }
             };
             if mode != self.kin_modes[j] {
-                if !initial && self.events.len() < self.events.capacity() {
+                if !initial && self.events.has_room() {
                     let from = self.kin_modes[j];
                     self.events.push(ModeEvent { time: t, element: kc.element, from, to: mode });
                 }
