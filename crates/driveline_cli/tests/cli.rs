@@ -32,8 +32,10 @@ fn check_rejects_every_invalid_scenario_with_a_position() {
 
 #[test]
 fn check_accepts_the_shipped_scenarios() {
-    let mut files: Vec<PathBuf> =
-        std::fs::read_dir(root().join("assets/scenarios/msl")).unwrap().map(|e| e.unwrap().path()).collect();
+    let mut files: Vec<PathBuf> = ["assets/scenarios/msl", "assets/scenarios/elements"]
+        .iter()
+        .flat_map(|d| std::fs::read_dir(root().join(d)).unwrap().map(|e| e.unwrap().path()))
+        .collect();
     files.push(root().join("tests/scenarios/valid_control.ron"));
     for f in files {
         let out = driveline(&["check", f.to_str().unwrap()]);
