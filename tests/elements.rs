@@ -185,3 +185,19 @@ fn parallel_clutches_share_the_torque_and_slip_together() {
         assert_eq!(*to, -1);
     }
 }
+
+#[test]
+fn position_source_prescribes_angle_and_speed() {
+    let mut sim = load_element("PositionSource");
+    let w = 4.0 * std::f64::consts::PI;
+    for k in 1..=1000 {
+        sim.step(k as f64 * 1e-3 - sim.time()).unwrap();
+        let t = sim.time();
+        let (phi, speed) = sim.body_state(element(&sim, "rotor")).unwrap();
+        // Speed imposed exactly (rounding); angle by order-4 quadrature of it (~1e-12 here).
+        assert!((speed - 0.5 * w * (w * t).cos()).abs() < 1e-12, "t {t}");
+        assert!((phi - 0.5 * (w * t).sin()).abs() < 1e-9, "t {t}: {phi}");
+    }
+    let e = sim.energy();
+    assert!(e.residual().abs() < 1e-9 * e.scale(), "ledger residual {}", e.residual());
+}

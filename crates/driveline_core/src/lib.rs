@@ -51,6 +51,7 @@
 //! | `Torque`, `ConstantTorque`, `TorqueStep` | `+tau(t)` on the flange, `-tau` on the support |
 //! | `QuadraticSpeedDependentTorque/Force` | `tau = tau_nom (w/w_nom)^2` (or `sign(w)` times it) |
 //! | `Speed` | `w_flange - w_support = w_ref(t)` (prescribed; any torque) |
+//! | `Position` | `phi_flange - phi_support = phi_ref(t)` (prescribed; any torque) |
 //! | `IdealGear` | `phi_a - phi_s = i (phi_b - phi_s)`, `0 = i tau_a + tau_b` |
 //! | `LossyGear` | ideal kinematics, `0 = tau_b + i (tau_a - tauLoss)`, four-quadrant `tauLoss` |
 //! | `IdealPlanetary` | `(1 + r) w_c = w_s + r w_r`, `r = z_ring / z_sun` |

@@ -87,6 +87,16 @@ pub enum ElementKind {
         #[serde(default)]
         phi_start: Option<f64>,
     },
+    /// Position source: the flange follows `phi_ref(t)` relative to the support (MSL `Position`
+    /// with `exact = true`; speed and acceleration are the signal's first and second
+    /// derivatives). Flanges `flange`, `support`.
+    Position {
+        /// Reference angle signal, rad (twice differentiable between its time events).
+        phi_ref: Signal,
+        /// See [`ElementKind::Torque`].
+        #[serde(default)]
+        use_support: bool,
+    },
     /// Kinematic (functional) clutch of seed 000 between `flange_a` and `flange_b`. Commanded by
     /// a Boolean signal (`> 0.5` engage): engaging prescribes the relative speed to fall linearly
     /// to zero over `shift_time` (whatever torque that takes), engaged holds it at zero,
@@ -374,6 +384,7 @@ impl ElementKind {
             ElementKind::Torque { .. } => "Torque",
             ElementKind::ConstantTorque { .. } => "ConstantTorque",
             ElementKind::Speed { .. } => "Speed",
+            ElementKind::Position { .. } => "Position",
             ElementKind::KinematicClutch { .. } => "KinematicClutch",
             ElementKind::TorqueStep { .. } => "TorqueStep",
             ElementKind::QuadraticSpeedDependentTorque { .. } => "QuadraticSpeedDependentTorque",
@@ -404,6 +415,7 @@ impl ElementKind {
             ElementKind::Fixed { .. } => &[("flange", Rotational, Optional)],
             ElementKind::Torque { .. }
             | ElementKind::Speed { .. }
+            | ElementKind::Position { .. }
             | ElementKind::ConstantTorque { .. }
             | ElementKind::TorqueStep { .. }
             | ElementKind::QuadraticSpeedDependentTorque { .. } => {
@@ -445,6 +457,7 @@ impl ElementKind {
         match self {
             ElementKind::Torque { tau, .. } => vec![tau],
             ElementKind::Speed { w_ref, .. } => vec![w_ref],
+            ElementKind::Position { phi_ref, .. } => vec![phi_ref],
             ElementKind::KinematicClutch { command, .. } => vec![command],
             ElementKind::ElasticClutch { limit, .. } => vec![limit],
             ElementKind::Clutch { f_normalized, .. }
@@ -459,6 +472,7 @@ impl ElementKind {
         match self {
             ElementKind::Torque { use_support, .. }
             | ElementKind::Speed { use_support, .. }
+            | ElementKind::Position { use_support, .. }
             | ElementKind::ConstantTorque { use_support, .. }
             | ElementKind::TorqueStep { use_support, .. }
             | ElementKind::QuadraticSpeedDependentTorque { use_support, .. }

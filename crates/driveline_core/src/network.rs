@@ -132,6 +132,25 @@ pub struct Node {
     pub domain: Domain,
 }
 
+/// What a prescribed permanent row imposes (the signal index inside).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Prescribed {
+    /// `row . w = signal(t)`.
+    Speed(usize),
+    /// `row . phi = signal(t)`, imposed as `row . w = signal'(t)` from consistent start values.
+    Position(usize),
+}
+
+impl Prescribed {
+    /// `(rho, rho')` of the row at `t`: the prescribed relative speed and its rate.
+    pub fn rate(&self, signals: &[Signal], t: f64) -> (f64, f64) {
+        match *self {
+            Prescribed::Speed(k) => (signals[k].eval(t), signals[k].derivative(t)),
+            Prescribed::Position(k) => (signals[k].derivative(t), signals[k].second_derivative(t)),
+        }
+    }
+}
+
 /// A kinematic clutch as the solver sees it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct KinematicElement {
@@ -195,7 +214,7 @@ pub struct Network {
     pub row_element: Vec<usize>,
     /// Right-hand side of each permanent row: `None` for `row . w = 0`, or the signal whose
     /// value the row prescribes (speed sources).
-    pub row_rhs: Vec<Option<usize>>,
+    pub row_rhs: Vec<Option<Prescribed>>,
     /// Kinematic clutches (seed 000).
     pub kinematic: Vec<KinematicElement>,
     /// Friction elements.
@@ -267,6 +286,9 @@ pub fn validate_element(name: &str, kind: &ElementKind) -> Result<(), BuildError
         Fixed { phi0 } => check(name, "phi0", *phi0, true, ""),
         Torque { tau, .. } => tau.validate().map_err(|m| BuildError::Signal { element: name.into(), message: m }),
         ConstantTorque { tau_constant, .. } => check(name, "tau_constant", *tau_constant, true, ""),
+        Position { phi_ref, .. } => {
+            phi_ref.validate().map_err(|m| BuildError::Signal { element: name.into(), message: m })
+        }
         Speed { w_ref, phi_start, .. } => {
             w_ref.validate().map_err(|m| BuildError::Signal { element: name.into(), message: m })?;
             check_opt(name, "phi_start", *phi_start)
@@ -612,7 +634,16 @@ impl Network {
                     let row = Row::new(&[(nd[0], 1.0), (nd[1], -1.0)]);
                     rows.push(row);
                     row_element.push(i);
-                    row_rhs.push(Some(sidx));
+                    row_rhs.push(Some(Prescribed::Speed(sidx)));
+                    info.source = true;
+                    info.rel = Some(row);
+                }
+                ElementKind::Position { phi_ref, .. } => {
+                    let sidx = signal(phi_ref);
+                    let row = Row::new(&[(nd[0], 1.0), (nd[1], -1.0)]);
+                    rows.push(row);
+                    row_element.push(i);
+                    row_rhs.push(Some(Prescribed::Position(sidx)));
                     info.source = true;
                     info.rel = Some(row);
                 }
@@ -921,8 +952,16 @@ impl Network {
                 let items: Vec<(usize, f64)> = r.entries.iter().filter(|e| e.1 != 0.0).copied().collect();
                 match rhs {
                     // A speed source fixes the speed; its angle comes from `phi_start`.
-                    Some(sig) if pass == 1 => eqs.push((items, self.signals[*sig].eval(0.0), "a speed source".into())),
-                    Some(_) => {}
+                    Some(Prescribed::Speed(sig)) if pass == 1 => {
+                        eqs.push((items, self.signals[*sig].eval(0.0), "a speed source".into()))
+                    }
+                    Some(Prescribed::Speed(_)) => {}
+                    // A position source fixes both.
+                    Some(Prescribed::Position(sig)) => {
+                        let v =
+                            if pass == 0 { self.signals[*sig].eval(0.0) } else { self.signals[*sig].derivative(0.0) };
+                        eqs.push((items, v, "a position source".into()))
+                    }
                     None => eqs.push((items, 0.0, "a gear".into())),
                 }
             }

@@ -258,6 +258,48 @@ impl Signal {
         }
     }
 
+    /// Second time derivative at `t` (from the right at corners; zero for piecewise-linear
+    /// signals).
+    pub fn second_derivative(&self, t: f64) -> f64 {
+        match self {
+            Signal::Sine { amplitude, f, phase, start_time, .. } => {
+                if t < *start_time {
+                    0.0
+                } else {
+                    let w = 2.0 * PI * f;
+                    -amplitude * w * w * (w * (t - start_time) + phase).sin()
+                }
+            }
+            Signal::Sum(items) => items.iter().map(|s| s.second_derivative(t)).sum(),
+            Signal::Product(items) => {
+                // Leibniz: sum_i u_i'' prod_{j != i} u_j + sum_{i != j} u_i' u_j' prod_{k != i, j} u_k.
+                let n = items.len();
+                let mut total = 0.0;
+                for i in 0..n {
+                    for j in 0..n {
+                        let mut term = if i == j {
+                            items[i].second_derivative(t)
+                        } else {
+                            items[i].derivative(t) * items[j].derivative(t)
+                        };
+                        for (k, o) in items.iter().enumerate() {
+                            if k != i && k != j {
+                                term *= o.eval(t);
+                            }
+                        }
+                        total += term;
+                    }
+                }
+                total
+            }
+            Signal::OneMinus(u) => -u.second_derivative(t),
+            Signal::Difference(a, b) => a.second_derivative(t) - b.second_derivative(t),
+            Signal::Gain(k, u) => k * u.second_derivative(t),
+            Signal::Ref(_) => f64::NAN,
+            _ => 0.0,
+        }
+    }
+
     /// The first time event strictly after `t` (a step, a ramp corner, a pulse edge, a table
     /// breakpoint), or `f64::INFINITY` when there is none.
     pub fn next_event_after(&self, t: f64) -> f64 {
@@ -501,6 +543,8 @@ mod tests {
         let fd = (s.eval(t + h) - s.eval(t - h)) / (2.0 * h);
         // Central differences of smooth pieces: O(h^2) ~ 1e-10 truncation, rounding ~1e-10.
         assert!((s.derivative(t) - fd).abs() < 1e-7, "{} vs {fd}", s.derivative(t));
+        let fd2 = (s.derivative(t + h) - s.derivative(t - h)) / (2.0 * h);
+        assert!((s.second_derivative(t) - fd2).abs() < 1e-6, "{} vs {fd2}", s.second_derivative(t));
     }
 
     #[test]

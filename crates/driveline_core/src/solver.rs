@@ -194,9 +194,8 @@ struct ModeSlot {
     locked: CapVec<usize>,
     /// Kinematic clutch index of each engaged row (after the locked friction rows).
     kin: CapVec<usize>,
-    /// Rows with a prescribed right-hand side `row . w = rho(t)`: (active row, signal, true for
-    /// a speed source / false for a kinematic clutch).
-    rhs: CapVec<(usize, usize, bool)>,
+    /// Rows with a prescribed right-hand side `row . w = rho(t)`: (active row, source).
+    rhs: CapVec<(usize, Rhs)>,
     /// Particular solution of each rhs row for a unit `rho` (`n` each), zero on free columns.
     pmat: Vec<f64>,
     linear: bool,
@@ -719,11 +718,11 @@ impl Simulation {
         slot.r = r;
         for (i, rhs) in net.row_rhs.iter().enumerate() {
             if let Some(sg) = rhs {
-                slot.rhs.push((i, *sg, true));
+                slot.rhs.push((i, Rhs::Source(*sg)));
             }
         }
         for (j, &k) in slot.kin.iter().enumerate() {
-            slot.rhs.push((np + nl + j, net.kinematic[k].rho_signal, false));
+            slot.rhs.push((np + nl + j, Rhs::Clutch(net.kinematic[k].rho_signal)));
         }
         // Dense G (r x n) into tmp_rn.
         let g = &mut self.ws.tmp_rn;
@@ -776,7 +775,7 @@ impl Simulation {
                 slot.nmat[piv[i] * n + j] = -e[i * cols + c];
             }
         }
-        for (jj, &(ra, _, _)) in slot.rhs.iter().enumerate() {
+        for (jj, &(ra, _)) in slot.rhs.iter().enumerate() {
             slot.pmat[jj * n..(jj + 1) * n].fill(0.0);
             for i in 0..rank {
                 slot.pmat[jj * n + piv[i]] = e[i * cols + n + ra];
@@ -1388,9 +1387,12 @@ impl Simulation {
             if !self.slots[self.cur].rhs.is_empty() {
                 self.stage_torques();
                 let s = &self.slots[self.cur];
-                for &(ra, sg, source) in s.rhs.iter() {
-                    let work = h * (0..2).map(|i| B[i] * self.ws.sig[i][sg] * self.ws.lam_st[i][ra]).sum::<f64>();
-                    if source {
+                for &(ra, src) in s.rhs.iter() {
+                    let work = h
+                        * (0..2)
+                            .map(|i| B[i] * src.rate(&self.net.signals, self.t + C[i] * h).0 * self.ws.lam_st[i][ra])
+                            .sum::<f64>();
+                    if matches!(src, Rhs::Source(_)) {
                         self.energy.input += work;
                     } else {
                         self.energy.dissipated -= work;
@@ -1515,9 +1517,8 @@ impl Simulation {
         let (wp, ud) = (&mut self.ws.wp[idx], &mut self.ws.ud[idx]);
         wp[..n].fill(0.0);
         ud[..n].fill(0.0);
-        for (j, &(_, sg, _)) in s.rhs.iter().enumerate() {
-            let sig = &self.net.signals[sg];
-            let (rho, drho) = (sig.eval(t), sig.derivative(t));
+        for (j, &(_, src)) in s.rhs.iter().enumerate() {
+            let (rho, drho) = src.rate(&self.net.signals, t);
             for k in 0..n {
                 let p = s.pmat[j * n + k];
                 if p != 0.0 {
@@ -2155,7 +2156,7 @@ impl Simulation {
                     let cb = row.entries.iter().find(|x| x.0 == info.nodes[1]).map(|x| x.1).unwrap_or(0.0);
                     self.out_tau[e] = -cb * self.out_lambda[ri];
                 }
-                "Speed" => self.out_tau[e] = self.out_lambda[ri],
+                "Speed" | "Position" => self.out_tau[e] = self.out_lambda[ri],
                 _ => {}
             }
         }
@@ -2186,6 +2187,24 @@ impl Simulation {
         let (ke, pe) = self.kinetic_potential(2);
         self.energy.kinetic = ke;
         self.energy.potential = pe;
+    }
+}
+
+/// Source of a prescribed row's right-hand side.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Rhs {
+    /// A speed or position source (does work: input).
+    Source(crate::network::Prescribed),
+    /// An engaging kinematic clutch, ramp signal index (takes work out: dissipated).
+    Clutch(usize),
+}
+
+impl Rhs {
+    fn rate(&self, signals: &[Signal], t: f64) -> (f64, f64) {
+        match *self {
+            Rhs::Source(p) => p.rate(signals, t),
+            Rhs::Clutch(k) => (signals[k].eval(t), signals[k].derivative(t)),
+        }
     }
 }
 
