@@ -124,3 +124,34 @@ fn a_snapshot_continues_bit_for_bit() {
         assert!(sim.angles().iter().zip(copy.angles()).all(|(a, b)| a.to_bits() == b.to_bits()), "{name}");
     }
 }
+
+/// FNV-1a over the bits of every angle and speed after every step of a scripted run.
+fn golden_hash(names: &[&str]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for name in names {
+        let (sc, mut sim) = load(name);
+        let steps = (sc.t_end / 1e-3).round() as usize;
+        for k in 1..=steps {
+            sim.step(k as f64 * 1e-3 - sim.time()).unwrap();
+            for v in sim.angles().iter().chain(sim.speeds()) {
+                for byte in v.to_bits().to_le_bytes() {
+                    h ^= byte as u64;
+                    h = h.wrapping_mul(0x100_0000_01b3);
+                }
+            }
+        }
+    }
+    h
+}
+
+#[test]
+fn golden_hash_of_a_scripted_run() {
+    // Pins the numerics bit for bit: any change to the solver's arithmetic changes this value.
+    // When a change is intended, rerun with `-- --nocapture`, check the reference tests still
+    // pass, and update the constant in the same commit (saying why).
+    let h = golden_hash(&["CoupledClutches", "SimpleGearShift", "LossyGearDemo2", "Backlash"]);
+    println!("golden hash {h:#018x}");
+    assert_eq!(h, GOLDEN, "the numerics changed (golden hash {h:#018x})");
+}
+
+const GOLDEN: u64 = 0x428f_9768_7930_7d8e;
