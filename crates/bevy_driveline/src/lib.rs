@@ -45,7 +45,8 @@
 //! 1. `Input`: your systems that sample devices into inputs;
 //! 2. `Control`: drivers, transmission controllers;
 //! 3. `Actuation`: actuators write [`DrivelineInputs`] (pedal forces, pressures);
-//! 4. `Solve`: topology rebuilds, inputs handed to the solver, the coupled step;
+//! 4. `Solve`: topology rebuilds, inputs handed to the solver, the coupled step (in the
+//!    private [`DrivelineSolveSchedule`], where system-order ambiguity is an error);
 //! 5. `Integrate`: state written back to the entities;
 //! 6. `Telemetry`: messages.
 //!
@@ -61,7 +62,7 @@
 use bevy_app::{App, FixedUpdate, Plugin, PluginGroup, PluginGroupBuilder};
 use bevy_ecs::intern::Interned;
 use bevy_ecs::prelude::*;
-use bevy_ecs::schedule::ScheduleLabel;
+use bevy_ecs::schedule::{LogLevel, ScheduleBuildSettings, ScheduleLabel};
 use bevy_time::Time;
 use driveline_core::{
     ElementKind, ElementSpec, FrictionMode, IntegrationParameters, Network, NetworkSpec, Scenario, Simulation,
@@ -71,7 +72,8 @@ use driveline_core::{
 pub mod prelude {
     pub use crate::{
         BodyState, Connections, CouplingState, Driveline, DrivelineBuildFailed, DrivelineCorePlugin, DrivelineInputs,
-        DrivelineParts, DrivelinePlugins, DrivelineSystems, FrictionModeChanged, Part, PartOf, spawn_scenario,
+        DrivelineParts, DrivelinePlugins, DrivelineSolveSchedule, DrivelineSystems, FrictionModeChanged, Part, PartOf,
+        spawn_scenario,
     };
 }
 
@@ -142,17 +144,31 @@ impl Plugin for DrivelineCorePlugin {
             )
                 .chain(),
         );
+        // The solve runs in a private schedule whose order is fully specified: any ambiguity
+        // between its systems is an error when the schedule is built.
+        let mut solve = Schedule::new(DrivelineSolveSchedule);
+        solve.set_build_settings(ScheduleBuildSettings { ambiguity_detection: LogLevel::Error, ..Default::default() });
+        solve.add_systems((rebuild_topology, apply_inputs, step_drivelines).chain());
+        app.add_schedule(solve);
         app.add_systems(
             self.schedule,
             (
-                rebuild_topology.in_set(DrivelineSystems::Solve),
-                apply_inputs.in_set(DrivelineSystems::Solve).after(rebuild_topology),
-                step_drivelines.in_set(DrivelineSystems::Solve).after(apply_inputs),
+                run_solve_schedule.in_set(DrivelineSystems::Solve),
                 write_back.in_set(DrivelineSystems::Integrate),
                 send_mode_messages.in_set(DrivelineSystems::Telemetry),
             ),
         );
     }
+}
+
+/// The private schedule of the solve phase: topology rebuilds, inputs, the coupled step, in
+/// that order (run from [`DrivelineSystems::Solve`]; ambiguities in it are build errors).
+#[derive(ScheduleLabel, Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct DrivelineSolveSchedule;
+
+/// Runs [`DrivelineSolveSchedule`].
+fn run_solve_schedule(world: &mut World) {
+    world.run_schedule(DrivelineSolveSchedule);
 }
 
 /// A driveline root. Its parts point at it with [`PartOf`].
