@@ -1,28 +1,7 @@
-//! Scenario files: a network, its input signals and the run length, in RON.
-//!
-//! # Format
-//! ```ron
-//! Scenario(
-//!     name: "CoupledClutches",
-//!     t_end: 1.5,                       // s, default run length for `driveline simulate`
-//!     dt: 0.001,                        // s, optional suggested step
-//!     signals: {                        // optional named signals, used as Ref("name")
-//!         "sin2": Sine(amplitude: 1.0, f: 0.2, phase: 1.5707963267948966),
-//!     },
-//!     elements: [
-//!         (name: "J1", kind: Inertia(J: 1.0, phi_start: 0.0, w_start: 10.0)),
-//!         (name: "clutch1", kind: Clutch(peak: 1.1, fn_max: 20.0, f_normalized: Ref("sin2"))),
-//!     ],
-//!     connections: [("J1.flange_b", "clutch1.flange_a")],
-//! )
-//! ```
-//! Optional values may be written bare (`w_start: 10.0`); `Some(10.0)` is accepted too. Every
-//! element kind and parameter is documented on [`crate::ElementKind`]; signals on
-//! [`crate::Signal`].
-//!
-//! Errors carry `file:line:col` and say what is wrong and what is allowed.
+#![doc = include_str!("scenario_format.md")]
 
 use crate::Signal;
+
 use crate::model::{ElementSpec, NetworkSpec};
 use crate::network::{BuildError, Network};
 use serde::{Deserialize, Serialize};
@@ -276,6 +255,26 @@ mod tests {
         let e = sc.build(&bad, "bad.ron").unwrap_err();
         assert_eq!((e.line, e.col), (5, 35), "{e}");
         assert!(e.message.contains(">= 0"), "{e}");
+    }
+
+    #[test]
+    fn every_example_in_the_format_docs_parses() {
+        // The element and signal examples of scenario_format.md, one per line.
+        let doc = include_str!("scenario_format.md");
+        let mut checked = 0;
+        for block in doc.split("```ron").skip(1) {
+            let block = block.split("```").next().unwrap_or("");
+            if block.contains("Scenario(") {
+                continue;
+            }
+            for line in block.lines().map(|l| l.split("//").next().unwrap_or("").trim()).filter(|l| !l.is_empty()) {
+                let as_kind: Result<crate::ElementKind, _> = ron_options().from_str(line);
+                let as_signal: Result<crate::Signal, _> = ron_options().from_str(line);
+                assert!(as_kind.is_ok() || as_signal.is_ok(), "doc example does not parse: {line}");
+                checked += 1;
+            }
+        }
+        assert!(checked > 30, "{checked}");
     }
 
     #[test]
