@@ -2114,37 +2114,28 @@ impl Simulation {
 
     /// Element torques from `out_lambda` and the signals in `sig[2]`.
     fn update_torques(&mut self) {
-        // Law torques and dissipated powers (the stage buffers are free between sub-steps).
+        // Law torques and dissipated powers.
         self.out_power.fill(0.0);
-        {
-            let Work { sig, f, law_power, law_diss, fric_power, ls_a, ls_q, .. } = &mut self.ws;
-            Self::forces(
-                &self.net,
-                &self.modes,
-                &self.regimes,
-                &self.phi,
-                &self.w,
-                &sig[2],
-                f,
-                Some((&mut law_power[0], &mut law_diss[0], &mut fric_power[0])),
-            );
-            if self.has_lossy {
-                let s = &self.slots[self.cur];
-                Self::lossy_correct(&self.net, s, &self.modes, &self.w, f, ls_a, ls_q, Some(&mut fric_power[0]));
-            }
-        }
-        self.ws.cache &= !1;
         self.ws.f.fill(0.0);
         for (k, law) in self.net.laws.iter().enumerate() {
             let o = law.eval(&self.phi, &self.w, &self.ws.sig[2], self.regimes[k], &mut self.ws.f, None);
-            self.out_tau[self.net.law_element[k]] = o.tau;
-            if !matches!(law, Law::Source { .. } | Law::Quadratic { .. }) {
-                self.out_power[self.net.law_element[k]] += self.ws.law_diss[0][k];
-            }
+            let e = self.net.law_element[k];
+            self.out_tau[e] = o.tau;
+            self.out_power[e] += o.dissipation;
         }
-        for (i, fe) in self.net.friction.iter().enumerate() {
-            self.out_power[fe.element] =
-                if self.modes[i] == FrictionMode::Stuck { 0.0 } else { self.ws.fric_power[0][i] };
+        // Rolling lossy gears: their loss power comes from the loss torque solve.
+        if self.has_lossy {
+            let Work { f, sig, fric_power, ls_a, ls_q, .. } = &mut self.ws;
+            Self::forces(&self.net, &self.modes, &self.regimes, &self.phi, &self.w, &sig[2], f, None);
+            fric_power[0].fill(0.0);
+            let s = &self.slots[self.cur];
+            Self::lossy_correct(&self.net, s, &self.modes, &self.w, f, ls_a, ls_q, Some(&mut fric_power[0]));
+            self.ws.cache &= !1;
+            for (i, fe) in self.net.friction.iter().enumerate() {
+                if matches!(fe.law, crate::elements::FrictionLaw::Lossy { .. }) {
+                    self.out_power[fe.element] = self.ws.fric_power[0][i];
+                }
+            }
         }
         // Permanent rows: gears report flange_b.tau (node b receives -ratio lambda =
         // -flange_b.tau), speed sources the torque they apply to their flange.
@@ -2183,6 +2174,9 @@ impl Simulation {
                 m => m.dir() * fe.law.kinetic(&self.ws.sig[2], fe.row.dot(&self.w).abs()).0,
             };
             self.out_tau[fe.element] = tau;
+            if matches!(self.modes[i], FrictionMode::Forward | FrictionMode::Backward) {
+                self.out_power[fe.element] = tau * fe.row.dot(&self.w);
+            }
         }
         let (ke, pe) = self.kinetic_potential(2);
         self.energy.kinetic = ke;
