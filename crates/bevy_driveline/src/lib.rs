@@ -197,8 +197,10 @@ impl DrivelineParts {
     }
 }
 
-/// A drivetrain part: a name unique within its driveline and what it is.
+/// A drivetrain part: a name unique within its driveline and what it is. Every part carries a
+/// [`BodyState`] and a [`CouplingState`]; the ones that apply to its kind are written each step.
 #[derive(Component, Debug, Clone, PartialEq)]
+#[require(BodyState, CouplingState)]
 pub struct Part {
     /// Unique name within the driveline (used in messages and files).
     pub name: String,
@@ -428,23 +430,23 @@ fn step_drivelines(time: Res<Time>, mut roots: Query<&mut DrivelineCache>) {
     }
 }
 
-/// Writes body and coupling states back to the part entities.
-fn write_back(roots: Query<&DrivelineCache>, mut commands: Commands) {
+/// Writes body and coupling states back to the part entities (in place, no commands).
+fn write_back(roots: Query<&DrivelineCache>, mut states: Query<(&mut BodyState, &mut CouplingState)>) {
     for cache in &roots {
         let Some(sim) = cache.sim.as_ref() else { continue };
         for (k, &entity) in cache.parts.iter().enumerate() {
-            let mut e = commands.entity(entity);
+            let Ok((mut body, mut coupling)) = states.get_mut(entity) else { continue };
             if let Some((angle, speed)) = sim.body_state(k) {
-                e.insert(BodyState { angle, speed });
+                *body = BodyState { angle, speed };
             }
             if let Some((phi_rel, w_rel)) = sim.element_relative(k) {
-                e.insert(CouplingState {
+                *coupling = CouplingState {
                     phi_rel,
                     w_rel,
                     torque: sim.element_torque(k),
                     mode: sim.element_mode(k),
                     dissipation: sim.element_dissipation(k),
-                });
+                };
             }
         }
     }
