@@ -144,24 +144,7 @@ fn parallel_clutches_share_the_torque_and_slip_together() {
     // 0 -> 60 N m over 1 s on J1. Locked, the pair transmits half the drive: 30 t N m, split
     // equally (minimum norm), so each carries 15 t and both slip when 15 t = 10, at t = 2/3 s
     // (the located event), not when one alone would (t = 1/3 s).
-    let text = r#"Scenario(
-        name: "parallel",
-        t_end: 1.0,
-        elements: [
-            (name: "drive", kind: Torque(tau: Ramp(height: 60.0, duration: 1.0))),
-            (name: "J1", kind: Inertia(J: 1.0, phi_start: 0.0, w_start: 0.0)),
-            (name: "c1", kind: Clutch(fn_max: 20.0, f_normalized: Constant(1.0))),
-            (name: "c2", kind: Clutch(fn_max: 20.0, f_normalized: Constant(1.0))),
-            (name: "J2", kind: Inertia(J: 1.0, phi_start: 0.0, w_start: 0.0)),
-        ],
-        connections: [
-            ("drive.flange", "J1.flange_a"),
-            ("J1.flange_b", "c1.flange_a"), ("c1.flange_b", "J2.flange_a"),
-            ("J1.flange_b", "c2.flange_a"), ("c2.flange_b", "J2.flange_a"),
-        ],
-    )"#;
-    let sc = Scenario::parse(text, "parallel.ron").unwrap();
-    let mut sim = Simulation::new(sc.build(text, "parallel.ron").unwrap());
+    let mut sim = load_element("ParallelClutches");
     let (c1, c2) = (element(&sim, "c1"), element(&sim, "c2"));
     let mut events = Vec::new();
     for k in 1..=1000 {

@@ -4,9 +4,11 @@
 use driveline::core::{ModeEvent, Scenario, Simulation};
 use std::path::{Path, PathBuf};
 
-/// Path of a shipped MSL scenario.
+/// Path of a shipped scenario: an MSL example, or else an element scenario.
 pub fn msl(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/scenarios/msl").join(format!("{name}.ron"))
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/scenarios");
+    let msl = root.join("msl").join(format!("{name}.ron"));
+    if msl.exists() { msl } else { root.join("elements").join(format!("{name}.ron")) }
 }
 
 /// Loads a shipped MSL scenario into a fresh simulation.
