@@ -4,6 +4,7 @@
 
 mod common;
 use bevy_app::{App, FixedUpdate};
+use bevy_ecs::entity::Entity;
 use bevy_ecs::message::Messages;
 use bevy_time::Time;
 use common::*;
@@ -15,6 +16,15 @@ fn create_app() -> App {
     let mut app = App::new();
     app.add_plugins(DrivelinePlugins::default());
     app
+}
+
+/// A driveline root with one flywheel part of inertia `j` (kg m^2) at rest.
+fn flywheel(app: &mut App, j: f64) -> (Entity, Entity) {
+    let world = app.world_mut();
+    let root = world.spawn(Driveline::default()).id();
+    let part = Part::new("J", ElementKind::Inertia { J: j, phi_start: Some(0.0), w_start: Some(0.0) });
+    let wheel = world.spawn((part, PartOf(root))).id();
+    (root, wheel)
 }
 
 fn fixed_step(app: &mut App, dt: Duration) {
@@ -50,14 +60,7 @@ fn entities_match_the_core_bit_for_bit() {
 #[test]
 fn adding_a_part_rebuilds_and_a_bad_part_is_reported() {
     let mut app = create_app();
-    let world = app.world_mut();
-    let root = world.spawn(Driveline::default()).id();
-    let j = world
-        .spawn((
-            Part::new("J", ElementKind::Inertia { J: 2.0, phi_start: Some(0.0), w_start: Some(0.0) }),
-            PartOf(root),
-        ))
-        .id();
+    let (root, j) = flywheel(&mut app, 2.0);
     fixed_step(&mut app, Duration::from_millis(10));
     // A constant 4 N m on J = 2 kg m^2: w = 2 t after it is added.
     app.world_mut().spawn((
@@ -97,15 +100,8 @@ fn adding_a_part_rebuilds_and_a_bad_part_is_reported() {
 #[test]
 fn inputs_reach_the_solver_and_bad_values_are_refused() {
     let mut app = create_app();
-    let world = app.world_mut();
-    let root = world.spawn(Driveline::default()).id();
-    let j = world
-        .spawn((
-            Part::new("J", ElementKind::Inertia { J: 1.0, phi_start: Some(0.0), w_start: Some(0.0) }),
-            PartOf(root),
-        ))
-        .id();
-    world.spawn((
+    let (root, j) = flywheel(&mut app, 1.0);
+    app.world_mut().spawn((
         Part::new(
             "motor",
             ElementKind::Torque { tau: Signal::Input { name: "throttle".into(), value: 0.0 }, use_support: false },

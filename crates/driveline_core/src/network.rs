@@ -629,21 +629,17 @@ impl Network {
                     info.source = true;
                     push_law(Law::Source { flange: nd[0], support: nd[1], signal: s }, &mut info);
                 }
-                ElementKind::Speed { w_ref, .. } => {
-                    let sidx = signal(w_ref);
+                ElementKind::Speed { w_ref: sg, .. } | ElementKind::Position { phi_ref: sg, .. } => {
+                    let sidx = signal(sg);
                     let row = Row::new(&[(nd[0], 1.0), (nd[1], -1.0)]);
                     rows.push(row);
                     row_element.push(i);
-                    row_rhs.push(Some(Prescribed::Speed(sidx)));
-                    info.source = true;
-                    info.rel = Some(row);
-                }
-                ElementKind::Position { phi_ref, .. } => {
-                    let sidx = signal(phi_ref);
-                    let row = Row::new(&[(nd[0], 1.0), (nd[1], -1.0)]);
-                    rows.push(row);
-                    row_element.push(i);
-                    row_rhs.push(Some(Prescribed::Position(sidx)));
+                    let prescribed = if matches!(e.kind, ElementKind::Speed { .. }) {
+                        Prescribed::Speed(sidx)
+                    } else {
+                        Prescribed::Position(sidx)
+                    };
+                    row_rhs.push(Some(prescribed));
                     info.source = true;
                     info.rel = Some(row);
                 }

@@ -1471,7 +1471,7 @@ impl Simulation {
                 // Element torque tau = -lambda; a one-way element only releases forwards.
                 if cap.one_way { -lam - cap.tau_max } else { lam.abs() - cap.tau_max }
             }
-            Ev::Contact(k) => {
+            Ev::Regime(k) => {
                 let (phi, w) = match at {
                     At::Stage(j) => (&self.ws.phi_st[j], &self.ws.w_st[j]),
                     At::End => (&self.ws.phi1, &self.ws.w1),
@@ -1608,7 +1608,7 @@ impl Simulation {
         }
         for k in 0..self.net.laws.len() {
             if matches!(self.net.laws[k], Law::Backlash { .. } | Law::ElasticClutch { .. }) {
-                consider(self, Ev::Contact(k), &mut best);
+                consider(self, Ev::Regime(k), &mut best);
             }
         }
         let (theta, ev) = best?;
@@ -2219,7 +2219,7 @@ enum Ev {
     Breakaway(usize),
     /// Break-away of a redundant lock set, as a whole.
     Group,
-    Contact(usize),
+    Regime(usize),
 }
 
 fn row_coef(row: &crate::elements::Row, k: usize) -> f64 {
