@@ -74,42 +74,32 @@ impl CsvRecorder {
     /// The values of one row (without time) into `buf`, which is cleared first.
     pub fn values(&self, sim: &Simulation, buf: &mut Vec<f64>) {
         buf.clear();
-        for c in &self.cols {
-            buf.push(match *c {
-                Col::Phi(e) => sim.body_state(e).map_or(f64::NAN, |s| s.0),
-                Col::W(e) => sim.body_state(e).map_or(f64::NAN, |s| s.1),
-                Col::PhiRel(e) => sim.element_relative(e).map_or(f64::NAN, |s| s.0),
-                Col::WRel(e) => sim.element_relative(e).map_or(f64::NAN, |s| s.1),
-                Col::Tau(e) => sim.element_torque(e),
-                Col::Mode(e) => sim.element_mode(e).map_or(f64::NAN, |m| m.code() as f64),
-            });
-        }
+        buf.extend(self.cols.iter().map(|&c| value(sim, c)));
     }
 
-    /// Writes one row at the simulation's current time.
+    /// Writes one row at the simulation's current time (modes as integers).
     pub fn row(&self, sim: &Simulation, out: &mut impl Write) -> io::Result<()> {
         let mut fmt = zmij::Buffer::new();
         out.write_all(fmt.format(sim.time()).as_bytes())?;
-        for c in &self.cols {
+        for &c in &self.cols {
             out.write_all(b",")?;
-            match *c {
-                Col::Mode(e) => {
-                    let code = sim.element_mode(e).map_or(0, |m| m.code());
-                    write!(out, "{code}")?;
-                }
-                _ => {
-                    let v = match *c {
-                        Col::Phi(e) => sim.body_state(e).map_or(f64::NAN, |s| s.0),
-                        Col::W(e) => sim.body_state(e).map_or(f64::NAN, |s| s.1),
-                        Col::PhiRel(e) => sim.element_relative(e).map_or(f64::NAN, |s| s.0),
-                        Col::WRel(e) => sim.element_relative(e).map_or(f64::NAN, |s| s.1),
-                        Col::Tau(e) => sim.element_torque(e),
-                        Col::Mode(_) => unreachable!(),
-                    };
-                    out.write_all(fmt.format(v).as_bytes())?;
-                }
+            match c {
+                Col::Mode(e) => write!(out, "{}", sim.element_mode(e).map_or(0, |m| m.code()))?,
+                _ => out.write_all(fmt.format(value(sim, c)).as_bytes())?,
             }
         }
         out.write_all(b"\n")
+    }
+}
+
+/// The value a column reads (NaN where the element lacks the quantity).
+fn value(sim: &Simulation, c: Col) -> f64 {
+    match c {
+        Col::Phi(e) => sim.body_state(e).map_or(f64::NAN, |s| s.0),
+        Col::W(e) => sim.body_state(e).map_or(f64::NAN, |s| s.1),
+        Col::PhiRel(e) => sim.element_relative(e).map_or(f64::NAN, |s| s.0),
+        Col::WRel(e) => sim.element_relative(e).map_or(f64::NAN, |s| s.1),
+        Col::Tau(e) => sim.element_torque(e),
+        Col::Mode(e) => sim.element_mode(e).map_or(f64::NAN, |m| m.code() as f64),
     }
 }
