@@ -32,7 +32,9 @@
 //!   with parameters, see the `driveline_core` element catalogue). Couplings say which flanges
 //!   they join with [`Connections`], holding the `Entity` of the other part.
 //! - The network of a root is compiled once and cached; it is rebuilt when a part is added,
-//!   removed, or its `Part` or `Connections` change.
+//!   removed, or its `Part` or `Connections` change. A rebuild is *warm*: parts that existed
+//!   keep their motion and the clock runs on (it falls back to the start values when the new
+//!   network cannot start from that state).
 //! - After each step the solver writes [`BodyState`] (inertias) and [`CouplingState`] (elements
 //!   with a relative coordinate) back, and sends [`FrictionModeChanged`] messages with the event
 //!   time located inside the step.
@@ -384,13 +386,25 @@ fn rebuild_topology(
                 }
             }
         }
-        let result = match problem {
-            Some(p) => Err(p),
-            None => Network::build(&spec).map_err(|e| e.to_string()),
+        // Warm rebuild: parts that existed keep their motion and the clock runs on; if the
+        // changed network cannot start from that state, it starts from the parts' start values.
+        let warm = problem.is_none().then(|| cache.sim.as_ref()).flatten().and_then(|old| {
+            let mut warm_spec = spec.clone();
+            for e in &mut warm_spec.elements {
+                if let Some(k) = old.network().elements.iter().position(|o| o.name == e.name) {
+                    e.kind.set_start_state(old.body_state(k), old.element_relative(k));
+                }
+            }
+            Network::build(&warm_spec).ok().map(|net| (net, old.time()))
+        });
+        let result = match (problem, warm) {
+            (Some(p), _) => Err(p),
+            (None, Some((net, t0))) => Ok((net, t0)),
+            (None, None) => Network::build(&spec).map(|net| (net, 0.0)).map_err(|e| e.to_string()),
         };
         match result {
-            Ok(net) => {
-                cache.sim = Some(Simulation::with_parameters(net, driveline.parameters));
+            Ok((net, t0)) => {
+                cache.sim = Some(Simulation::starting_at(net, driveline.parameters, t0));
                 cache.parts = members.0.iter().copied().filter(|e| parts.contains(*e)).collect();
             }
             Err(message) => {

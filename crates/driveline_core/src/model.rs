@@ -467,6 +467,39 @@ impl ElementKind {
         }
     }
 
+    /// Replaces the fixed start values with a current state: `(angle, speed)` for bodies,
+    /// `(phi_rel, w_rel)` for elements with a relative coordinate. Used to rebuild a changed
+    /// network from where the old one was ("warm" rebuild).
+    pub fn set_start_state(&mut self, body: Option<(f64, f64)>, relative: Option<(f64, f64)>) {
+        use ElementKind::*;
+        match self {
+            Inertia { phi_start, w_start, .. } | Mass { s_start: phi_start, v_start: w_start, .. } => {
+                if let Some((p, w)) = body {
+                    *phi_start = Some(p);
+                    *w_start = Some(w);
+                }
+            }
+            Spring { phi_rel_start, w_rel_start, .. }
+            | Damper { phi_rel_start, w_rel_start, .. }
+            | SpringDamper { phi_rel_start, w_rel_start, .. }
+            | ElastoBacklash { phi_rel_start, w_rel_start, .. }
+            | Clutch { phi_rel_start, w_rel_start, .. }
+            | OneWayClutch { phi_rel_start, w_rel_start, .. }
+            | ElasticClutch { phi_rel_start, w_rel_start, .. } => {
+                if let Some((p, w)) = relative {
+                    *phi_rel_start = Some(p);
+                    *w_rel_start = Some(w);
+                }
+            }
+            Speed { phi_start, .. } => {
+                if let Some((p, _)) = relative {
+                    *phi_start = Some(p);
+                }
+            }
+            _ => {}
+        }
+    }
+
     /// True when the element has a support flange switched on by `use_support`.
     pub fn uses_support(&self) -> bool {
         match self {

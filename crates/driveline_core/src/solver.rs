@@ -401,6 +401,12 @@ impl Simulation {
 
     /// Creates a simulation with explicit solver parameters.
     pub fn with_parameters(net: Network, params: IntegrationParameters) -> Self {
+        Self::starting_at(net, params, 0.0)
+    }
+
+    /// Creates a simulation whose clock starts at `t0` s (signals are functions of absolute
+    /// time; a rebuilt network continues where the old one was).
+    pub fn starting_at(net: Network, params: IntegrationParameters, t0: f64) -> Self {
         let n = net.n_dof;
         let nn = net.nodes.len();
         let nf = net.friction.len();
@@ -491,7 +497,7 @@ impl Simulation {
             net,
         };
         sim.compile_into(0, 0);
-        sim.start();
+        sim.start(if t0.is_finite() { t0 } else { 0.0 });
         sim
     }
 
@@ -624,10 +630,10 @@ impl Simulation {
         }
     }
 
-    fn start(&mut self) {
-        self.t = 0.0;
-        self.next_time_event = self.compute_next_time_event(0.0);
-        eval_signals(&self.net, 0.0, false, &mut self.ws.sig[2]);
+    fn start(&mut self, t0: f64) {
+        self.t = t0;
+        self.next_time_event = self.compute_next_time_event(t0);
+        eval_signals(&self.net, t0, false, &mut self.ws.sig[2]);
         for (k, law) in self.net.laws.iter().enumerate() {
             self.regimes[k] = law.initial_state(&self.phi, &self.w, &self.ws.sig[2]);
         }
