@@ -184,3 +184,29 @@ fn position_source_prescribes_angle_and_speed() {
     let e = sim.energy();
     assert!(e.residual().abs() < 1e-9 * e.scale(), "ledger residual {}", e.residual());
 }
+
+#[test]
+fn a_non_finite_state_is_refused_and_rolled_back() {
+    // Valid parameters whose product overflows at run time: the torque becomes infinite at
+    // t = 0.5 s. The step that meets it reports an error and leaves the last finite state.
+    let text = r#"Scenario(
+        name: "overflow",
+        t_end: 1.0,
+        elements: [
+            (name: "drive", kind: Torque(tau: Product([Constant(1.0e200), Step(height: 1.0e200, start_time: 0.5)]))),
+            (name: "J", kind: Inertia(J: 1.0, phi_start: 0.0, w_start: 3.0)),
+        ],
+        connections: [("drive.flange", "J.flange_a")],
+    )"#;
+    let sc = Scenario::parse(text, "overflow.ron").unwrap();
+    let mut sim = Simulation::new(sc.build(text, "overflow.ron").unwrap());
+    for k in 1..=499 {
+        sim.step(k as f64 * 1e-3 - sim.time()).unwrap();
+    }
+    let t = sim.time();
+    let err = sim.step(2e-3).unwrap_err();
+    assert!(matches!(err, driveline::core::StepError::NonFinite(_)), "{err}");
+    assert_eq!(sim.time(), t, "the clock is rolled back");
+    assert_eq!(speed(&sim, "J"), 3.0, "the last finite state is kept");
+    assert!(sim.speeds().iter().all(|v| v.is_finite()));
+}

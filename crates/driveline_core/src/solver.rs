@@ -301,6 +301,8 @@ struct Work {
     cache: u8,
     newton_lu: Vec<f64>,
     newton_piv: Vec<usize>,
+    phi_save: Vec<f64>,
+    w_save: Vec<f64>,
     law_power: [Vec<f64>; 2],
     law_diss: [Vec<f64>; 2],
     fric_power: [Vec<f64>; 2],
@@ -463,6 +465,8 @@ impl Simulation {
             cache: 0,
             newton_lu: v(4 * n * n),
             newton_piv: vec![0; 2 * n],
+            phi_save: v(nn),
+            w_save: v(nn),
             law_power: [v(nl), v(nl)],
             law_diss: [v(nl), v(nl)],
             fric_power: [v(nf), v(nf)],
@@ -1032,6 +1036,10 @@ impl Simulation {
         }
         self.events.clear();
         self.stats.steps += 1;
+        // The state at the step start, restored if the step produces a non-finite value.
+        let t_start = self.t;
+        self.ws.phi_save.copy_from_slice(&self.phi);
+        self.ws.w_save.copy_from_slice(&self.w);
         if self.inputs_changed {
             self.inputs_changed = false;
             self.select_modes(0, false);
@@ -1093,6 +1101,16 @@ impl Simulation {
             }
         }
         self.t = t_end.max(self.t);
+        let n = self.net.n_dof;
+        if !self.phi[..n].iter().chain(&self.w[..n]).all(|v| v.is_finite()) {
+            // Never propagate NaN or infinity: go back to the step start and report.
+            self.phi.copy_from_slice(&self.ws.phi_save);
+            self.w.copy_from_slice(&self.ws.w_save);
+            self.t = t_start;
+            self.select_modes(0, false);
+            self.update_outputs();
+            return Err(StepError::NonFinite(t_start));
+        }
         if clean_end {
             self.end_torques();
             let r = self.slots[self.cur].r;
@@ -2254,6 +2272,10 @@ pub enum StepError {
     /// The step size is not a positive finite number.
     #[error("step size {0} s is not a positive finite number")]
     BadStep(f64),
+    /// The step produced a non-finite state (for example from a NaN signal value); the state
+    /// was restored to the step start at this time, s.
+    #[error("the step from t = {0} s produced a non-finite state; the state was restored to that time")]
+    NonFinite(f64),
 }
 
 /// Convex box-constrained QP `min 1/2 x^T W x + b^T x, lo <= x <= hi` by a primal active-set
