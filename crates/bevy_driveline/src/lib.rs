@@ -74,8 +74,8 @@ use driveline_core::{
 pub mod prelude {
     pub use crate::{
         BodyState, Connections, CouplingState, Driveline, DrivelineBuildFailed, DrivelineCorePlugin, DrivelineInputs,
-        DrivelineParts, DrivelinePlugins, DrivelineSolveSchedule, DrivelineSystems, FrictionModeChanged, Part, PartOf,
-        spawn_scenario,
+        DrivelineParts, DrivelinePlugins, DrivelineSolveSchedule, DrivelineStepFailed, DrivelineSystems,
+        FrictionModeChanged, Part, PartOf, spawn_scenario,
     };
 }
 
@@ -133,7 +133,9 @@ impl Plugin for DrivelineCorePlugin {
         if !app.world().contains_resource::<Time>() {
             app.init_resource::<Time>();
         }
-        app.add_message::<FrictionModeChanged>().add_message::<DrivelineBuildFailed>();
+        app.add_message::<FrictionModeChanged>()
+            .add_message::<DrivelineBuildFailed>()
+            .add_message::<DrivelineStepFailed>();
         app.configure_sets(
             self.schedule,
             (
@@ -321,6 +323,15 @@ pub struct DrivelineBuildFailed {
     pub message: String,
 }
 
+/// A driveline refused a step (the state would have become non-finite); it stays where it was.
+#[derive(Message, Debug, Clone, PartialEq)]
+pub struct DrivelineStepFailed {
+    /// The driveline root.
+    pub driveline: Entity,
+    /// What happened.
+    pub message: String,
+}
+
 /// Spawns a scenario as a root with one part per element. Returns the root.
 pub fn spawn_scenario(world: &mut World, scenario: &Scenario) -> Result<Entity, String> {
     let spec = scenario.resolved_spec().map_err(|e| e.to_string())?;
@@ -430,16 +441,22 @@ fn apply_inputs(
     }
 }
 
-/// One coupled step of every driveline by the schedule's time delta.
-fn step_drivelines(time: Res<Time>, mut roots: Query<&mut DrivelineCache>) {
+/// One coupled step of every driveline by the schedule's time delta. A refused step (a
+/// non-finite state) leaves the driveline where it was and is reported.
+fn step_drivelines(
+    time: Res<Time>,
+    mut roots: Query<(Entity, &mut DrivelineCache)>,
+    mut failed: MessageWriter<DrivelineStepFailed>,
+) {
     let dt = time.delta_secs_f64();
     if dt <= 0.0 {
         return;
     }
-    for mut cache in &mut roots {
-        if let Some(sim) = cache.sim.as_mut() {
-            // dt is positive and finite here, so the step cannot be refused.
-            let _ = sim.step(dt);
+    for (root, mut cache) in &mut roots {
+        if let Some(sim) = cache.sim.as_mut()
+            && let Err(e) = sim.step(dt)
+        {
+            failed.write(DrivelineStepFailed { driveline: root, message: e.to_string() });
         }
     }
 }
