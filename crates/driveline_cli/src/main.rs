@@ -1,7 +1,7 @@
 //! `driveline`: simulate and check scenario files from the command line.
 
 use clap::{Parser, Subcommand};
-use driveline_core::{CsvRecorder, Scenario, Simulation};
+use driveline_core::{CsvRecorder, Scenario, Simulation, Vehicle};
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -33,9 +33,9 @@ enum Command {
         #[arg(long)]
         events: Option<PathBuf>,
     },
-    /// Validate a scenario file: exit 0 if valid, 2 with messages if not.
+    /// Validate a scenario or vehicle file: exit 0 if valid, 2 with messages if not.
     Check {
-        /// Scenario file (RON).
+        /// Scenario (`Scenario(...)`) or vehicle (`Vehicle(...)`) file (RON).
         file: PathBuf,
     },
 }
@@ -43,6 +43,25 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
+        Command::Check { file } if is_vehicle(&file) => match Vehicle::load(&file) {
+            Ok(v) => {
+                let net = v.simulation().network();
+                println!(
+                    "{}: ok: vehicle '{}', {} gears, {} elements, {} free coordinates, {} friction elements",
+                    file.display(),
+                    v.spec().name,
+                    v.layout().gears.len(),
+                    net.elements.len(),
+                    net.n_dof,
+                    net.friction.len()
+                );
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("{e}");
+                ExitCode::from(2)
+            }
+        },
         Command::Check { file } => match Scenario::load_network(&file) {
             Ok((sc, net)) => {
                 println!(
@@ -67,6 +86,22 @@ fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         },
+    }
+}
+
+/// A vehicle file starts (after comments) with `Vehicle(`.
+fn is_vehicle(path: &std::path::Path) -> bool {
+    let Ok(text) = std::fs::read_to_string(path) else { return false };
+    let mut rest = text.as_str();
+    loop {
+        rest = rest.trim_start();
+        if let Some(r) = rest.strip_prefix("//") {
+            rest = r.split_once('\n').map_or("", |x| x.1);
+        } else if let Some(r) = rest.strip_prefix("/*") {
+            rest = r.split_once("*/").map_or("", |x| x.1);
+        } else {
+            return rest.starts_with("Vehicle");
+        }
     }
 }
 

@@ -5,6 +5,8 @@
 //! ([`FrictionLaw`]). Node indices below `n_dof` are free coordinates; the rest are grounds.
 
 use crate::Table1D;
+use crate::torque_map::TorqueMap;
+use crate::tyre::MagicFormula;
 
 /// A sparse rigid constraint row `sum coef_k * w[node_k] = 0` (also holds for angles).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -86,6 +88,21 @@ pub enum FrictionLaw {
         table: LossTable,
         /// Index of the gear's permanent kinematic row.
         gear_row: usize,
+    },
+    /// Longitudinal tyre (see [`crate::tyre`]): the row is the slip velocity `R w - v`, the
+    /// "torque" the longitudinal force. Sticks up to the peak `D F_z`, slides on the falling
+    /// Magic Formula branch beyond it. Free when the load `F_z <= 0` (wheel in the air).
+    Tyre {
+        /// Magic Formula coefficients.
+        mf: MagicFormula,
+        /// Slip ratio at the peak.
+        kappa_peak: f64,
+        /// Lower bound of the slip-ratio denominator, m/s.
+        v_low: f64,
+        /// Index of the normal-load signal `F_z`, N.
+        load: usize,
+        /// Node whose speed is the ground speed `v` under the wheel.
+        ground: usize,
     },
     /// BearingFriction: `tau = tau_pos(|w|)`, never free.
     Bearing {
@@ -231,14 +248,21 @@ impl FrictionLaw {
                 let tau0 = tau_pos.eval(0.0);
                 Capacity { free: false, tau0, tau_max: peak * tau0, one_way: false }
             }
+            FrictionLaw::Tyre { mf, load, .. } => {
+                let fz = sig[*load];
+                let free = fz.is_nan() || fz <= 0.0;
+                let tau0 = if free { 0.0 } else { mf.d * fz };
+                Capacity { free, tau0, tau_max: tau0, one_way: false }
+            }
             // Bounds depend on tau_a; the solver uses `LossTable::standstill_bounds`.
             FrictionLaw::Lossy { .. } => Capacity { free: false, tau0: 0.0, tau_max: 0.0, one_way: false },
         }
     }
 
-    /// Sliding torque magnitude and its derivative with respect to `|w_rel|`.
+    /// Sliding torque magnitude and its derivative with respect to `|w_rel|`; `w` holds every
+    /// node speed (the tyre reads its ground speed there).
     #[inline]
-    pub fn kinetic(&self, sig: &[f64], w_abs: f64) -> (f64, f64) {
+    pub fn kinetic(&self, sig: &[f64], w_abs: f64, w: &[f64]) -> (f64, f64) {
         match self {
             FrictionLaw::Normal { mu, cgeo, fn_max, signal, .. }
             | FrictionLaw::OneWay { mu, cgeo, fn_max, signal, .. } => {
@@ -251,6 +275,15 @@ impl FrictionLaw {
                 (k * m, k * dm)
             }
             FrictionLaw::Bearing { tau_pos, .. } => tau_pos.eval_with_slope(w_abs),
+            FrictionLaw::Tyre { mf, kappa_peak, v_low, load, ground } => {
+                let fz = sig[*load];
+                if fz.is_nan() || fz <= 0.0 {
+                    return (0.0, 0.0);
+                }
+                let den = w[*ground].abs().max(*v_low);
+                let (f, df) = mf.eval(kappa_peak + w_abs / den);
+                (fz * f, fz * df / den)
+            }
             // Applied by the solver's lossy-gear correction, not as a fixed kinetic torque.
             FrictionLaw::Lossy { .. } => (0.0, 0.0),
         }
@@ -260,6 +293,7 @@ impl FrictionLaw {
     pub fn free_signal(&self) -> Option<usize> {
         match self {
             FrictionLaw::Normal { signal, .. } => Some(*signal),
+            FrictionLaw::Tyre { load, .. } => Some(*load),
             FrictionLaw::OneWay { .. } | FrictionLaw::Bearing { .. } | FrictionLaw::Lossy { .. } => None,
         }
     }
@@ -270,6 +304,7 @@ impl FrictionLaw {
             FrictionLaw::Normal { mu, .. } | FrictionLaw::OneWay { mu, .. } => mu.is_constant(),
             FrictionLaw::Bearing { tau_pos, .. } => tau_pos.is_constant(),
             FrictionLaw::Lossy { table, .. } => table.rows.len() == 1,
+            FrictionLaw::Tyre { .. } => false,
         }
     }
 }
@@ -310,6 +345,18 @@ pub enum Law {
         /// True: direction independent of the sign of w.
         same_direction: bool,
     },
+    /// Engine (see [`crate::torque_map`]): `tau = T(theta, w_flange - w_support)` from the torque
+    /// map at the throttle signal `theta`, `+tau` on `flange`, `-tau` on `support`.
+    Engine {
+        /// Crankshaft node.
+        flange: usize,
+        /// Block node (a ground when the block is fixed).
+        support: usize,
+        /// The map.
+        map: TorqueMap,
+        /// Index of the effective throttle signal (after idle control, cuts and reductions).
+        throttle: usize,
+    },
     /// Prescribed coupling torque from a signal between two flanges: `+tau` on `a`, `-tau` on
     /// `b` (the release ramp of a kinematic clutch). Dissipates `tau w_rel`.
     Coupling {
@@ -348,6 +395,28 @@ pub enum Law {
         d: f64,
         /// Index of the torque-limit signal `T_s`, N m.
         limit: usize,
+    },
+    /// Dog clutch, dynamic model with backlash (seed 004): while `engaged > 0.5`,
+    /// `tau = c x + d w_rel` with `x` the overlap of the relative angle (wrapped to the nearest
+    /// gap centre, pitch `2 pi / teeth`) beyond the half backlash; 0 inside the free play and
+    /// while disengaged.
+    Dog {
+        /// a-side node (hub).
+        a: usize,
+        /// b-side node (ring).
+        b: usize,
+        /// Ring-hub torsional stiffness, N m/rad.
+        c: f64,
+        /// Ring-hub damping, N m s/rad.
+        d: f64,
+        /// Half backlash, rad.
+        half: f64,
+        /// Tooth pitch, rad.
+        pitch: f64,
+        /// Relative angle of a gap centre, rad.
+        offset: f64,
+        /// Index of the engagement signal (> 0.5: the dogs are in).
+        engaged: usize,
     },
     /// MSL 4 ElastoBacklash.
     Backlash {
@@ -473,6 +542,14 @@ impl Law {
                 let x = backlash_overlap(phi[b] - phi[a] - phi_rel0, half);
                 0.5 * c * x * x
             }
+            Law::Dog { a, b, c, half, pitch, offset, engaged, .. } => {
+                if sig[engaged] > 0.5 {
+                    let x = backlash_overlap(wrap_pitch(phi[b] - phi[a] - offset, pitch), half);
+                    0.5 * c * x * x
+                } else {
+                    0.0
+                }
+            }
             _ => 0.0,
         }
     }
@@ -483,6 +560,10 @@ impl Law {
         match *self {
             Law::Backlash { a, b, c, d, half, phi_rel0 } => {
                 backlash_regime(c, d, half, phi[b] - phi[a] - phi_rel0, w[b] - w[a])
+            }
+            Law::Dog { a, b, half, pitch, offset, engaged, .. } => {
+                let x = backlash_overlap(wrap_pitch(phi[b] - phi[a] - offset, pitch), half);
+                if sig[engaged] > 0.5 && x != 0.0 { Regime::Damped } else { Regime::Open }
             }
             Law::ElasticClutch { a, b, s, d, limit } => {
                 let ts = sig[limit].max(0.0);
@@ -547,7 +628,10 @@ impl Law {
     /// True when the law's force is affine in (phi, w) in every regime and needs no Newton
     /// iteration.
     pub fn is_linear(&self) -> bool {
-        matches!(self, Law::Source { .. } | Law::Coupling { .. } | Law::SpringDamper { .. } | Law::ElasticClutch { .. })
+        matches!(
+            self,
+            Law::Source { .. } | Law::Coupling { .. } | Law::SpringDamper { .. } | Law::ElasticClutch { .. } | Law::Dog { .. }
+        )
     }
 
     /// Adds this law's generalised forces to `f` and returns its torque, power and energy.
@@ -569,6 +653,16 @@ impl Law {
                 f[flange] += tau;
                 f[support] -= tau;
                 LawOutput { tau, power: tau * (w[flange] - w[support]), dissipation: 0.0 }
+            }
+            Law::Engine { flange, support, ref map, throttle } => {
+                let wr = w[flange] - w[support];
+                let (tau, dtau) = map.eval(sig[throttle], wr);
+                f[flange] += tau;
+                f[support] -= tau;
+                if let Some(j) = jac {
+                    j.add_pair(flange, support, support, flange, 0.0, dtau);
+                }
+                LawOutput { tau, power: tau * wr, dissipation: 0.0 }
             }
             Law::Coupling { a, b, signal } => {
                 let tau = sig[signal];
@@ -624,6 +718,19 @@ impl Law {
                 };
                 LawOutput { tau, power: -tau * wr, dissipation: tau * wr - stored_rate }
             }
+            Law::Dog { a, b, c, d, half, pitch, offset, .. } => {
+                let wr = w[b] - w[a];
+                let x = backlash_overlap(wrap_pitch(phi[b] - phi[a] - offset, pitch), half);
+                let (tau, kp, kw) = if regime == Regime::Damped { (c * x + d * wr, c, d) } else { (0.0, 0.0, 0.0) };
+                f[a] += tau;
+                f[b] -= tau;
+                if let Some(j) = jac {
+                    j.add_pair(a, b, a, b, kp, kw);
+                }
+                // Contact outside the regime (an engagement inside the free play only) stores nothing.
+                let stored_rate = if regime == Regime::Damped { c * x * wr } else { 0.0 };
+                LawOutput { tau, power: -tau * wr, dissipation: tau * wr - stored_rate }
+            }
             Law::Backlash { a, b, c, d, half, phi_rel0 } => {
                 let pd = phi[b] - phi[a] - phi_rel0;
                 let wr = w[b] - w[a];
@@ -645,6 +752,12 @@ impl Law {
             }
         }
     }
+}
+
+/// Relative angle wrapped into `[-pitch/2, pitch/2)` around the nearest gap centre, rad.
+#[inline]
+pub fn wrap_pitch(x: f64, pitch: f64) -> f64 {
+    x - pitch * (x / pitch).round()
 }
 
 /// Spring compression of an ElastoBacklash beyond the half gap, rad (0 inside the gap).

@@ -101,6 +101,9 @@ pub mod scenario;
 pub mod signal;
 pub mod solver;
 pub mod table;
+pub mod torque_map;
+pub mod tyre;
+pub mod vehicle;
 
 pub use model::{Domain, ElementKind, ElementSpec, NetworkSpec};
 pub use network::{BuildError, Network};
@@ -108,6 +111,9 @@ pub use output::CsvRecorder;
 pub use scenario::{Scenario, ScenarioError};
 pub use signal::Signal;
 pub use solver::{
-    EnergyLedger, FrictionMode, InputError, IntegrationParameters, ModeEvent, Simulation, StepError, StepStats,
+    EnergyLedger, FrictionMode, InputError, InputId, IntegrationParameters, ModeEvent, Simulation, StepError, StepStats,
 };
 pub use table::Table1D;
+pub use torque_map::{TorqueMap, TorqueMapSpec};
+pub use tyre::MagicFormula;
+pub use vehicle::{DriverInput, Vehicle, VehicleSpec};

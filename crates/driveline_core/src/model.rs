@@ -2,7 +2,7 @@
 //! their flanges. This is what scenario files deserialise into and what the Bevy plugin gathers
 //! from entities; [`crate::Network::build`] turns it into something the solver can step.
 
-use crate::{Signal, Table1D};
+use crate::{MagicFormula, Signal, Table1D, TorqueMapSpec};
 use serde::{Deserialize, Serialize};
 
 fn zero() -> f64 {
@@ -22,6 +22,9 @@ fn ideal_loss() -> Vec<[f64; 5]> {
 }
 fn yes() -> bool {
     true
+}
+fn default_v_low() -> f64 {
+    1.0
 }
 
 /// A named element of a network. Flanges are addressed as `"name.flange"` in connections.
@@ -364,6 +367,61 @@ pub enum ElementKind {
         #[serde(default = "yes")]
         force_direction: bool,
     },
+    /// Force source on a translational flange from a signal, N (reaction into the ground): a
+    /// grade force, a tow rope. Flange `flange`.
+    Force {
+        /// The force, N (positive pushes towards +s).
+        f: Signal,
+    },
+    /// Combustion engine torque from a map (see [`crate::torque_map`]):
+    /// `tau = T(throttle, w_rel)` with `w_rel` the crankshaft speed relative to the support.
+    /// Flanges `flange`, `support`. The crankshaft inertia is a separate [`ElementKind::Inertia`].
+    Engine {
+        /// Torque map over throttle and engine speed.
+        map: TorqueMapSpec,
+        /// Effective throttle in [0, 1] (values outside are clamped; NaN gives no torque).
+        throttle: Signal,
+        /// See [`ElementKind::Torque`].
+        #[serde(default)]
+        use_support: bool,
+    },
+    /// Dog clutch, dynamic model with backlash (seed 004). Flanges `flange_a` (hub) and
+    /// `flange_b` (ring). While `engaged > 0.5` the dogs are in: inside the free play
+    /// `|phi| <= backlash/2` no torque, beyond it `tau = c (phi -+ backlash/2) + d w_rel`, with `phi`
+    /// the relative angle from the nearest gap centre (pitch `360/teeth` deg). Whether the dogs
+    /// may drop in (overlap, speed, alignment) is the shift linkage's business.
+    DogClutch {
+        /// Number of dogs (>= 1).
+        teeth: u32,
+        /// Ring-hub torsional stiffness, N m/rad (> 0).
+        c: f64,
+        /// Ring-hub damping, N m s/rad (>= 0).
+        d: f64,
+        /// Total angular free play, rad (in [0, 2 pi / teeth)).
+        backlash: f64,
+        /// Relative angle at which a ring dog sits centred in a hub gap, rad; seed 004 allows
+        /// `|offset| <= pi / teeth`. Default 0.
+        #[serde(default)]
+        offset: f64,
+        /// Engagement (> 0.5: engaged).
+        engaged: Signal,
+    },
+    /// Longitudinal tyre (see [`crate::tyre`]): a friction element between the wheel and the
+    /// ground under it. Flanges `wheel` (rotational), `ground` (translational: the vehicle body,
+    /// or a speed-prescribed ground). Rolls without slip up to the peak force `D F_z`, slides
+    /// on the falling Magic Formula branch beyond it.
+    Tyre {
+        /// Rolling radius, m (> 0).
+        radius: f64,
+        /// Magic Formula coefficients (default: dry road tyre).
+        #[serde(default)]
+        mf: MagicFormula,
+        /// Normal load `F_z`, N (<= 0: the wheel is in the air and transmits nothing).
+        load: Signal,
+        /// Lower bound of the slip-ratio denominator, m/s (> 0, default 1).
+        #[serde(default = "default_v_low")]
+        v_low: f64,
+    },
 }
 
 /// Physical domain of a flange: connected flanges must share it.
@@ -403,6 +461,10 @@ impl ElementKind {
             ElementKind::Mass { .. } => "Mass",
             ElementKind::IdealRollingWheel { .. } => "IdealRollingWheel",
             ElementKind::QuadraticSpeedDependentForce { .. } => "QuadraticSpeedDependentForce",
+            ElementKind::Force { .. } => "Force",
+            ElementKind::Engine { .. } => "Engine",
+            ElementKind::Tyre { .. } => "Tyre",
+            ElementKind::DogClutch { .. } => "DogClutch",
         }
     }
 
@@ -448,7 +510,12 @@ impl ElementKind {
             ElementKind::IdealRollingWheel { .. } => {
                 &[("flangeR", Rotational, Required), ("flangeT", Translational, Required)]
             }
-            ElementKind::QuadraticSpeedDependentForce { .. } => &[("flange", Translational, Required)],
+            ElementKind::QuadraticSpeedDependentForce { .. } | ElementKind::Force { .. } => {
+                &[("flange", Translational, Required)]
+            }
+            ElementKind::Engine { .. } => &[("flange", Rotational, Required), ("support", Rotational, Support)],
+            ElementKind::Tyre { .. } => &[("wheel", Rotational, Required), ("ground", Translational, Required)],
+            ElementKind::DogClutch { .. } => &[("flange_a", Rotational, Optional), ("flange_b", Rotational, Optional)],
         }
     }
 
@@ -463,6 +530,10 @@ impl ElementKind {
             ElementKind::Clutch { f_normalized, .. }
             | ElementKind::OneWayClutch { f_normalized, .. }
             | ElementKind::Brake { f_normalized, .. } => vec![f_normalized],
+            ElementKind::Force { f } => vec![f],
+            ElementKind::Engine { throttle, .. } => vec![throttle],
+            ElementKind::Tyre { load, .. } => vec![load],
+            ElementKind::DogClutch { engaged, .. } => vec![engaged],
             _ => Vec::new(),
         }
     }
@@ -512,7 +583,8 @@ impl ElementKind {
             | ElementKind::IdealGear { use_support, .. }
             | ElementKind::LossyGear { use_support, .. }
             | ElementKind::Brake { use_support, .. }
-            | ElementKind::BearingFriction { use_support, .. } => *use_support,
+            | ElementKind::BearingFriction { use_support, .. }
+            | ElementKind::Engine { use_support, .. } => *use_support,
             _ => false,
         }
     }
@@ -526,6 +598,7 @@ impl ElementKind {
                 | ElementKind::Brake { .. }
                 | ElementKind::BearingFriction { .. }
                 | ElementKind::LossyGear { .. }
+                | ElementKind::Tyre { .. }
         )
     }
 }

@@ -408,6 +408,28 @@ pub fn validate_element(name: &str, kind: &ElementKind) -> Result<(), BuildError
             check_opt(name, "v_start", *v_start)
         }
         IdealRollingWheel { radius } => check(name, "radius", *radius, *radius > 0.0, "> 0 m"),
+        DogClutch { teeth, c, d, backlash, offset, engaged } => {
+            if *teeth == 0 {
+                return Err(param(name, "`teeth` is 0; a dog clutch has at least one dog".into()));
+            }
+            let pitch = std::f64::consts::TAU / *teeth as f64;
+            check(name, "c", *c, *c > 0.0, "> 0 N m/rad")?;
+            check(name, "d", *d, *d >= 0.0, ">= 0 N m s/rad")?;
+            check(name, "backlash", *backlash, *backlash >= 0.0 && *backlash < pitch, "in [0, 2 pi / teeth) rad")?;
+            check(name, "offset", *offset, offset.abs() <= pitch / 2.0, "within +-pi/teeth rad (seed 004)")?;
+            engaged.validate().map_err(|m| BuildError::Signal { element: name.into(), message: m })
+        }
+        Force { f } => f.validate().map_err(|m| BuildError::Signal { element: name.into(), message: m }),
+        Engine { map, throttle, .. } => {
+            map.build().map_err(|m| param(name, format!("`map`: {m}")))?;
+            throttle.validate().map_err(|m| BuildError::Signal { element: name.into(), message: m })
+        }
+        Tyre { radius, mf, load, v_low } => {
+            check(name, "radius", *radius, *radius > 0.0, "> 0 m")?;
+            check(name, "v_low", *v_low, *v_low > 0.0, "> 0 m/s")?;
+            mf.validate().map_err(|m| param(name, format!("`mf`: {m}")))?;
+            load.validate().map_err(|m| BuildError::Signal { element: name.into(), message: m })
+        }
         QuadraticSpeedDependentForce { f_nominal, v_nominal, .. } => {
             check(name, "f_nominal", *f_nominal, true, "")?;
             check(name, "v_nominal", *v_nominal, *v_nominal > 0.0, "> 0 m/s")
@@ -699,6 +721,41 @@ impl Network {
                         },
                         &mut info,
                     );
+                }
+                ElementKind::DogClutch { teeth, c, d, backlash, offset, engaged } => {
+                    info.rel = Some(two(nd[0], nd[1]));
+                    let s = signal(engaged);
+                    let pitch = std::f64::consts::TAU / *teeth as f64;
+                    push_law(
+                        Law::Dog { a: nd[0], b: nd[1], c: *c, d: *d, half: backlash / 2.0, pitch, offset: *offset, engaged: s },
+                        &mut info,
+                    );
+                }
+                ElementKind::Force { f } => {
+                    let s = signal(f);
+                    info.source = true;
+                    let g = nodes.len(); // a fresh ground for the reaction
+                    nodes.push(Node { flanges: Vec::new(), inertia: 0.0, domain: Domain::Translational });
+                    ground_phi.push(0.0);
+                    push_law(Law::Source { flange: nd[0], support: g, signal: s }, &mut info);
+                }
+                ElementKind::Engine { map, throttle, .. } => {
+                    let s = signal(throttle);
+                    info.source = true;
+                    // Validated above.
+                    let map = map.build().map_err(|m| param(&e.name, m))?;
+                    push_law(Law::Engine { flange: nd[0], support: nd[1], map, throttle: s }, &mut info);
+                }
+                ElementKind::Tyre { radius, mf, load, v_low } => {
+                    let row = Row::new(&[(nd[0], *radius), (nd[1], -1.0)]);
+                    info.rel = Some(row);
+                    info.friction = Some(friction.len());
+                    let l = signal(load);
+                    friction.push(FrictionElement {
+                        element: i,
+                        row,
+                        law: FrictionLaw::Tyre { mf: *mf, kappa_peak: mf.peak_slip(), v_low: *v_low, load: l, ground: nd[1] },
+                    });
                 }
                 ElementKind::IdealGear { ratio, .. } => {
                     // w_a - w_s - ratio (w_b - w_s) = 0

@@ -45,12 +45,12 @@ pub struct ScenarioError {
     pub message: String,
 }
 
-fn ron_options() -> ron::Options {
+pub(crate) fn ron_options() -> ron::Options {
     ron::Options::default().with_default_extension(ron::extensions::Extensions::IMPLICIT_SOME)
 }
 
 /// Position (1-based line, col) of the first match of `needle` at or after byte `from`.
-fn position_of(text: &str, needle: &str, from: usize) -> Option<(usize, usize, usize)> {
+pub(crate) fn position_of(text: &str, needle: &str, from: usize) -> Option<(usize, usize, usize)> {
     let at = text[from.min(text.len())..].find(needle)? + from.min(text.len());
     let line = text[..at].matches('\n').count() + 1;
     let col = at - text[..at].rfind('\n').map(|p| p + 1).unwrap_or(0) + 1;
@@ -164,7 +164,7 @@ impl Scenario {
 }
 
 /// The file's display name and text.
-fn read(path: &Path) -> Result<(String, String), ScenarioError> {
+pub(crate) fn read(path: &Path) -> Result<(String, String), ScenarioError> {
     let file = path.display().to_string();
     let text = std::fs::read_to_string(path).map_err(|e| ScenarioError {
         file: file.clone(),

@@ -35,6 +35,10 @@ use crate::elements::{Capacity, Jacobian, Law, LawState};
 use crate::linalg;
 use crate::network::Network;
 
+/// A run-time input resolved once by [`Simulation::input_id`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InputId(usize);
+
 /// Gauss-Legendre 2-stage coefficients.
 const S3: f64 = 0.288_675_134_594_812_9; // sqrt(3)/6
 const C: [f64; 2] = [0.5 - S3, 0.5 + S3];
@@ -562,6 +566,42 @@ impl Simulation {
         Ok(())
     }
 
+    /// A handle to a run-time input for per-step control loops: `Some` when the name occurs
+    /// exactly once and as a whole signal (not inside a sum or product), so that
+    /// [`Simulation::set_input_id`] can write it without a name lookup.
+    pub fn input_id(&self, name: &str) -> Option<InputId> {
+        let mut found = None;
+        for (k, s) in self.net.signals.iter().enumerate() {
+            let mut names = Vec::new();
+            s.input_names(&mut names);
+            if names.iter().any(|n| n == name) {
+                if found.is_some() || !matches!(s, Signal::Input { .. }) {
+                    return None;
+                }
+                found = Some(InputId(k));
+            }
+        }
+        found
+    }
+
+    /// Sets the input behind `id` (see [`Simulation::input_id`]); same rules as
+    /// [`Simulation::set_input`]: a non-finite value is refused and changes nothing.
+    pub fn set_input_id(&mut self, id: InputId, value: f64) -> Result<(), InputError> {
+        match &mut self.net.signals[id.0] {
+            Signal::Input { value: v, name } => {
+                if !value.is_finite() {
+                    return Err(InputError::NotFinite { name: name.clone(), value });
+                }
+                if *v != value {
+                    *v = value;
+                    self.inputs_changed = true;
+                }
+                Ok(())
+            }
+            _ => Err(InputError::Unknown(format!("input #{}", id.0))),
+        }
+    }
+
     /// Element torque at the last step end (MSL `tau` / `flange_b.tau` convention), N m.
     pub fn element_torque(&self, element: usize) -> f64 {
         self.out_tau[element]
@@ -878,7 +918,7 @@ impl Simulation {
             let dir = self.modes[i].dir();
             if dir != 0.0 && !fe.law.is_speed_independent() {
                 let wr = fe.row.dot(&self.w);
-                let (_, dk) = fe.law.kinetic(&sig[t_sig], wr.abs());
+                let (_, dk) = fe.law.kinetic(&sig[t_sig], wr.abs(), &self.w);
                 // d tau / d w_rel = dir * dk * sign(w_rel) = dk while sliding in direction dir.
                 for &(a, ca) in &fe.row.entries {
                     for &(b, cb) in &fe.row.entries {
@@ -964,7 +1004,7 @@ impl Simulation {
             let dir = modes[i].dir();
             if dir != 0.0 {
                 let wr = fe.row.dot(w);
-                let (tk, _) = fe.law.kinetic(sig, wr.abs());
+                let (tk, _) = fe.law.kinetic(sig, wr.abs(), w);
                 let tau = dir * tk;
                 fe.row.add_scaled(f, -tau);
                 if let Some((_, _, fp)) = powers.as_mut() {
@@ -1631,7 +1671,7 @@ impl Simulation {
             consider(self, Ev::Group, &mut best);
         }
         for k in 0..self.net.laws.len() {
-            if matches!(self.net.laws[k], Law::Backlash { .. } | Law::ElasticClutch { .. }) {
+            if matches!(self.net.laws[k], Law::Backlash { .. } | Law::ElasticClutch { .. } | Law::Dog { .. }) {
                 consider(self, Ev::Regime(k), &mut best);
             }
         }
@@ -2195,7 +2235,7 @@ impl Simulation {
                     let pos = s.locked.iter().position(|&k| k == i).unwrap_or(0);
                     -self.out_lambda[self.net.rows.len() + pos]
                 }
-                m => m.dir() * fe.law.kinetic(&self.ws.sig[2], fe.row.dot(&self.w).abs()).0,
+                m => m.dir() * fe.law.kinetic(&self.ws.sig[2], fe.row.dot(&self.w).abs(), &self.w).0,
             };
             self.out_tau[fe.element] = tau;
             if matches!(self.modes[i], FrictionMode::Forward | FrictionMode::Backward) {

@@ -1,0 +1,230 @@
+//! The engine torque map: crankshaft torque over throttle and engine speed.
+//!
+//! # The law
+//! A map holds rows of torque (N m) at increasing throttle positions `theta_k` in `[0, 1]`,
+//! each over the same increasing engine speeds `n_j` (rpm). The torque is bilinear in
+//! `(theta, n)`:
+//!
+//! ```text
+//! T(theta, n) = lerp_theta( lerp_n(row_k), lerp_n(row_k+1) )
+//! ```
+//!
+//! The row at `theta = 0` is the closed-throttle (motoring) curve: it is negative and *is* the
+//! engine's friction and pumping loss, so engine braking comes out of the map and nothing else.
+//! The common two-row form (full load and closed throttle) is Project Chrono's simple map engine,
+//! `T = (1 - theta) T_closed(n) + theta T_full(n)`.
+//!
+//! Below the lowest map speed the torque falls linearly to 0 at 0 rpm, and it is 0 for a shaft
+//! turning backwards: an engine at rest neither drives nor pulls. Above the highest speed the last
+//! value is held (maps end with their cut-off point).
+
+use serde::{Deserialize, Serialize};
+
+/// rad/s per rpm.
+pub const RPM: f64 = std::f64::consts::PI / 30.0;
+
+/// A torque map over throttle and engine speed. Build it with [`TorqueMap::full_and_closed`] or
+/// [`TorqueMap::table`]; files describe it with [`TorqueMapSpec`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct TorqueMap {
+    throttle: Vec<f64>,
+    /// Speeds in rad/s.
+    speed: Vec<f64>,
+    /// Row-major `throttle.len() x speed.len()`, N m.
+    torque: Vec<f64>,
+}
+
+/// How a file writes a torque map (speeds in rpm, torques in N m).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub enum TorqueMapSpec {
+    /// Full-load and closed-throttle curves over the same speeds, blended linearly in throttle.
+    FullAndClosed {
+        /// Engine speeds, rpm, strictly increasing, >= 0.
+        rpm: Vec<f64>,
+        /// Wide-open-throttle torque at each speed, N m.
+        full: Vec<f64>,
+        /// Closed-throttle (motoring) torque at each speed, N m, <= 0.
+        closed: Vec<f64>,
+    },
+    /// A full table: one torque row per throttle position.
+    Table {
+        /// Throttle positions, strictly increasing, from 0 to 1.
+        throttle: Vec<f64>,
+        /// Engine speeds, rpm, strictly increasing, >= 0.
+        rpm: Vec<f64>,
+        /// `torque[k][j]` at `throttle[k]` and `rpm[j]`, N m.
+        torque: Vec<Vec<f64>>,
+    },
+}
+
+impl TorqueMapSpec {
+    /// Checks and converts to a [`TorqueMap`]; the message says what is wrong and what is allowed.
+    pub fn build(&self) -> Result<TorqueMap, String> {
+        match self {
+            TorqueMapSpec::FullAndClosed { rpm, full, closed } => {
+                if full.len() != rpm.len() || closed.len() != rpm.len() {
+                    return Err(format!(
+                        "`full` has {} and `closed` {} values for {} speeds in `rpm`; give one torque per speed",
+                        full.len(),
+                        closed.len(),
+                        rpm.len()
+                    ));
+                }
+                if let Some(j) = closed.iter().position(|&t| t > 0.0) {
+                    return Err(format!(
+                        "`closed`[{j}] is {} N m; the closed-throttle torque is the engine's friction and must be <= 0",
+                        closed[j]
+                    ));
+                }
+                TorqueMap::table(vec![0.0, 1.0], rpm.clone(), vec![closed.clone(), full.clone()])
+            }
+            TorqueMapSpec::Table { throttle, rpm, torque } => TorqueMap::table(throttle.clone(), rpm.clone(), torque.clone()),
+        }
+    }
+}
+
+impl TorqueMap {
+    /// The two-row map of full-load and closed-throttle curves over `rpm`.
+    pub fn full_and_closed(rpm: &[f64], full: &[f64], closed: &[f64]) -> Result<Self, String> {
+        TorqueMapSpec::FullAndClosed { rpm: rpm.to_vec(), full: full.to_vec(), closed: closed.to_vec() }.build()
+    }
+
+    /// A map from throttle rows over engine speeds in rpm.
+    pub fn table(throttle: Vec<f64>, rpm: Vec<f64>, rows: Vec<Vec<f64>>) -> Result<Self, String> {
+        if throttle.len() < 2 {
+            return Err("`throttle` needs at least two positions, 0 and 1".into());
+        }
+        if throttle[0] != 0.0 || throttle[throttle.len() - 1] != 1.0 {
+            return Err(format!(
+                "`throttle` must run from 0 to 1, not from {} to {}",
+                throttle[0],
+                throttle[throttle.len() - 1]
+            ));
+        }
+        increasing("throttle", &throttle)?;
+        if rpm.is_empty() {
+            return Err("`rpm` is empty; give the speeds of the map".into());
+        }
+        increasing("rpm", &rpm)?;
+        if rpm[0] < 0.0 {
+            return Err(format!("`rpm` starts at {}; speeds must be >= 0 rpm", rpm[0]));
+        }
+        if rows.len() != throttle.len() {
+            return Err(format!("{} torque rows for {} throttle positions; give one row each", rows.len(), throttle.len()));
+        }
+        let mut torque = Vec::with_capacity(rows.len() * rpm.len());
+        for (k, row) in rows.iter().enumerate() {
+            if row.len() != rpm.len() {
+                return Err(format!("torque row {k} has {} values for {} speeds", row.len(), rpm.len()));
+            }
+            if let Some(j) = row.iter().position(|t| !t.is_finite()) {
+                return Err(format!("torque row {k} value {j} is {}; torques must be finite", row[j]));
+            }
+            torque.extend_from_slice(row);
+        }
+        Ok(Self { throttle, speed: rpm.iter().map(|n| n * RPM).collect(), torque })
+    }
+
+    /// Lowest and highest map speed, rad/s.
+    pub fn speed_range(&self) -> (f64, f64) {
+        (self.speed[0], self.speed[self.speed.len() - 1])
+    }
+
+    /// Torque (N m) and its slope `dT/dw` (N m s/rad) at throttle `theta` (clamped to [0, 1]) and
+    /// engine speed `w` (rad/s).
+    #[inline]
+    pub fn eval(&self, theta: f64, w: f64) -> (f64, f64) {
+        if w <= 0.0 || theta.is_nan() {
+            return (0.0, 0.0);
+        }
+        let theta = theta.clamp(0.0, 1.0);
+        let nt = self.throttle.len();
+        let mut k = 1;
+        while k < nt - 1 && self.throttle[k] < theta {
+            k += 1;
+        }
+        let s = (theta - self.throttle[k - 1]) / (self.throttle[k] - self.throttle[k - 1]);
+        let (t0, d0) = self.row(k - 1, w);
+        let (t1, d1) = self.row(k, w);
+        (t0 + s * (t1 - t0), d0 + s * (d1 - d0))
+    }
+
+    /// Torque at full throttle (the full-load curve), N m.
+    pub fn full_load(&self, w: f64) -> f64 {
+        self.eval(1.0, w).0
+    }
+
+    fn row(&self, k: usize, w: f64) -> (f64, f64) {
+        let ns = self.speed.len();
+        let r = &self.torque[k * ns..(k + 1) * ns];
+        let sp = &self.speed;
+        if w <= sp[0] {
+            // Linear from (0, 0) to the first point.
+            return if sp[0] > 0.0 { (r[0] * w / sp[0], r[0] / sp[0]) } else { (r[0], 0.0) };
+        }
+        if w >= sp[ns - 1] {
+            return (r[ns - 1], 0.0);
+        }
+        let mut j = 1;
+        while sp[j] < w {
+            j += 1;
+        }
+        let slope = (r[j] - r[j - 1]) / (sp[j] - sp[j - 1]);
+        (r[j - 1] + slope * (w - sp[j - 1]), slope)
+    }
+}
+
+fn increasing(name: &str, v: &[f64]) -> Result<(), String> {
+    for (i, x) in v.iter().enumerate() {
+        if !x.is_finite() {
+            return Err(format!("`{name}`[{i}] is {x}; values must be finite"));
+        }
+        if i > 0 && *x <= v[i - 1] {
+            return Err(format!("`{name}` must increase strictly; entry {i} is {x} after {}", v[i - 1]));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn saturn() -> TorqueMap {
+        // engines.md 1.2 (NREL ADVISOR FC_SI95), three points.
+        TorqueMap::full_and_closed(&[1000.0, 2000.0, 3000.0], &[134.2, 158.3, 162.2], &[-17.0, -37.0, -61.0]).unwrap()
+    }
+
+    #[test]
+    fn blends_linearly_in_throttle() {
+        let m = saturn();
+        let w = 2000.0 * RPM;
+        assert_eq!(m.eval(1.0, w).0, 158.3);
+        assert_eq!(m.eval(0.0, w).0, -37.0);
+        assert!((m.eval(0.25, w).0 - (0.75 * -37.0 + 0.25 * 158.3)).abs() < 1e-12);
+    }
+
+    #[test]
+    fn interpolates_in_speed_with_slope() {
+        let m = saturn();
+        let (t, d) = m.eval(1.0, 1500.0 * RPM);
+        assert!((t - 146.25).abs() < 1e-9);
+        assert!((d - (158.3 - 134.2) / (1000.0 * RPM)).abs() < 1e-12);
+    }
+
+    #[test]
+    fn zero_at_rest_and_backwards_linear_below_the_map() {
+        let m = saturn();
+        assert_eq!(m.eval(1.0, 0.0).0, 0.0);
+        assert_eq!(m.eval(0.0, -5.0).0, 0.0);
+        assert!((m.eval(0.0, 500.0 * RPM).0 + 8.5).abs() < 1e-12);
+    }
+
+    #[test]
+    fn rejects_positive_closed_throttle_and_ragged_rows() {
+        assert!(TorqueMap::full_and_closed(&[1000.0], &[100.0], &[5.0]).unwrap_err().contains("<= 0"));
+        assert!(TorqueMap::full_and_closed(&[1000.0, 2000.0], &[100.0], &[0.0, 0.0]).is_err());
+        assert!(TorqueMap::table(vec![0.0, 0.5], vec![1000.0], vec![vec![0.0], vec![1.0]]).is_err());
+    }
+}

@@ -1,0 +1,146 @@
+//! The longitudinal tyre: a simplified Pacejka Magic Formula with Coulomb-style sticking.
+//!
+//! # The law
+//! The tyre is a friction element between the wheel (angle `phi`, radius `R`) and the ground
+//! under it (the vehicle body, or a ground speed written by a game). Its relative "speed" is the
+//! slip velocity `v_s = R w - v` (m/s) and its "torque" is the longitudinal force `F_x` (N) on
+//! the ground; the wheel receives `-R F_x`.
+//!
+//! The Magic Formula (Pacejka, *Tyre and Vehicle Dynamics*, 2006, eq. 4.49 without shifts):
+//!
+//! ```text
+//! F(kappa) = F_z D sin(C atan(B kappa - E (B kappa - atan(B kappa))))
+//! ```
+//!
+//! with `D` the peak friction coefficient, rising from 0 at `kappa = 0` to its peak `D F_z` at
+//! `kappa_p` and falling towards `D sin(pi C / 2) F_z` at large slip.
+//!
+//! **Simplification (documented, deliberate)**: the rising branch `0 < kappa < kappa_p` (a few per
+//! cent of slip in which the tread deforms) is treated as rolling without slip, exactly like the
+//! stuck state of an MSL clutch: while the force the driveline asks for stays within the peak
+//! `D F_z`, the wheel rolls (`R w = v` to rounding) and the force is whatever the coupled solve
+//! requires. Beyond the peak the tyre breaks away and slides along the falling branch, with
+//!
+//! ```text
+//! kappa = kappa_p + |v_s| / max(|v|, v_low),   F_x = sign(v_s) F(kappa)
+//! ```
+//!
+//! so the force is continuous at break-away and the slide re-sticks when the slip velocity
+//! returns to zero. This keeps the hill-hold exact (a braked car on a grade does not creep, the
+//! complaint anchors.md records against tyre models that are viscous at standstill) and needs no
+//! stiff low-speed regularisation. `v_low` (default 1 m/s) bounds the slip ratio's denominator
+//! at standstill (the usual low-speed fix of slip-ratio tyre models).
+
+use serde::{Deserialize, Serialize};
+
+/// Magic Formula coefficients, dimensionless. Defaults: a dry road car tyre,
+/// `B = 12, C = 1.5, D = 1.0, E = 0`: the peak at 14.4 % slip and a locked-wheel friction of
+/// `D sin(pi C / 2) = 0.71` of the peak (a project choice within the usual ranges; the much
+/// quoted `C = 1.9, E = 0.97` set slides at only 16 % of its peak).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MagicFormula {
+    /// Stiffness factor `B` (> 0).
+    pub b: f64,
+    /// Shape factor `C`, in (1, 2): above 1 the curve has a peak.
+    pub c: f64,
+    /// Peak friction coefficient `D` (> 0): 1.0 dry asphalt, 0.5 wet, 0.1 ice.
+    pub d: f64,
+    /// Curvature factor `E` (<= 1).
+    pub e: f64,
+}
+
+impl Default for MagicFormula {
+    fn default() -> Self {
+        Self { b: 12.0, c: 1.5, d: 1.0, e: 0.0 }
+    }
+}
+
+impl MagicFormula {
+    /// Checks the coefficients; the message says what is allowed.
+    pub fn validate(&self) -> Result<(), String> {
+        let ok = |v: f64| v.is_finite();
+        if !(ok(self.b) && self.b > 0.0) {
+            return Err(format!("`b` is {}; the stiffness factor must be > 0", self.b));
+        }
+        if !(ok(self.c) && self.c > 1.0 && self.c < 2.0) {
+            return Err(format!("`c` is {}; the shape factor must lie in (1, 2) so the curve has a peak", self.c));
+        }
+        if !(ok(self.d) && self.d > 0.0) {
+            return Err(format!("`d` is {}; the peak friction coefficient must be > 0", self.d));
+        }
+        if !(ok(self.e) && self.e <= 1.0) {
+            return Err(format!("`e` is {}; the curvature factor must be <= 1", self.e));
+        }
+        Ok(())
+    }
+
+    /// Normalised force `F / F_z` and its slope `d(F/F_z)/d kappa` at slip ratio `kappa >= 0`.
+    #[inline]
+    pub fn eval(&self, kappa: f64) -> (f64, f64) {
+        let bk = self.b * kappa;
+        let x = bk - self.e * (bk - bk.atan());
+        let dx = self.b - self.e * (self.b - self.b / (1.0 + bk * bk));
+        let arg = self.c * x.atan();
+        (self.d * arg.sin(), self.d * arg.cos() * self.c * dx / (1.0 + x * x))
+    }
+
+    /// Slip ratio of the peak, where `C atan(x) = pi/2`: solves `B k - E (B k - atan(B k)) =
+    /// tan(pi / 2C)` by bisection (the left side increases in `k` for `E <= 1`).
+    pub fn peak_slip(&self) -> f64 {
+        let target = (std::f64::consts::FRAC_PI_2 / self.c).tan();
+        let g = |k: f64| {
+            let bk = self.b * k;
+            bk - self.e * (bk - bk.atan()) - target
+        };
+        let (mut lo, mut hi) = (0.0, 1.0);
+        while g(hi) < 0.0 && hi < 1e6 {
+            hi *= 2.0;
+        }
+        for _ in 0..200 {
+            let mid = 0.5 * (lo + hi);
+            if g(mid) < 0.0 {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        0.5 * (lo + hi)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn peak_is_d_at_peak_slip_and_slope_vanishes_there() {
+        let mf = MagicFormula::default();
+        let kp = mf.peak_slip();
+        let (f, s) = mf.eval(kp);
+        // The bisection resolves kp to rounding; f and its slope follow to ~1e-12.
+        assert!((f - mf.d).abs() < 1e-12, "{f}");
+        assert!(s.abs() < 1e-6, "{s}");
+        // atan(B k) = pi / (2 C) = pi / 3 for E = 0: k = sqrt(3) / 12.
+        assert!((kp - 3f64.sqrt() / 12.0).abs() < 1e-12, "{kp}");
+    }
+
+    #[test]
+    fn slope_matches_finite_difference() {
+        let mf = MagicFormula::default();
+        for k in [0.01, 0.1, 0.3, 1.0] {
+            let h = 1e-6;
+            let fd = (mf.eval(k + h).0 - mf.eval(k - h).0) / (2.0 * h);
+            // Central difference error O(h^2 f''') ~ 1e-9 here.
+            assert!((fd - mf.eval(k).1).abs() < 1e-6, "{k}");
+        }
+    }
+
+    #[test]
+    fn sliding_force_falls_towards_the_asymptote() {
+        let mf = MagicFormula::default();
+        let asym = mf.d * (std::f64::consts::FRAC_PI_2 * mf.c).sin();
+        assert!(mf.eval(10.0).0 < mf.eval(0.5).0);
+        assert!((mf.eval(1e6).0 - asym).abs() < 1e-3);
+    }
+}

@@ -1,0 +1,355 @@
+//! Vehicle description -> rotational network. Every part becomes core elements solved by the
+//! same coupled step; the controllers only write the network's run-time inputs.
+
+use super::spec::{DifferentialSpec, Drive, DogModel, VehicleSpec};
+use crate::model::{ElementKind, ElementSpec, NetworkSpec};
+use crate::torque_map::RPM;
+use crate::{Signal, Table1D};
+
+/// Standard gravity, m/s^2.
+pub const G: f64 = 9.80665;
+
+/// Wheel positions, in the order of every per-wheel array.
+pub const WHEELS: [&str; 4] = ["fl", "fr", "rl", "rr"];
+
+/// One gear of the box as built: its idler, dog and optional synchroniser, and the sleeve side
+/// that selects it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GearSlot {
+    /// Gear number: 1.. forward, -1 reverse.
+    pub gear: i32,
+    /// Ratio input / output.
+    pub ratio: f64,
+    /// Sleeve index.
+    pub sleeve: usize,
+    /// Side of the sleeve: +1 or -1.
+    pub side: f64,
+    /// Element names.
+    pub idler: String,
+    /// Dog clutch element name.
+    pub dog: String,
+    /// Synchroniser cone element name, if the box has synchros.
+    pub synchro: Option<String>,
+}
+
+/// A clutch-pack limited-slip differential as built.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LsdSlot {
+    /// Clutch-pack element name.
+    pub pack: String,
+    /// Gears whose torque (`flange_b.tau`, times the scale) sums to the differential's input
+    /// torque, and the element whose speed tells power from coast.
+    pub input: Vec<(String, f64)>,
+    /// Carrier inertia element name.
+    pub carrier: String,
+    /// Preload, N m.
+    pub preload: f64,
+    /// Locking torque per input torque on power.
+    pub power_ramp: f64,
+    /// Locking torque per input torque on coast.
+    pub coast_ramp: f64,
+}
+
+/// The built network with the names the controllers need.
+#[derive(Debug, Clone)]
+pub struct Layout {
+    /// The network.
+    pub spec: NetworkSpec,
+    /// Gears, reverse last.
+    pub gears: Vec<GearSlot>,
+    /// Number of sleeves.
+    pub sleeves: usize,
+    /// Limited-slip clutch packs.
+    pub lsd: Vec<LsdSlot>,
+    /// True for driven wheels, per [`WHEELS`].
+    pub driven: [bool; 4],
+}
+
+fn el(name: &str, kind: ElementKind) -> ElementSpec {
+    ElementSpec { name: name.to_string(), kind }
+}
+
+fn inertia(name: &str, j: f64, start: Option<(f64, f64)>) -> ElementSpec {
+    el(name, ElementKind::Inertia { J: j, phi_start: start.map(|s| s.0), w_start: start.map(|s| s.1) })
+}
+
+fn input(name: &str) -> Signal {
+    Signal::Input { name: name.to_string(), value: 0.0 }
+}
+
+fn friction(name_fn: &str, mu: Table1D, peak: f64, cgeo: f64, fn_max: f64) -> ElementKind {
+    ElementKind::Clutch {
+        mu_pos: mu,
+        peak,
+        cgeo,
+        fn_max,
+        f_normalized: input(name_fn),
+        phi_rel_start: None,
+        w_rel_start: None,
+    }
+}
+
+/// Builds the network of a validated vehicle. The vehicle starts at rest, in neutral, with the
+/// engine at idle and the clutch engaged.
+pub fn layout(v: &VehicleSpec) -> Layout {
+    let mut e: Vec<ElementSpec> = Vec::new();
+    let mut c: Vec<(String, String)> = Vec::new();
+    let mut join = |a: &str, b: &str| c.push((a.to_string(), b.to_string()));
+
+    // Engine: crankshaft, torque map, starter.
+    let eng = &v.engine;
+    e.push(inertia("engine", eng.inertia, Some((0.0, eng.idle_rpm * RPM))));
+    e.push(el("engine_torque", ElementKind::Engine { map: eng.map.clone(), throttle: input("engine.throttle"), use_support: false }));
+    e.push(el("starter", ElementKind::Torque { tau: input("starter.torque"), use_support: false }));
+    join("engine_torque.flange", "engine.flange_a");
+    join("starter.flange", "engine.flange_a");
+
+    // Clutch, disc, optional torsional damper.
+    let cl = &v.clutch;
+    e.push(el(
+        "clutch",
+        ElementKind::Clutch {
+            mu_pos: cl.mu.clone(),
+            peak: cl.peak,
+            cgeo: cl.cgeo(),
+            fn_max: cl.clamp_force,
+            f_normalized: input("clutch.force"),
+            phi_rel_start: Some(0.0),
+            w_rel_start: Some(0.0),
+        },
+    ));
+    join("clutch.flange_a", "engine.flange_b");
+    e.push(inertia("disc", cl.disc_inertia, None));
+    join("clutch.flange_b", "disc.flange_a");
+    let input_shaft = if let Some(d) = &cl.damper {
+        e.push(el(
+            "clutch_damper",
+            ElementKind::SpringDamper {
+                c: d.stiffness,
+                d: d.damping,
+                phi_rel0: 0.0,
+                phi_rel_start: Some(0.0),
+                w_rel_start: Some(0.0),
+            },
+        ));
+        e.push(inertia("input_shaft", 0.005, None));
+        join("clutch_damper.flange_a", "disc.flange_b");
+        join("clutch_damper.flange_b", "input_shaft.flange_a");
+        "input_shaft.flange_b"
+    } else {
+        "disc.flange_b"
+    };
+
+    // Gearbox: one idler per gear, geared to the input shaft; dogs (and synchros) to the output.
+    let gb = &v.gearbox;
+    e.push(inertia("output", gb.output_inertia, None));
+    let mut gears = Vec::new();
+    let mut list: Vec<(i32, f64)> = gb.ratios.iter().enumerate().map(|(k, r)| (k as i32 + 1, *r)).collect();
+    if let Some(r) = gb.reverse {
+        list.push((-1, r));
+    }
+    for (k, &(gear, ratio)) in list.iter().enumerate() {
+        let tag = if gear < 0 { "r".to_string() } else { gear.to_string() };
+        let (idler, dog, mesh) = (format!("idler{tag}"), format!("dog{tag}"), format!("gear{tag}"));
+        e.push(el(&mesh, ElementKind::IdealGear { ratio, use_support: false }));
+        e.push(inertia(&idler, gb.idler_inertia, None));
+        join(&format!("{mesh}.flange_a"), input_shaft);
+        join(&format!("{mesh}.flange_b"), &format!("{idler}.flange_a"));
+        match gb.dog.model {
+            DogModel::Friction => e.push(el(
+                &dog,
+                friction(&format!("{dog}.engagement"), Table1D::constant(1.0), 1.0, 1.0, gb.dog.max_torque),
+            )),
+            DogModel::Backlash => e.push(el(
+                &dog,
+                ElementKind::DogClutch {
+                    teeth: gb.dog.teeth,
+                    c: gb.dog.stiffness,
+                    d: gb.dog.damping,
+                    backlash: gb.dog.backlash_deg.to_radians(),
+                    offset: 0.0,
+                    engaged: input(&format!("{dog}.engagement")),
+                },
+            )),
+        }
+        join(&format!("{dog}.flange_a"), &format!("{idler}.flange_b"));
+        join(&format!("{dog}.flange_b"), "output.flange_a");
+        let synchro = gb.synchro.map(|s| {
+            let name = format!("synchro{tag}");
+            let cgeo = s.cone_radius / s.cone_angle_deg.to_radians().sin();
+            e.push(el(&name, friction(&format!("{name}.force"), Table1D::constant(s.mu), 1.0, cgeo, 1.0)));
+            join(&format!("{name}.flange_a"), &format!("{idler}.flange_b"));
+            join(&format!("{name}.flange_b"), "output.flange_a");
+            name
+        });
+        // Sleeves pair consecutive gears (1-2, 3-4, ...); reverse gets a sleeve of its own.
+        let (sleeve, side) = if gear < 0 { (gb.ratios.len().div_ceil(2), 1.0) } else { (k / 2, if k % 2 == 0 { 1.0 } else { -1.0 }) };
+        gears.push(GearSlot { gear, ratio, sleeve, side, idler, dog, synchro });
+    }
+    let sleeves = gears.iter().map(|g| g.sleeve + 1).max().unwrap_or(0);
+
+    // Final drive, centre and axle differentials.
+    let d = &v.driveline;
+    let mut lsd = Vec::new();
+    let fd_ratio = d.final_drive;
+    let axle = |e: &mut Vec<ElementSpec>,
+                join: &mut dyn FnMut(&str, &str),
+                lsd: &mut Vec<LsdSlot>,
+                tag: &str,
+                from: &str,
+                diff: DifferentialSpec,
+                (left, right): (&str, &str)| {
+        // `from` drives the carrier through the final drive.
+        let fd = format!("final_drive_{tag}");
+        let carrier = format!("carrier_{tag}");
+        e.push(el(&fd, ElementKind::IdealGear { ratio: fd_ratio, use_support: false }));
+        e.push(inertia(&carrier, 0.01, None));
+        join(&format!("{fd}.flange_a"), from);
+        join(&format!("{fd}.flange_b"), &format!("{carrier}.flange_a"));
+        let input = vec![(fd.clone(), 1.0)];
+        let diff_name = format!("diff_{tag}");
+        split(e, join, lsd, &diff_name, (&format!("{carrier}.flange_b"), &carrier), input, diff, (left, right), 0.5);
+    };
+    let shaft = |w: &str| format!("axle_{w}");
+    let (fl, fr, rl, rr) = (shaft("fl"), shaft("fr"), shaft("rl"), shaft("rr"));
+    let driven = match &d.drive {
+        Drive::Rear => {
+            axle(&mut e, &mut join, &mut lsd, "r", "output.flange_b", d.differential, (&rl, &rr));
+            [false, false, true, true]
+        }
+        Drive::Front => {
+            axle(&mut e, &mut join, &mut lsd, "f", "output.flange_b", d.differential, (&fl, &fr));
+            [true, true, false, false]
+        }
+        Drive::All { front_share, centre } => {
+            e.push(inertia("prop_f", 0.005, None));
+            e.push(inertia("prop_r", 0.01, None));
+            let s = 1.0 / d.final_drive;
+            let input = vec![("final_drive_f".to_string(), s), ("final_drive_r".to_string(), s)];
+            let ends = ("output.flange_b", "output");
+            split(&mut e, &mut join, &mut lsd, "centre", ends, input, *centre, ("prop_f", "prop_r"), *front_share);
+            axle(&mut e, &mut join, &mut lsd, "f", "prop_f.flange_b", d.differential, (&fl, &fr));
+            axle(&mut e, &mut join, &mut lsd, "r", "prop_r.flange_b", d.differential, (&rl, &rr));
+            [true; 4]
+        }
+    };
+
+    // Wheels: inertia, optional half shaft, brake, rolling resistance, tyre on the body.
+    let w = &v.wheels;
+    let b = &v.body;
+    e.push(el("body", ElementKind::Mass { m: b.mass, s_start: Some(0.0), v_start: Some(0.0) }));
+    let v_nom = 10.0;
+    e.push(el(
+        "drag",
+        ElementKind::QuadraticSpeedDependentForce {
+            f_nominal: -0.5 * b.air_density * b.drag_area * v_nom * v_nom,
+            v_nominal: v_nom,
+            force_direction: false,
+        },
+    ));
+    e.push(el("grade", ElementKind::Force { f: input("grade.force") }));
+    join("drag.flange", "body.flange_a");
+    join("grade.flange", "body.flange_a");
+    for (k, name) in WHEELS.iter().enumerate() {
+        let front = k < 2;
+        let wheel = format!("wheel_{name}");
+        e.push(inertia(&wheel, w.inertia, Some((0.0, 0.0))));
+        if driven[k] {
+            let from = shaft(name);
+            if let Some(kh) = w.half_shaft_stiffness {
+                // 1 % of critical damping against the wheel inertia.
+                let dh = 0.02 * (kh * w.inertia).sqrt();
+                let hs = format!("half_shaft_{name}");
+                e.push(el(
+                    &hs,
+                    ElementKind::SpringDamper { c: kh, d: dh, phi_rel0: 0.0, phi_rel_start: Some(0.0), w_rel_start: Some(0.0) },
+                ));
+                join(&format!("{hs}.flange_a"), &format!("{from}.flange_b"));
+                join(&format!("{hs}.flange_b"), &format!("{wheel}.flange_a"));
+            } else {
+                // The diff output drives the wheel directly.
+                join(&format!("{from}.flange_b"), &format!("{wheel}.flange_a"));
+            }
+        }
+        let t_max = if front { w.front_brake } else { w.rear_brake + w.parking_brake };
+        let brake = format!("brake_{name}");
+        e.push(el(
+            &brake,
+            ElementKind::Brake {
+                mu_pos: Table1D::constant(1.0),
+                peak: w.brake_peak,
+                cgeo: 1.0,
+                fn_max: t_max.max(0.0),
+                f_normalized: input(&format!("{brake}.command")),
+                use_support: false,
+            },
+        ));
+        join(&format!("{brake}.flange_a"), &format!("{wheel}.flange_b"));
+        let axle_share = if front { b.front_weight } else { 1.0 - b.front_weight };
+        let fz = 0.5 * axle_share * b.mass * G;
+        let roll = format!("rolling_{name}");
+        e.push(el(
+            &roll,
+            ElementKind::BearingFriction {
+                tau_pos: Table1D::constant(w.rolling_resistance * fz * w.radius),
+                peak: 1.0,
+                use_support: false,
+            },
+        ));
+        join(&format!("{roll}.flange_a"), &format!("{wheel}.flange_b"));
+        let tyre = format!("tyre_{name}");
+        e.push(el(&tyre, ElementKind::Tyre { radius: w.radius, mf: w.tyre, load: input(&format!("{tyre}.load")), v_low: 1.0 }));
+        join(&format!("{tyre}.wheel"), &format!("{wheel}.flange_b"));
+        join(&format!("{tyre}.ground"), "body.flange_a");
+    }
+    Layout { spec: NetworkSpec { elements: e, connections: c }, gears, sleeves, lsd, driven }
+}
+
+/// A differential between `left` and `right` (inertia element names) driven at the flange
+/// `input` of the `carrier` element, with `share` of the torque to the left. `gears` feed an LSD
+/// ramp (see [`LsdSlot::input`]).
+#[allow(clippy::too_many_arguments)]
+fn split(
+    e: &mut Vec<ElementSpec>,
+    join: &mut dyn FnMut(&str, &str),
+    lsd: &mut Vec<LsdSlot>,
+    name: &str,
+    (input, carrier): (&str, &str),
+    gears: Vec<(String, f64)>,
+    diff: DifferentialSpec,
+    (left, right): (&str, &str),
+    share: f64,
+) {
+    for side in [left, right] {
+        if !e.iter().any(|x| x.name == side) {
+            e.push(inertia(side, 0.002, None));
+        }
+    }
+    if diff == DifferentialSpec::Locked {
+        join(input, &format!("{left}.flange_a"));
+        join(input, &format!("{right}.flange_a"));
+        return;
+    }
+    // Planetary: sun -> left, ring -> right; the sun takes 1/(1+ratio) of the carrier torque.
+    let ratio = (1.0 - share) / share;
+    e.push(el(name, ElementKind::IdealPlanetary { ratio }));
+    join(&format!("{name}.carrier"), input);
+    join(&format!("{name}.sun"), &format!("{left}.flange_a"));
+    join(&format!("{name}.ring"), &format!("{right}.flange_a"));
+    match diff {
+        DifferentialSpec::ClutchPack { preload, power_ramp, coast_ramp } => {
+            let pack = format!("{name}_lsd");
+            e.push(el(&pack, friction(&format!("{pack}.capacity"), Table1D::constant(1.0), 1.0, 1.0, 1.0)));
+            join(&format!("{pack}.flange_a"), &format!("{left}.flange_b"));
+            join(&format!("{pack}.flange_b"), &format!("{right}.flange_b"));
+            lsd.push(LsdSlot { pack, input: gears, carrier: carrier.to_string(), preload, power_ramp, coast_ramp });
+        }
+        DifferentialSpec::Viscous { coefficient } => {
+            let vc = format!("{name}_viscous");
+            e.push(el(&vc, ElementKind::Damper { d: coefficient, phi_rel_start: None, w_rel_start: None }));
+            join(&format!("{vc}.flange_a"), &format!("{left}.flange_b"));
+            join(&format!("{vc}.flange_b"), &format!("{right}.flange_b"));
+        }
+        _ => {}
+    }
+}

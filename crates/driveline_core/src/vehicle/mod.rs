@@ -1,0 +1,726 @@
+//! Vehicles: engine, driver clutch, manual or sequential gearbox with dog clutches, shift
+//! linkages and synchronisers, differentials, wheels, tyres, brakes and road load, as one
+//! network solved by the coupled stick-slip step, plus the controllers that drive it.
+//!
+//! # One step
+//! [`Vehicle::step`] runs, in this order and nowhere else:
+//!
+//! 1. **Input**: the [`DriverInput`] is checked; non-finite values are replaced by safe ones and
+//!    reported as [`VehicleEventKind::InputRejected`].
+//! 2. **Control**: the shift controller (gear requests, interlock, auto-clutch, auto-blip,
+//!    ignition cut), the engine controller ([`ecu`]), the limited-slip ramps.
+//! 3. **Actuation**: the shift linkages move ([`linkage`]), giving dog engagement and
+//!    synchroniser cone forces; the pedal gives the clutch clamp force; brakes; tyre loads with
+//!    the longitudinal load transfer of the last step; the grade force.
+//! 4. **Element laws and one coupled solve**: [`crate::Simulation::step`].
+//! 5. **Integrate** the clutch temperature and the fuel used; **telemetry** and events.
+//!
+//! The controllers read the driveline at the step start: they are sampled-data controllers
+//! with the step as their period, like the ECUs and TCUs they stand for.
+
+pub mod build;
+pub mod ecu;
+pub mod linkage;
+pub mod spec;
+
+use crate::network::BuildError;
+use crate::scenario::{ScenarioError, position_of};
+use crate::solver::{InputId, Simulation, StepError};
+use crate::torque_map::RPM;
+use crate::{FrictionMode, Network};
+pub use build::{G, GearSlot, Layout, LsdSlot, WHEELS};
+use ecu::{Ecu, EcuEvent};
+use linkage::{LinkageEvent, SideView, Sleeve, SleeveParams};
+pub use spec::*;
+use std::path::Path;
+
+/// What the driver (or a test, or a gamepad mapping) asks for this step.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DriverInput {
+    /// Accelerator pedal, [0, 1].
+    pub throttle: f64,
+    /// Brake pedal, [0, 1].
+    pub brake: f64,
+    /// Clutch pedal travel, [0, 1] (1 = floored, disengaged).
+    pub clutch: f64,
+    /// Parking brake lever, [0, 1].
+    pub parking_brake: f64,
+    /// H-pattern gearbox: the gear the lever is moved to (-1 reverse, 0 neutral, 1.. forward).
+    pub gear: i32,
+    /// Sequential gearbox: request one gear up (acted on when it turns true).
+    pub shift_up: bool,
+    /// Sequential gearbox: request one gear down (acted on when it turns true).
+    pub shift_down: bool,
+    /// Ignition switch.
+    pub ignition: bool,
+    /// Starter button.
+    pub starter: bool,
+    /// Road grade, rise over run (0.2 = 20 % uphill; negative downhill), finite.
+    pub grade: f64,
+}
+
+impl Default for DriverInput {
+    fn default() -> Self {
+        Self {
+            throttle: 0.0,
+            brake: 0.0,
+            clutch: 0.0,
+            parking_brake: 0.0,
+            gear: 0,
+            shift_up: false,
+            shift_down: false,
+            ignition: true,
+            starter: false,
+            grade: 0.0,
+        }
+    }
+}
+
+/// Something that happened during a step.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct VehicleEvent {
+    /// When, s.
+    pub time: f64,
+    /// What.
+    pub kind: VehicleEventKind,
+}
+
+/// Vehicle event kinds.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum VehicleEventKind {
+    /// The engine stalled.
+    Stalled,
+    /// The engine started.
+    Started,
+    /// The rev limiter cut the fuel.
+    LimiterCut,
+    /// A shift to `to` began.
+    ShiftStarted {
+        /// Gear before.
+        from: i32,
+        /// Gear asked for.
+        to: i32,
+    },
+    /// The sleeve of `gear` was blocked at the dog tips (speed difference too high, or the
+    /// teeth not aligned).
+    ShiftBlocked {
+        /// Gear.
+        gear: i32,
+    },
+    /// The synchroniser of `gear` matched the speeds and let the sleeve through.
+    SynchroIndexed {
+        /// Gear.
+        gear: i32,
+    },
+    /// The dogs of `gear` dropped in.
+    DogEngaged {
+        /// Gear.
+        gear: i32,
+    },
+    /// The shift to `gear` completed (dogs fully in) after `duration` seconds.
+    ShiftCompleted {
+        /// Gear.
+        gear: i32,
+        /// Time from the request, s.
+        duration: f64,
+    },
+    /// The shift to `gear` did not complete within the timeout; the box went to neutral.
+    ShiftAborted {
+        /// Gear.
+        gear: i32,
+    },
+    /// A gear that does not exist was asked for.
+    NoSuchGear {
+        /// Gear.
+        gear: i32,
+    },
+    /// A non-finite driver input was replaced (0 for pedals and grade).
+    InputRejected,
+}
+
+/// Per-step outputs, all SI unless named otherwise.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Telemetry {
+    /// Time, s.
+    pub time: f64,
+    /// Engine speed, rpm.
+    pub engine_rpm: f64,
+    /// Engine map torque, N m.
+    pub engine_torque: f64,
+    /// Effective throttle after idle control and cuts, [0, 1].
+    pub throttle: f64,
+    /// Engine running (not stalled).
+    pub running: bool,
+    /// Clutch slip (disc - engine), rad/s.
+    pub clutch_slip: f64,
+    /// Clutch torque, N m.
+    pub clutch_torque: f64,
+    /// Clutch normalised clamp force after fade, [0, 1].
+    pub clutch_engagement: f64,
+    /// Clutch temperature, deg C.
+    pub clutch_temperature: f64,
+    /// Clutch friction power, W.
+    pub clutch_power: f64,
+    /// Gear asked for (-1 R, 0 N).
+    pub selected_gear: i32,
+    /// Gear whose dogs are fully in (0: none).
+    pub engaged_gear: i32,
+    /// Sleeve positions, m (up to 6 sleeves).
+    pub sleeves: [f64; 6],
+    /// Ignition cut or torque reduction requested by the shift controller, [0, 1].
+    pub torque_reduction: f64,
+    /// Vehicle speed, m/s.
+    pub speed: f64,
+    /// Vehicle acceleration, m/s^2.
+    pub acceleration: f64,
+    /// Distance, m.
+    pub distance: f64,
+    /// Wheel speeds, rad/s (fl, fr, rl, rr).
+    pub wheel_speed: [f64; 4],
+    /// Tyre longitudinal forces on the road, N.
+    pub tyre_force: [f64; 4],
+    /// Tyre slip velocity `R w - v`, m/s (0 while rolling).
+    pub tyre_slip: [f64; 4],
+    /// Tyre normal loads, N.
+    pub tyre_load: [f64; 4],
+    /// Brake torques, N m.
+    pub brake_torque: [f64; 4],
+    /// Fuel used, g.
+    pub fuel_used: f64,
+}
+
+/// Why a vehicle could not be built or loaded.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum VehicleError {
+    /// A parameter is out of range.
+    #[error("{}: {}", .0.path.join("."), .0.message)]
+    Spec(SpecError),
+    /// The generated network did not build (a bug or an extreme parameter).
+    #[error("the vehicle's driveline does not build: {0}")]
+    Build(#[from] BuildError),
+}
+
+struct Ids {
+    engine: usize,
+    engine_torque: usize,
+    clutch: usize,
+    output: usize,
+    body: usize,
+    wheels: [usize; 4],
+    tyres: [usize; 4],
+    brakes: [usize; 4],
+    dogs: Vec<usize>,
+    lsd: Vec<(usize, Vec<(usize, f64)>, usize)>,
+    throttle: InputId,
+    starter: InputId,
+    clutch_force: InputId,
+    grade: InputId,
+    brake_in: [InputId; 4],
+    load_in: [InputId; 4],
+    dog_in: Vec<InputId>,
+    synchro_in: Vec<Option<InputId>>,
+    lsd_in: Vec<InputId>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Shift {
+    from: i32,
+    to: i32,
+    start: f64,
+}
+
+/// A running vehicle.
+pub struct Vehicle {
+    spec: VehicleSpec,
+    layout: Layout,
+    sim: Simulation,
+    ids: Ids,
+    params: SleeveParams,
+    sleeves: Vec<Sleeve>,
+    ecu: Ecu,
+    selected: i32,
+    shift: Option<Shift>,
+    /// Auto-clutch: time the last shift completed (release ramp).
+    released_at: f64,
+    last_up: bool,
+    last_down: bool,
+    temperature: f64,
+    last_clutch_power: f64,
+    accel: f64,
+    fuel: f64,
+    telemetry: Telemetry,
+    events: Vec<VehicleEvent>,
+    engagement: Vec<f64>,
+    last_loads: [f64; 4],
+}
+
+fn find(net: &Network, name: &str) -> usize {
+    net.elements.iter().position(|e| e.name == name).unwrap_or_else(|| panic!("vehicle layout lacks `{name}`"))
+}
+
+fn id(sim: &Simulation, name: &str) -> InputId {
+    sim.input_id(name).unwrap_or_else(|| panic!("vehicle layout lacks input `{name}`"))
+}
+
+impl Vehicle {
+    /// Validates the description, builds its network and starts at rest in neutral with the
+    /// engine idling.
+    pub fn new(spec: VehicleSpec) -> Result<Self, VehicleError> {
+        spec.validate().map_err(VehicleError::Spec)?;
+        let layout = build::layout(&spec);
+        let net = Network::build(&layout.spec)?;
+        let sim = Simulation::new(net);
+        let net = sim.network();
+        // The layout names every element and input it uses; a miss is a bug in `build`.
+        let w = |p: &str| -> [usize; 4] { WHEELS.map(|n| find(net, &format!("{p}_{n}"))) };
+        let wi = |p: &str, s: &str| -> [InputId; 4] { WHEELS.map(|n| id(&sim, &format!("{p}_{n}.{s}"))) };
+        let ids = Ids {
+            engine: find(net, "engine"),
+            engine_torque: find(net, "engine_torque"),
+            clutch: find(net, "clutch"),
+            output: find(net, "output"),
+            body: find(net, "body"),
+            wheels: w("wheel"),
+            tyres: w("tyre"),
+            brakes: w("brake"),
+            dogs: layout.gears.iter().map(|g| find(net, &g.dog)).collect(),
+            lsd: layout
+                .lsd
+                .iter()
+                .map(|l| {
+                    (find(net, &l.pack), l.input.iter().map(|(g, s)| (find(net, g), *s)).collect(), find(net, &l.carrier))
+                })
+                .collect(),
+            throttle: id(&sim, "engine.throttle"),
+            starter: id(&sim, "starter.torque"),
+            clutch_force: id(&sim, "clutch.force"),
+            grade: id(&sim, "grade.force"),
+            brake_in: wi("brake", "command"),
+            load_in: wi("tyre", "load"),
+            dog_in: layout.gears.iter().map(|g| id(&sim, &format!("{}.engagement", g.dog))).collect(),
+            synchro_in: layout.gears.iter().map(|g| g.synchro.as_ref().map(|s| id(&sim, &format!("{s}.force")))).collect(),
+            lsd_in: layout.lsd.iter().map(|l| id(&sim, &format!("{}.capacity", l.pack))).collect(),
+        };
+        let gb = &spec.gearbox;
+        let params = SleeveParams { linkage: gb.linkage, dog: gb.dog, synchro: gb.synchro, force: gb.shift_force };
+        let n_gears = layout.gears.len();
+        let mut v = Self {
+            sleeves: vec![Sleeve::default(); layout.sleeves],
+            ecu: Ecu::new(&spec.engine),
+            selected: 0,
+            shift: None,
+            released_at: f64::NEG_INFINITY,
+            last_up: false,
+            last_down: false,
+            temperature: spec.clutch.thermal.ambient,
+            last_clutch_power: 0.0,
+            accel: 0.0,
+            fuel: 0.0,
+            telemetry: Telemetry::default(),
+            events: Vec::with_capacity(64),
+            engagement: vec![0.0; n_gears],
+            last_loads: [0.0; 4],
+            spec,
+            layout,
+            sim,
+            ids,
+            params,
+        };
+        v.apply_static_inputs();
+        v.update_telemetry(0.0, 0.0, 0.0);
+        Ok(v)
+    }
+
+    /// Parses a vehicle file's text; errors carry `file:line:col`.
+    pub fn parse(text: &str, file: &str) -> Result<VehicleSpec, ScenarioError> {
+        crate::scenario::ron_options().from_str(text).map_err(|e| ScenarioError {
+            file: file.to_string(),
+            line: e.span.start.line,
+            col: e.span.start.col,
+            message: format!("{} (see the vehicle format in the driveline_core::vehicle::spec docs)", e.code),
+        })
+    }
+
+    /// Reads, parses, validates and builds a vehicle file.
+    pub fn load(path: &Path) -> Result<Vehicle, ScenarioError> {
+        let (file, text) = crate::scenario::read(path)?;
+        let spec = Self::parse(&text, &file)?;
+        Self::from_text(spec, &text, &file)
+    }
+
+    /// Builds a parsed description, placing any error at its key in `text`.
+    pub fn from_text(spec: VehicleSpec, text: &str, file: &str) -> Result<Vehicle, ScenarioError> {
+        Vehicle::new(spec).map_err(|e| {
+            let (line, col) = match &e {
+                VehicleError::Spec(s) => locate(text, &s.path),
+                VehicleError::Build(_) => (1, 1),
+            };
+            ScenarioError { file: file.to_string(), line, col, message: e.to_string() }
+        })
+    }
+
+    /// The description.
+    pub fn spec(&self) -> &VehicleSpec {
+        &self.spec
+    }
+    /// The underlying simulation (read access to every element).
+    pub fn simulation(&self) -> &Simulation {
+        &self.sim
+    }
+    /// The layout: gear slots and names.
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+    /// The outputs of the last step.
+    pub fn telemetry(&self) -> &Telemetry {
+        &self.telemetry
+    }
+    /// Events of the last step.
+    pub fn events(&self) -> &[VehicleEvent] {
+        &self.events
+    }
+    /// The engine controller state.
+    pub fn ecu(&self) -> &Ecu {
+        &self.ecu
+    }
+
+    fn push(&mut self, kind: VehicleEventKind) {
+        if self.events.len() < self.events.capacity() {
+            self.events.push(VehicleEvent { time: self.sim.time(), kind });
+        }
+    }
+
+    fn set(&mut self, id: InputId, v: f64) {
+        // Every value written here is finite by construction (inputs are sanitised first).
+        let _ = self.sim.set_input_id(id, if v.is_finite() { v } else { 0.0 });
+    }
+
+    /// Tyre loads, grade force: the parts that do not depend on the driver.
+    fn apply_static_inputs(&mut self) {
+        let loads = self.loads(0.0, 0.0);
+        self.last_loads = loads;
+        for k in 0..4 {
+            self.set(self.ids.load_in[k], loads[k]);
+        }
+        self.set(self.ids.clutch_force, 1.0);
+    }
+
+    /// Normal loads per wheel at grade angle `theta` and acceleration `a` (load transfer
+    /// `m a h / L`, split evenly left and right), N.
+    fn loads(&self, theta: f64, a: f64) -> [f64; 4] {
+        let b = &self.spec.body;
+        let weight = b.mass * G * theta.cos();
+        let transfer = b.mass * (a + G * theta.sin()) * b.cg_height / b.wheelbase;
+        let front = (b.front_weight * weight - transfer).max(0.0) / 2.0;
+        let rear = ((1.0 - b.front_weight) * weight + transfer).max(0.0) / 2.0;
+        [front, front, rear, rear]
+    }
+
+    fn gear_index(&self, gear: i32) -> Option<usize> {
+        self.layout.gears.iter().position(|g| g.gear == gear)
+    }
+
+    /// Advances the vehicle by `dt` seconds with the driver's `input`.
+    pub fn step(&mut self, input: &DriverInput, dt: f64) -> Result<(), StepError> {
+        if !(dt.is_finite() && dt > 0.0) {
+            return Err(StepError::BadStep(dt));
+        }
+        self.events.clear();
+        let t = self.sim.time();
+        // 1. Input.
+        let mut inp = *input;
+        let mut rejected = false;
+        for v in [&mut inp.throttle, &mut inp.brake, &mut inp.clutch, &mut inp.parking_brake, &mut inp.grade] {
+            if !v.is_finite() {
+                *v = 0.0;
+                rejected = true;
+            }
+        }
+        if rejected {
+            self.push(VehicleEventKind::InputRejected);
+        }
+        let w_engine = self.sim.body_state(self.ids.engine).map_or(0.0, |s| s.1);
+        // 2. Control: gear selection.
+        let requested = match self.spec.gearbox.kind {
+            GearboxKind::Manual => inp.gear,
+            GearboxKind::Sequential => {
+                // The barrel order: R, N, 1, 2, ...
+                let g = self.selected;
+                let top = self.spec.gearbox.ratios.len() as i32;
+                let low = if self.spec.gearbox.reverse.is_some() { -1 } else { 0 };
+                let next = |g: i32| if g == -1 { 0 } else { (g + 1).min(top) };
+                let prev = |g: i32| if g <= 0 { low } else { g - 1 };
+                if inp.shift_up && !self.last_up {
+                    next(g)
+                } else if inp.shift_down && !self.last_down {
+                    prev(g)
+                } else {
+                    g
+                }
+            }
+        };
+        self.last_up = inp.shift_up;
+        self.last_down = inp.shift_down;
+        let target = if requested == 0 || self.gear_index(requested).is_some() {
+            requested
+        } else {
+            if requested != self.selected {
+                self.push(VehicleEventKind::NoSuchGear { gear: requested });
+            }
+            self.selected
+        };
+        if target != self.selected {
+            let from = self.engaged_gear();
+            self.shift = Some(Shift { from, to: target, start: t });
+            self.selected = target;
+            self.push(VehicleEventKind::ShiftStarted { from, to: target });
+        }
+        let shifter = self.spec.gearbox.shifter;
+        // A sequential actuator gives up; a driver's hand keeps pushing.
+        if let Some(s) = self.shift
+            && self.spec.gearbox.kind == GearboxKind::Sequential
+            && t - s.start > shifter.timeout
+        {
+            self.push(VehicleEventKind::ShiftAborted { gear: s.to });
+            self.shift = None;
+            self.selected = 0;
+        }
+        // Torque reduction and blip.
+        let output_w = self.sim.body_state(self.ids.output).map_or(0.0, |s| s.1);
+        let mut reduction = 0.0;
+        let mut throttle = inp.throttle;
+        if let Some(s) = self.shift {
+            let up = s.to > s.from && s.from > 0;
+            let loaded_dog_out = self.spec.gearbox.kind == GearboxKind::Sequential;
+            if up && loaded_dog_out && shifter.ignition_cut {
+                reduction = 1.0;
+            }
+            let down = s.to > 0 && (s.to < s.from || s.from == 0);
+            if down
+                && shifter.auto_blip
+                && let Some(k) = self.gear_index(s.to)
+            {
+                let w_target = output_w * self.layout.gears[k].ratio;
+                if w_target > 0.0 {
+                    let blip = (3.0 * (w_target - w_engine) / w_target).clamp(0.0, 1.0);
+                    throttle = throttle.max(blip);
+                }
+            }
+        }
+        // Engine controller.
+        let mut ev = [None; 3];
+        let mut ne = 0;
+        let out = self.ecu.step(&self.spec.engine, t, dt, w_engine, throttle, reduction, inp.ignition, inp.starter, |e| {
+            if ne < 3 {
+                ev[ne] = Some(e);
+                ne += 1;
+            }
+        });
+        for e in ev.into_iter().flatten() {
+            self.push(match e {
+                EcuEvent::Stalled => VehicleEventKind::Stalled,
+                EcuEvent::Started => VehicleEventKind::Started,
+                EcuEvent::LimiterCut => VehicleEventKind::LimiterCut,
+            });
+        }
+        // 3. Actuation: shift linkages.
+        let sel = self.gear_index(self.selected);
+        let sel_sleeve = sel.map(|k| self.layout.gears[k].sleeve);
+        let others_neutral = |sleeves: &[Sleeve], p: &SleeveParams, j: usize| {
+            sleeves.iter().enumerate().all(|(i, s)| i == j || s.is_neutral(p))
+        };
+        let full = self.params.full();
+        for j in 0..self.sleeves.len() {
+            let mut view = [SideView::default(); 2];
+            for (k, g) in self.layout.gears.iter().enumerate() {
+                if g.sleeve == j {
+                    let side = if g.side > 0.0 { 0 } else { 1 };
+                    let (phi, w) = self.sim.element_relative(self.ids.dogs[k]).unwrap_or((0.0, 0.0));
+                    // The dog's relative coordinate is output - idler; the linkage wants idler - output.
+                    view[side] = SideView { present: true, slip: -w, angle: -phi, torque: self.sim.element_torque(self.ids.dogs[k]) };
+                }
+            }
+            let target = match sel {
+                Some(k) if sel_sleeve == Some(j) && others_neutral(&self.sleeves, &self.params, j) => {
+                    self.layout.gears[k].side * (full + 0.002)
+                }
+                _ => 0.0,
+            };
+            let mut lev = [None; 4];
+            let mut nl = 0;
+            let o = self.sleeves[j].step(&self.params, target, view, dt, |e| {
+                if nl < 4 {
+                    lev[nl] = Some(e);
+                    nl += 1;
+                }
+            });
+            for (k, g) in self.layout.gears.iter().enumerate() {
+                if g.sleeve != j {
+                    continue;
+                }
+                let side = if g.side > 0.0 { 0 } else { 1 };
+                self.engagement[k] = o.engagement[side];
+                let _ = self.sim.set_input_id(self.ids.dog_in[k], o.engagement[side]);
+                if let Some(id) = self.ids.synchro_in[k] {
+                    let _ = self.sim.set_input_id(id, o.cone_force[side]);
+                }
+            }
+            for e in lev.into_iter().flatten() {
+                let side_of = |s: usize| {
+                    self.layout.gears.iter().find(|g| g.sleeve == j && (g.side > 0.0) == (s == 0)).map_or(0, |g| g.gear)
+                };
+                let kind = match e {
+                    LinkageEvent::Blocked(s) => VehicleEventKind::ShiftBlocked { gear: side_of(s) },
+                    LinkageEvent::Passed(s) => VehicleEventKind::DogEngaged { gear: side_of(s) },
+                    LinkageEvent::Indexed(s) => VehicleEventKind::SynchroIndexed { gear: side_of(s) },
+                };
+                self.push(kind);
+            }
+        }
+        if let Some(s) = self.shift {
+            let done = match self.gear_index(s.to) {
+                Some(k) => self.engagement[k] >= 1.0,
+                None => self.sleeves.iter().all(|sl| sl.is_neutral(&self.params)),
+            };
+            if done {
+                self.push(VehicleEventKind::ShiftCompleted { gear: s.to, duration: t + dt - s.start });
+                self.shift = None;
+                self.released_at = t + dt;
+            }
+        }
+        // Clutch pedal, auto-clutch, fade.
+        let cl = &self.spec.clutch;
+        let mut pedal = inp.clutch.clamp(0.0, 1.0);
+        if shifter.auto_clutch {
+            let idle = self.spec.engine.idle_rpm;
+            let n = w_engine / RPM;
+            let launch = ((n - 1.1 * idle) / 1200.0).clamp(0.0, 1.0);
+            // Launch and anti-stall: the clutch bites as the engine pulls above idle.
+            let mut auto = cl.bite_point * (1.0 - launch);
+            // An H-pattern box needs the clutch for every shift; a dog box shifts without it.
+            if self.shift.is_some() && self.spec.gearbox.kind == GearboxKind::Manual {
+                auto = 1.0;
+            } else if self.spec.gearbox.kind == GearboxKind::Manual {
+                // Let the pedal up linearly after a shift.
+                let since = ((t - self.released_at) / shifter.clutch_release_time).max(0.0);
+                auto = auto.max(1.0 - since);
+            }
+            pedal = pedal.max(auto);
+        }
+        let fade = cl.thermal.fade.as_ref().map_or(1.0, |f| f.eval(self.temperature));
+        let clamp = cl.clamp_fraction(pedal) * fade;
+        let (heat_capacity, cooling, ambient) = (cl.thermal.heat_capacity, cl.thermal.cooling, cl.thermal.ambient);
+        // Brakes.
+        let wh = &self.spec.wheels;
+        let brake = inp.brake.clamp(0.0, 1.0);
+        let park = inp.parking_brake.clamp(0.0, 1.0);
+        let rear_max = wh.rear_brake + wh.parking_brake;
+        let rear = if rear_max > 0.0 { (brake * wh.rear_brake + park * wh.parking_brake) / rear_max } else { 0.0 };
+        // Loads and grade.
+        let theta = inp.grade.atan();
+        let loads = self.loads(theta, self.accel);
+        // LSD ramps: locking torque preload + ramp |T_in| over the pack's two sides.
+        let mut caps = [0.0; 4];
+        for (k, (_, gears, carrier)) in self.ids.lsd.iter().enumerate() {
+            let t_in: f64 = gears.iter().map(|&(g, s)| -self.sim.element_torque(g) * s).sum();
+            let wc = self.sim.body_state(*carrier).map_or(0.0, |s| s.1);
+            let l = &self.layout.lsd[k];
+            let ramp = if t_in * wc >= 0.0 { l.power_ramp } else { l.coast_ramp };
+            if k < 4 {
+                caps[k] = 0.5 * (l.preload + ramp * t_in.abs());
+            }
+        }
+        // 4. Inputs and the coupled solve.
+        self.set(self.ids.throttle, out.throttle);
+        self.set(self.ids.starter, out.starter);
+        self.set(self.ids.clutch_force, clamp);
+        self.set(self.ids.grade, -self.spec.body.mass * G * theta.sin());
+        for k in 0..4 {
+            self.set(self.ids.brake_in[k], if k < 2 { brake } else { rear });
+            self.set(self.ids.load_in[k], loads[k]);
+        }
+        self.last_loads = loads;
+        for k in 0..self.ids.lsd_in.len().min(4) {
+            self.set(self.ids.lsd_in[k], caps[k]);
+        }
+        let v0 = self.sim.body_state(self.ids.body).map_or(0.0, |s| s.1);
+        self.sim.step(dt)?;
+        // 5. Integrate heat and fuel; telemetry.
+        let p1 = self.sim.element_dissipation(self.ids.clutch);
+        let p = 0.5 * (p1 + self.last_clutch_power);
+        self.last_clutch_power = p1;
+        // Implicit in the cooling term: stable for any step.
+        self.temperature =
+            (self.temperature + dt / heat_capacity * (p + cooling * ambient)) / (1.0 + dt * cooling / heat_capacity);
+        let v1 = self.sim.body_state(self.ids.body).map_or(0.0, |s| s.1);
+        self.accel = (v1 - v0) / dt;
+        if let Some(f) = &self.spec.engine.fuel
+            && self.ecu.running
+            && out.throttle > 0.0
+        {
+            let tq = self.sim.element_torque(self.ids.engine_torque);
+            self.fuel += f.rate(self.sim.body_state(self.ids.engine).map_or(0.0, |s| s.1) / RPM, tq.max(0.0)) * dt;
+        }
+        self.update_telemetry(out.throttle, reduction, clamp);
+        Ok(())
+    }
+
+    /// Gear whose dogs are fully in, 0 if none.
+    pub fn engaged_gear(&self) -> i32 {
+        self.engagement.iter().position(|&e| e >= 1.0).map_or(0, |k| self.layout.gears[k].gear)
+    }
+
+    fn update_telemetry(&mut self, throttle: f64, reduction: f64, clamp: f64) {
+        let sim = &self.sim;
+        let ids = &self.ids;
+        let mut t = Telemetry {
+            time: sim.time(),
+            engine_rpm: sim.body_state(ids.engine).map_or(0.0, |s| s.1) / RPM,
+            engine_torque: sim.element_torque(ids.engine_torque),
+            throttle,
+            running: self.ecu.running,
+            clutch_slip: sim.element_relative(ids.clutch).map_or(0.0, |r| r.1),
+            clutch_torque: sim.element_torque(ids.clutch),
+            clutch_engagement: clamp,
+            clutch_temperature: self.temperature,
+            clutch_power: sim.element_dissipation(ids.clutch),
+            selected_gear: self.selected,
+            engaged_gear: self.engaged_gear(),
+            torque_reduction: reduction,
+            speed: sim.body_state(ids.body).map_or(0.0, |s| s.1),
+            acceleration: self.accel,
+            distance: sim.body_state(ids.body).map_or(0.0, |s| s.0),
+            fuel_used: self.fuel,
+            ..Telemetry::default()
+        };
+        for (k, s) in self.sleeves.iter().take(6).enumerate() {
+            t.sleeves[k] = s.z;
+        }
+        for k in 0..4 {
+            t.wheel_speed[k] = sim.body_state(ids.wheels[k]).map_or(0.0, |s| s.1);
+            t.tyre_force[k] = sim.element_torque(ids.tyres[k]);
+            t.tyre_slip[k] = sim.element_relative(ids.tyres[k]).map_or(0.0, |r| r.1);
+            t.brake_torque[k] = sim.element_torque(ids.brakes[k]);
+        }
+        t.tyre_load = self.last_loads;
+        self.telemetry = t;
+    }
+
+    /// Mode of the clutch.
+    pub fn clutch_mode(&self) -> Option<FrictionMode> {
+        self.sim.element_mode(self.ids.clutch)
+    }
+}
+
+/// Position of the key path in `text`: each key is searched after the previous one.
+fn locate(text: &str, path: &[&str]) -> (usize, usize) {
+    let mut at = 0;
+    let mut pos = (1, 1);
+    for key in path {
+        if let Some((l, c, a)) = position_of(text, &format!("{key}:"), at) {
+            pos = (l, c);
+            at = a + 1;
+        }
+    }
+    pos
+}
