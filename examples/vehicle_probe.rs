@@ -3,24 +3,18 @@ use driveline::core::{DriverInput, Vehicle};
 use std::path::Path;
 
 fn main() {
-    let mut v = Vehicle::load(Path::new("assets/vehicles/race_sequential.ron")).unwrap_or_else(|e| panic!("{e}"));
+    let mut v = Vehicle::load(Path::new("assets/vehicles/nissan_350z.ron")).unwrap_or_else(|e| panic!("{e}"));
     let dt = 1e-3;
-    let mut inp = DriverInput::default();
-    let mut last = 0.0;
-    for k in 0..10000 {
-        let t = k as f64 * dt;
-        inp.shift_up = false;
-        if (t - 0.2).abs() < 1e-9 { inp.shift_up = true; }
-        inp.throttle = if t > 0.5 { 1.0 } else { 0.0 };
-        let tm = *v.telemetry();
-        if tm.engine_rpm > 6800.0 && tm.engaged_gear >= 1 && t - last > 0.3 { inp.shift_up = true; last = t; }
-        v.step(&inp, dt).unwrap_or_else(|e| panic!("{t}: {e}"));
-        for e in v.events() { println!("{:.4} {:?}", e.time, e.kind); }
-        let tm = v.telemetry();
-        if (t > 2.81 && t < 2.93 && k % 5 == 0) || k % 1000 == 0 {
-            println!("t={:.2} rpm={:.0} thr={:.2} gear={}/{} v={:.2} cl slip={:.1} T={:.0} sl={:.4} {:.4} {:.4} slip={:.3} Fx={:.0} {:.0}",
-              tm.time, tm.engine_rpm, tm.throttle, tm.selected_gear, tm.engaged_gear, tm.speed, tm.clutch_slip, tm.clutch_torque, tm.sleeves[0], tm.sleeves[1], tm.sleeves[2], tm.tyre_slip[2], tm.tyre_force[2], tm.tyre_force[3]);
-        }
-    }
-    println!("{:?}", v.simulation().stats());
+    let mut inp = DriverInput { brake: 0.6, grade: 0.2, ..Default::default() };
+    let t = std::time::Instant::now();
+    for k in 0..200 { v.step(&inp, dt).unwrap(); if k % 20 == 0 { println!("{k} {:.1} ms {:?}", t.elapsed().as_secs_f64()*1e3, v.simulation().stats()); } }
+    println!("hold: {:.2} us/step {:?}", t.elapsed().as_secs_f64() / 200.0 * 1e6, v.simulation().stats());
+    inp = DriverInput { clutch: 1.0, gear: 3, ..Default::default() };
+    let mut v = Vehicle::load(Path::new("assets/vehicles/nissan_350z.ron")).unwrap();
+    for _ in 0..1500 { v.step(&inp, dt).unwrap(); }
+    inp.clutch = 0.0; inp.throttle = 0.5;
+    for _ in 0..3000 { v.step(&inp, dt).unwrap(); }
+    let t = std::time::Instant::now();
+    for _ in 0..20000 { v.step(&inp, dt).unwrap(); }
+    println!("cruise: {:.2} us/step v={:.1} {:?}", t.elapsed().as_secs_f64() / 20000.0 * 1e6, v.telemetry().speed, v.simulation().stats());
 }

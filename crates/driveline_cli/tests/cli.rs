@@ -31,6 +31,40 @@ fn check_rejects_every_invalid_scenario_with_a_position() {
 }
 
 #[test]
+fn check_rejects_every_invalid_vehicle_with_a_position() {
+    let dir = root().join("tests/vehicles/invalid");
+    let mut n = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let out = driveline(&["check", path.to_str().unwrap()]);
+        let msg = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{} was accepted: {msg}", path.display());
+        let file = path.display().to_string();
+        // file:line:col: message, with the line of the offending key (not the default 1:1).
+        let rest = msg.strip_prefix(&format!("{file}:")).unwrap_or_else(|| panic!("no position in: {msg}"));
+        let line: usize = rest.split(':').next().unwrap().parse().unwrap();
+        assert!(line > 1, "{}: message not placed: {msg}", path.display());
+        assert!(!msg.contains("panicked"), "{msg}");
+        n += 1;
+    }
+    assert!(n >= 15, "only {n} invalid vehicle files");
+}
+
+#[test]
+fn check_accepts_the_shipped_vehicles() {
+    let mut files: Vec<PathBuf> =
+        std::fs::read_dir(root().join("assets/vehicles")).unwrap().map(|e| e.unwrap().path()).collect();
+    files.push(root().join("tests/vehicles/valid_small.ron"));
+    assert!(files.len() >= 4);
+    for f in files {
+        let out = driveline(&["check", f.to_str().unwrap()]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "{}: {}", f.display(), String::from_utf8_lossy(&out.stderr));
+        assert!(text.contains("ok: vehicle"), "{text}");
+    }
+}
+
+#[test]
 fn check_accepts_the_shipped_scenarios() {
     let mut files: Vec<PathBuf> = ["assets/scenarios/msl", "assets/scenarios/elements"]
         .iter()

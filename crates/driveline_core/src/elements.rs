@@ -104,6 +104,25 @@ pub enum FrictionLaw {
         /// Node whose speed is the ground speed `v` under the wheel.
         ground: usize,
     },
+    /// Clutch-pack limited-slip differential: the pack's torque limit is half the locking
+    /// torque `L = preload + ramp |T_in|` (the largest difference between the two output
+    /// torques), where `T_in = sum c_j lambda_j` is the differential's input torque from the
+    /// constraint torques of permanent rows, and the ramp is `power` while `T_in` drives the
+    /// carrier forward (`T_in w_carrier >= 0`), `coast` otherwise. Like the LossyGear the limit
+    /// depends on the solution, so the solver resolves it with the coupled solve (see
+    /// [`FrictionLaw::ramp_limit`]).
+    Ramp {
+        /// Preload torque, N m.
+        preload: f64,
+        /// Locking torque per input torque on power.
+        power: f64,
+        /// Locking torque per input torque on coast.
+        coast: f64,
+        /// `(row, c)` pairs: `T_in = sum c lambda_row`; unused entries have `c = 0`.
+        input: [(usize, f64); 2],
+        /// Node whose speed tells power from coast.
+        carrier: usize,
+    },
     /// BearingFriction: `tau = tau_pos(|w|)`, never free.
     Bearing {
         /// Friction torque over speed, N m.
@@ -256,6 +275,10 @@ impl FrictionLaw {
             }
             // Bounds depend on tau_a; the solver uses `LossTable::standstill_bounds`.
             FrictionLaw::Lossy { .. } => Capacity { free: false, tau0: 0.0, tau_max: 0.0, one_way: false },
+            // The preload alone; the solver adds the ramp part (see `ramp_limit`).
+            FrictionLaw::Ramp { preload, .. } => {
+                Capacity { free: false, tau0: 0.5 * preload, tau_max: 0.5 * preload, one_way: false }
+            }
         }
     }
 
@@ -285,7 +308,7 @@ impl FrictionLaw {
                 (fz * f, fz * df / den)
             }
             // Applied by the solver's lossy-gear correction, not as a fixed kinetic torque.
-            FrictionLaw::Lossy { .. } => (0.0, 0.0),
+            FrictionLaw::Lossy { .. } | FrictionLaw::Ramp { .. } => (0.0, 0.0),
         }
     }
 
@@ -294,7 +317,10 @@ impl FrictionLaw {
         match self {
             FrictionLaw::Normal { signal, .. } => Some(*signal),
             FrictionLaw::Tyre { load, .. } => Some(*load),
-            FrictionLaw::OneWay { .. } | FrictionLaw::Bearing { .. } | FrictionLaw::Lossy { .. } => None,
+            FrictionLaw::OneWay { .. }
+            | FrictionLaw::Bearing { .. }
+            | FrictionLaw::Lossy { .. }
+            | FrictionLaw::Ramp { .. } => None,
         }
     }
 
@@ -305,7 +331,35 @@ impl FrictionLaw {
             FrictionLaw::Bearing { tau_pos, .. } => tau_pos.is_constant(),
             FrictionLaw::Lossy { table, .. } => table.rows.len() == 1,
             FrictionLaw::Tyre { .. } => false,
+            FrictionLaw::Ramp { .. } => true,
         }
+    }
+
+    /// A limited-slip pack's torque limit `(preload + ramp |T_in|) / 2` at input torque `t_in`
+    /// and carrier speed `w_carrier`; `None` for other laws.
+    #[inline]
+    pub fn ramp_limit(&self, t_in: f64, w_carrier: f64) -> Option<f64> {
+        match *self {
+            FrictionLaw::Ramp { preload, power, coast, .. } => {
+                let ramp = if t_in * w_carrier >= 0.0 { power } else { coast };
+                Some(0.5 * (preload + ramp * t_in.abs()))
+            }
+            _ => None,
+        }
+    }
+
+    /// A limited-slip pack's input torque from the constraint torques `lam` of the permanent rows.
+    #[inline]
+    pub fn ramp_input(&self, lam: &[f64]) -> f64 {
+        match self {
+            FrictionLaw::Ramp { input, .. } => input.iter().map(|&(r, c)| if c != 0.0 { c * lam[r] } else { 0.0 }).sum(),
+            _ => 0.0,
+        }
+    }
+
+    /// True for laws whose limits depend on constraint torques (LossyGear, limited slip).
+    pub fn is_torque_dependent(&self) -> bool {
+        matches!(self, FrictionLaw::Lossy { .. } | FrictionLaw::Ramp { .. })
     }
 }
 

@@ -406,6 +406,25 @@ pub enum ElementKind {
         /// Engagement (> 0.5: engaged).
         engaged: Signal,
     },
+    /// Clutch-pack limited-slip coupling between a differential's two outputs (flanges
+    /// `flange_a`, `flange_b`): a friction element whose locking torque, the largest
+    /// `|T_a - T_b|`, is `L = preload + ramp |T_in|`; the pack carries at most `L / 2`. `T_in`
+    /// is the differential's input torque, `sum scale_j flange_b torque of gear j` (the torque the
+    /// named IdealGears deliver at their b-side); the ramp is `power_ramp` while `T_in` drives the
+    /// `carrier` element forward and `coast_ramp` otherwise (1-way: coast 0; 1.5-way:
+    /// coast < power; 2-way: equal). Solved with the coupled step, not from the last step.
+    LimitedSlip {
+        /// Preload, N m (>= 0).
+        preload: f64,
+        /// Locking torque per input torque on power (>= 0).
+        power_ramp: f64,
+        /// Locking torque per input torque on coast (>= 0).
+        coast_ramp: f64,
+        /// One or two `(IdealGear name, scale)` pairs giving the input torque.
+        input: Vec<(String, f64)>,
+        /// Name of the Inertia on the differential carrier.
+        carrier: String,
+    },
     /// Longitudinal tyre (see [`crate::tyre`]): a friction element between the wheel and the
     /// ground under it. Flanges `wheel` (rotational), `ground` (translational: the vehicle body,
     /// or a speed-prescribed ground). Rolls without slip up to the peak force `D F_z`, slides
@@ -465,6 +484,7 @@ impl ElementKind {
             ElementKind::Engine { .. } => "Engine",
             ElementKind::Tyre { .. } => "Tyre",
             ElementKind::DogClutch { .. } => "DogClutch",
+            ElementKind::LimitedSlip { .. } => "LimitedSlip",
         }
     }
 
@@ -515,7 +535,9 @@ impl ElementKind {
             }
             ElementKind::Engine { .. } => &[("flange", Rotational, Required), ("support", Rotational, Support)],
             ElementKind::Tyre { .. } => &[("wheel", Rotational, Required), ("ground", Translational, Required)],
-            ElementKind::DogClutch { .. } => &[("flange_a", Rotational, Optional), ("flange_b", Rotational, Optional)],
+            ElementKind::DogClutch { .. } | ElementKind::LimitedSlip { .. } => {
+                &[("flange_a", Rotational, Optional), ("flange_b", Rotational, Optional)]
+            }
         }
     }
 
@@ -599,6 +621,7 @@ impl ElementKind {
                 | ElementKind::BearingFriction { .. }
                 | ElementKind::LossyGear { .. }
                 | ElementKind::Tyre { .. }
+                | ElementKind::LimitedSlip { .. }
         )
     }
 }

@@ -408,6 +408,21 @@ pub fn validate_element(name: &str, kind: &ElementKind) -> Result<(), BuildError
             check_opt(name, "v_start", *v_start)
         }
         IdealRollingWheel { radius } => check(name, "radius", *radius, *radius > 0.0, "> 0 m"),
+        LimitedSlip { preload, power_ramp, coast_ramp, input, .. } => {
+            check(name, "preload", *preload, *preload >= 0.0, ">= 0 N m")?;
+            check(name, "power_ramp", *power_ramp, *power_ramp >= 0.0, ">= 0")?;
+            check(name, "coast_ramp", *coast_ramp, *coast_ramp >= 0.0, ">= 0")?;
+            if input.is_empty() || input.len() > 2 {
+                return Err(param(name, format!("`input` names {} gears; give one or two", input.len())));
+            }
+            for (g, sc) in input {
+                check(name, "input", *sc, true, "")?;
+                if g.is_empty() {
+                    return Err(param(name, "`input` gear name is empty".into()));
+                }
+            }
+            Ok(())
+        }
         DogClutch { teeth, c, d, backlash, offset, engaged } => {
             if *teeth == 0 {
                 return Err(param(name, "`teeth` is 0; a dog clutch has at least one dog".into()));
@@ -746,6 +761,23 @@ impl Network {
                     let map = map.build().map_err(|m| param(&e.name, m))?;
                     push_law(Law::Engine { flange: nd[0], support: nd[1], map, throttle: s }, &mut info);
                 }
+                ElementKind::LimitedSlip { preload, power_ramp, coast_ramp, .. } => {
+                    let row = two(nd[0], nd[1]);
+                    info.rel = Some(row);
+                    info.friction = Some(friction.len());
+                    // Input rows and the carrier node are resolved once every row exists.
+                    friction.push(FrictionElement {
+                        element: i,
+                        row,
+                        law: FrictionLaw::Ramp {
+                            preload: *preload,
+                            power: *power_ramp,
+                            coast: *coast_ramp,
+                            input: [(0, 0.0); 2],
+                            carrier: 0,
+                        },
+                    });
+                }
                 ElementKind::Tyre { radius, mf, load, v_low } => {
                     let row = Row::new(&[(nd[0], *radius), (nd[1], -1.0)]);
                     info.rel = Some(row);
@@ -851,6 +883,27 @@ impl Network {
                 }
             }
             elements.push(info);
+        }
+        // Limited-slip packs: the gears' rows and the carrier's node.
+        for fe in friction.iter_mut() {
+            let ElementKind::LimitedSlip { input: names, carrier: cname, .. } = &specs[fe.element].kind else { continue };
+            let owner = &specs[fe.element].name;
+            let FrictionLaw::Ramp { input, carrier, .. } = &mut fe.law else { continue };
+            for (j, (g, scale)) in names.iter().enumerate() {
+                let gi = index.get(g.as_str()).copied().filter(|&k| matches!(specs[k].kind, ElementKind::IdealGear { .. }));
+                let Some(gi) = gi else {
+                    return Err(param(owner, format!("`input` names `{g}`, which is not an IdealGear of this network")));
+                };
+                let ri = row_element.iter().position(|&e| e == gi).expect("every IdealGear has a row");
+                let b = elements[gi].nodes[1];
+                let cb = rows[ri].entries.iter().find(|x| x.0 == b).map_or(0.0, |x| x.1);
+                input[j] = (ri, scale * cb);
+            }
+            let ci = index.get(cname.as_str()).copied().filter(|&k| matches!(specs[k].kind, ElementKind::Inertia { .. }));
+            let Some(ci) = ci else {
+                return Err(param(owner, format!("`carrier` names `{cname}`, which is not an Inertia of this network")));
+            };
+            *carrier = elements[ci].nodes[0];
         }
         let mut net = Network {
             n_dof,

@@ -177,6 +177,8 @@ impl EnergyLedger {
 #[derive(Debug, Clone)]
 struct ModeSlot {
     key: u64,
+    /// Bumped on every compile, so data derived from a slot can tell it is stale.
+    generation: u64,
     valid: bool,
     age: u64,
     m: usize,
@@ -217,6 +219,7 @@ impl ModeSlot {
     fn new(n: usize, rmax: usize, nf: usize) -> Self {
         Self {
             key: 0,
+            generation: 0,
             valid: false,
             age: 0,
             m: 0,
@@ -290,7 +293,7 @@ struct Work {
     aug: Vec<f64>,
     /// Lossy-gear correction scratch (`n` each) and transmitted-torque estimates (per friction).
     ls_a: Vec<f64>,
-    ls_q: Vec<f64>,
+    dep_tau: Vec<f64>,
     lossy_ta: Vec<f64>,
     /// Generalised forces of the elements released during one mode selection.
     qp_extra: Vec<f64>,
@@ -332,6 +335,8 @@ pub struct Simulation {
     /// clutches): `W` (nf x nf) and `B` (nf x n), rebuilt at each mode selection with candidates.
     qp_full: Vec<f64>,
     qp_bmap: Vec<f64>,
+    /// `(key, generation)` of the base slot `qp_full` and `qp_bmap` were derived from.
+    qp_tag: Option<(u64, u64)>,
     next_time_event: f64,
     /// Elements whose located break-away event is being resolved: at their static bound they
     /// break away even if the excess is still within rounding.
@@ -459,7 +464,7 @@ impl Simulation {
             ud: [v(nn), v(nn), v(nn), v(nn)],
             aug: v(rmax * (n + rmax)),
             ls_a: v(nn),
-            ls_q: v(n),
+            dep_tau: v(n.max(nf)),
             lossy_ta: v(nf),
             qp_extra: v(nn),
             f_st: [v(nn), v(nn)],
@@ -488,10 +493,11 @@ impl Simulation {
             clock: 0,
             qp_full: v(nf * nf),
             qp_bmap: v(nf * n),
+            qp_tag: None,
             next_time_event: 0.0,
             breaking: 0,
             inputs_changed: false,
-            has_lossy: net.friction.iter().any(|fe| matches!(fe.law, crate::elements::FrictionLaw::Lossy { .. })),
+            has_lossy: net.friction.iter().any(|fe| fe.law.is_torque_dependent()),
             started: false,
             ws,
             events: CapVec::new(4 * (nf + nl) + 8),
@@ -649,17 +655,28 @@ impl Simulation {
 
     /// Derives `W = R A R^T` and `B = R A` for the base slot, `A = N Mr^-1 N^T` being the
     /// acceleration response to generalised forces under the base constraints.
+    /// Kept while the base slot stays the same (its key and compile generation), so a network
+    /// that sits in one base mode derives it once.
     fn compute_qp(&mut self, base: usize) {
         let n = self.net.n_dof;
         let nf = self.net.friction.len();
         let s = &self.slots[base];
+        let tag = (s.key, s.generation);
+        if self.qp_tag == Some(tag) {
+            return;
+        }
+        self.qp_tag = Some(tag);
         let m = s.m;
         let col = &mut self.ws.fq;
-        // B row i = (R_i N) Mr^-1 N^T
+        // B row i = (R_i N) Mr^-1 N^T; friction rows have at most three entries.
         for i in 0..nf {
             let row = self.net.friction[i].row;
             for j in 0..m {
-                col[j] = (0..n).map(|k| row_coef(&row, k) * s.nmat[k * n + j]).sum();
+                col[j] = row
+                    .entries
+                    .iter()
+                    .map(|&(k, c)| if c != 0.0 && k < n { c * s.nmat[k * n + j] } else { 0.0 })
+                    .sum();
             }
             linalg::lu_solve(&s.mr_lu, m, &s.mr_piv, &mut col[..m]); // symmetric: row vector
             for k in 0..n {
@@ -669,7 +686,11 @@ impl Simulation {
         for i in 0..nf {
             for j in 0..nf {
                 let rj = self.net.friction[j].row;
-                self.qp_full[i * nf + j] = (0..n).map(|k| self.qp_bmap[i * n + k] * row_coef(&rj, k)).sum();
+                self.qp_full[i * nf + j] = rj
+                    .entries
+                    .iter()
+                    .map(|&(k, c)| if c != 0.0 && k < n { c * self.qp_bmap[i * n + k] } else { 0.0 })
+                    .sum();
             }
         }
     }
@@ -747,6 +768,7 @@ impl Simulation {
         let n = net.n_dof;
         let slot = &mut self.slots[idx];
         slot.key = key;
+        slot.generation = self.stats.mode_compiles;
         slot.valid = true;
         slot.newton_h = f64::NAN;
         slot.locked.clear();
@@ -1021,7 +1043,14 @@ impl Simulation {
     /// transmits, itself depending on `tauLoss` through the constraint torque of the gear row:
     /// the affine relation is solved exactly, and the quadrant is re-chosen if the result lies
     /// in the other one (the law is continuous there). Several rolling lossy gears are resolved
-    /// one after the other (Gauss-Seidel sweeps). Returns nothing; `fp` gets the loss power.
+    /// one after the other (Gauss-Seidel sweeps).
+    ///
+    /// Sliding limited-slip packs are resolved the same way: their torque
+    /// `dir (preload + ramp |T_in|) / 2` depends on the input torque `T_in = sum c lambda_row`,
+    /// itself affine in the pack torque; the sign case of `T_in` is chosen consistently.
+    ///
+    /// `fp` gets the friction power, `tau_out` the friction torque of each corrected element.
+    #[allow(clippy::too_many_arguments)]
     fn lossy_correct(
         net: &Network,
         s: &ModeSlot,
@@ -1029,26 +1058,64 @@ impl Simulation {
         w: &[f64],
         f: &mut [f64],
         a: &mut [f64],
-        q: &mut [f64],
+        tau_out: &mut [f64],
         mut fp: Option<&mut [f64]>,
     ) {
         let n = net.n_dof;
         // lambda of permanent row `g` for generalised force x: T_g . x.
-        let lam_of = |x: &dyn Fn(usize) -> f64, g: usize, _a: &mut [f64], _q: &mut [f64]| -> f64 {
+        let lam_of = |x: &dyn Fn(usize) -> f64, g: usize, _a: &mut [f64]| -> f64 {
             (0..n).map(|k| s.tmap[g * n + k] * x(k)).sum()
         };
         for (i, fe) in net.friction.iter().enumerate() {
-            let crate::elements::FrictionLaw::Lossy { table, gear_row } = &fe.law else { continue };
             let dir = modes[i].dir();
             if dir == 0.0 {
                 continue;
             }
+            if let crate::elements::FrictionLaw::Ramp { input, carrier, .. } = &fe.law {
+                // T_in(tau) = A - tau B for the pack force -tau row^T added to f.
+                let lt = |k: usize| if k < n { row_coef(&fe.row, k) } else { 0.0 };
+                let fl = |k: usize| f[k];
+                let (mut ta, mut tb) = (0.0, 0.0);
+                for &(r, c) in input {
+                    if c != 0.0 {
+                        ta += c * lam_of(&fl, r, a);
+                        tb += c * lam_of(&lt, r, a);
+                    }
+                }
+                let wc = w[*carrier];
+                let solve = |sgn: f64| {
+                    let (p, ramp) = match fe.law {
+                        crate::elements::FrictionLaw::Ramp { preload, power, coast, .. } => {
+                            (preload, if sgn * wc >= 0.0 { power } else { coast })
+                        }
+                        _ => (0.0, 0.0),
+                    };
+                    // tau = dir (p + ramp sgn (A - tau B)) / 2
+                    let tau = dir * (p + ramp * sgn * ta) / 2.0 / (1.0 + dir * ramp * sgn * tb / 2.0);
+                    (tau, sgn * (ta - tau * tb) >= 0.0)
+                };
+                let s0 = if ta >= 0.0 { 1.0 } else { -1.0 };
+                let (t0, ok0) = solve(s0);
+                let tau = if ok0 {
+                    t0
+                } else {
+                    let (t1, ok1) = solve(-s0);
+                    if ok1 { t1 } else { dir * fe.law.ramp_limit(0.0, wc).unwrap_or(0.0) }
+                };
+                fe.row.add_scaled(f, -tau);
+                tau_out[i] = tau;
+                if let Some(p) = fp.as_mut() {
+                    p[i] = tau * fe.row.dot(w);
+                }
+                continue;
+            }
+            let crate::elements::FrictionLaw::Lossy { table, gear_row } = &fe.law else { continue };
             let wr = fe.row.dot(w);
             let quads = table.at(wr.abs());
             let fl = |k: usize| f[k];
-            let lam_f = lam_of(&fl, *gear_row, a, q);
+            let lam_f = lam_of(&fl, *gear_row, a);
             let lt = |k: usize| if k < n { row_coef(&fe.row, k) } else { 0.0 };
-            let lam_l = lam_of(&lt, *gear_row, a, q);
+            let lam_l = lam_of(&lt, *gear_row, a);
             let solve = |qd: u8| {
                 let (k, c) = quads.coefficients(qd);
                 let tau = (c - k * lam_f) / (1.0 - k * (1.0 + lam_l));
@@ -1061,6 +1128,7 @@ impl Simulation {
                 tau = solve(qd).0;
             }
             fe.row.add_scaled(f, -tau);
+            tau_out[i] = tau;
             if let Some(p) = fp.as_mut() {
                 p[i] = tau * wr;
             }
@@ -1264,8 +1332,8 @@ impl Simulation {
                     None,
                 );
                 if self.has_lossy {
-                    let Work { w_st, f, ls_a, ls_q, .. } = &mut self.ws;
-                    Self::lossy_correct(&self.net, &self.slots[slot], &self.modes, &w_st[j], f, ls_a, ls_q, None);
+                    let Work { w_st, f, ls_a, dep_tau, .. } = &mut self.ws;
+                    Self::lossy_correct(&self.net, &self.slots[slot], &self.modes, &w_st[j], f, ls_a, dep_tau, None);
                 }
                 // g_j = N^T f_j (prescribed rows: the reduced force loses N^T M P rho').
                 let s = &self.slots[slot];
@@ -1385,7 +1453,7 @@ impl Simulation {
                 Some((&mut law_power[i], &mut law_diss[i], &mut fric_power[i])),
             );
             if self.has_lossy {
-                let Work { w_st, f_st, ls_a, ls_q, fric_power, .. } = &mut self.ws;
+                let Work { w_st, f_st, ls_a, dep_tau, fric_power, .. } = &mut self.ws;
                 let s = &self.slots[self.cur];
                 Self::lossy_correct(
                     &self.net,
@@ -1394,7 +1462,7 @@ impl Simulation {
                     &w_st[i],
                     &mut f_st[i],
                     ls_a,
-                    ls_q,
+                    dep_tau,
                     Some(&mut fric_power[i]),
                 );
             }
@@ -1422,10 +1490,10 @@ impl Simulation {
             return;
         }
         let n = self.net.n_dof;
-        let Work { phi1, w1, sig_end, f_end, acc, fq, lam_end, ud, ls_a, ls_q, .. } = &mut self.ws;
+        let Work { phi1, w1, sig_end, f_end, acc, fq, lam_end, ud, ls_a, dep_tau, .. } = &mut self.ws;
         Self::forces(&self.net, &self.modes, &self.regimes, phi1, w1, sig_end, f_end, None);
         if self.has_lossy {
-            Self::lossy_correct(&self.net, &self.slots[self.cur], &self.modes, w1, f_end, ls_a, ls_q, None);
+            Self::lossy_correct(&self.net, &self.slots[self.cur], &self.modes, w1, f_end, ls_a, dep_tau, None);
         }
         Self::constraint_torques(&self.net, &self.slots[self.cur], f_end, &ud[2], acc, fq, lam_end, n);
         self.ws.cache |= 4;
@@ -1439,7 +1507,7 @@ impl Simulation {
                 let p = h * (B[0] * self.ws.law_power[0][k] + B[1] * self.ws.law_power[1][k]);
                 let d = h * (B[0] * self.ws.law_diss[0][k] + B[1] * self.ws.law_diss[1][k]);
                 match law {
-                    Law::Source { .. } | Law::Quadratic { .. } => self.energy.input += p,
+                    Law::Source { .. } | Law::Quadratic { .. } | Law::Engine { .. } => self.energy.input += p,
                     _ => self.energy.dissipated += d,
                 }
             }
@@ -1530,6 +1598,15 @@ impl Simulation {
                     let (lo, hi) = table.at(0.0).standstill_bounds(tau_a);
                     return (tau_loss - hi).max(lo - tau_loss);
                 }
+                if let law @ crate::elements::FrictionLaw::Ramp { carrier, .. } = &self.net.friction[i].law {
+                    let w = match at {
+                        At::Stage(k) => &self.ws.w_st[k],
+                        At::End => &self.ws.w1,
+                        At::Dense => &self.ws.w_e,
+                    };
+                    let limit = law.ramp_limit(law.ramp_input(lam), w[*carrier]).unwrap_or(0.0);
+                    return lam_l.abs() - limit;
+                }
                 let lam = lam_l;
                 let cap = self.net.friction[i].law.capacity(sig);
                 // Element torque tau = -lambda; a one-way element only releases forwards.
@@ -1559,10 +1636,10 @@ impl Simulation {
     fn constraint_torques_at_e(&mut self, t: f64) {
         let n = self.net.n_dof;
         self.prescribed(t, 3);
-        let Work { phi_e, w_e, sig, f, acc, lam, fq, ud, ls_a, ls_q, .. } = &mut self.ws;
+        let Work { phi_e, w_e, sig, f, acc, lam, fq, ud, ls_a, dep_tau, .. } = &mut self.ws;
         Self::forces(&self.net, &self.modes, &self.regimes, phi_e, w_e, &sig[2], f, None);
         if self.has_lossy {
-            Self::lossy_correct(&self.net, &self.slots[self.cur], &self.modes, w_e, f, ls_a, ls_q, None);
+            Self::lossy_correct(&self.net, &self.slots[self.cur], &self.modes, w_e, f, ls_a, dep_tau, None);
         }
         Self::constraint_torques(&self.net, &self.slots[self.cur], f, &ud[3], acc, fq, lam, n);
     }
@@ -1814,8 +1891,8 @@ impl Simulation {
             let base_key = Self::lock_key(&[], &self.kin_engaged) << self.net.friction.len();
             let base = self.slot_for(base_key);
             if self.has_lossy {
-                let Work { f, ls_a, ls_q, new_modes, .. } = &mut self.ws;
-                Self::lossy_correct(&self.net, &self.slots[base], new_modes, &self.w, f, ls_a, ls_q, None);
+                let Work { f, ls_a, dep_tau, new_modes, .. } = &mut self.ws;
+                Self::lossy_correct(&self.net, &self.slots[base], new_modes, &self.w, f, ls_a, dep_tau, None);
             }
             self.compute_qp(base);
             self.prescribed_in(base, self.t, 3);
@@ -1935,10 +2012,8 @@ impl Simulation {
     fn qp_solve(&mut self, base: usize, k: usize) -> f64 {
         let n = self.net.n_dof;
         let nf = self.net.friction.len();
-        let lossy_candidates = self.has_lossy
-            && (0..k).any(|a| {
-                matches!(self.net.friction[self.ws.qp_idx[a]].law, crate::elements::FrictionLaw::Lossy { .. })
-            });
+        let lossy_candidates =
+            self.has_lossy && (0..k).any(|a| self.net.friction[self.ws.qp_idx[a]].law.is_torque_dependent());
         // LossyGear bounds depend on the transmitted torque, which depends on the solution:
         // first solve with them open, then iterate bounds <- torque to a fixed point.
         let passes = if lossy_candidates { 10 } else { 1 };
@@ -1962,6 +2037,11 @@ impl Simulation {
                             let (l, h) = table.at(0.0).standstill_bounds(self.ws.lossy_ta[ia]);
                             (-h, -l)
                         }
+                    }
+                    law @ crate::elements::FrictionLaw::Ramp { carrier, .. } => {
+                        // The input torque of the last pass (or of the last solve).
+                        let tm = law.ramp_limit(self.ws.lossy_ta[ia], self.w[*carrier]).unwrap_or(0.0);
+                        (-tm, tm)
                     }
                     _ => {
                         let tm = self.ws.caps[ia].tau_max;
@@ -2004,12 +2084,15 @@ impl Simulation {
             let mut scale: f64 = 1e-300;
             for a in 0..k {
                 let ia = qp_idx[a];
-                if let crate::elements::FrictionLaw::Lossy { gear_row, .. } = &self.net.friction[ia].law {
-                    let ta = -qp_x[a] - lam[*gear_row];
-                    change = change.max((ta - lossy_ta[ia]).abs());
-                    scale = scale.max(ta.abs());
-                    lossy_ta[ia] = ta;
-                }
+                let law = &self.net.friction[ia].law;
+                let ta = match law {
+                    crate::elements::FrictionLaw::Lossy { gear_row, .. } => -qp_x[a] - lam[*gear_row],
+                    crate::elements::FrictionLaw::Ramp { .. } => law.ramp_input(lam),
+                    _ => continue,
+                };
+                change = change.max((ta - lossy_ta[ia]).abs());
+                scale = scale.max(ta.abs());
+                lossy_ta[ia] = ta;
             }
             if pass > 0 && change <= 1e-12 * scale {
                 break;
@@ -2058,10 +2141,10 @@ impl Simulation {
             }
             At::Dense => {
                 eval_signals(&self.net, t, false, &mut self.ws.sig[2]);
-                let Work { phi_e, w_e, sig, f, ls_a, ls_q, caps, .. } = &mut self.ws;
+                let Work { phi_e, w_e, sig, f, ls_a, dep_tau, caps, .. } = &mut self.ws;
                 Self::forces(&self.net, &self.modes, &self.regimes, phi_e, w_e, &sig[2], f, None);
                 if self.has_lossy {
-                    Self::lossy_correct(&self.net, &self.slots[self.cur], &self.modes, w_e, f, ls_a, ls_q, None);
+                    Self::lossy_correct(&self.net, &self.slots[self.cur], &self.modes, w_e, f, ls_a, dep_tau, None);
                 }
                 for (k, fe) in self.net.friction.iter().enumerate() {
                     caps[k] = fe.law.capacity(&sig[2]);
@@ -2086,6 +2169,7 @@ impl Simulation {
         let eps = self.qp_solve(base, k);
         let mut worst: f64 = 0.0;
         let mut bscale: f64 = 1e-300;
+        let mut xmax: f64 = 0.0;
         for a in 0..k {
             let acc: f64 = (0..k)
                 .map(|b| (self.ws.qp_w[a * k + b] - if a == b { eps } else { 0.0 }) * self.ws.qp_x[b])
@@ -2093,8 +2177,11 @@ impl Simulation {
                 + self.ws.qp_rhs[a];
             worst = worst.max(acc.abs());
             bscale = bscale.max(self.ws.qp_rhs[a].abs());
+            xmax = xmax.max(self.ws.qp_x[a].abs());
         }
-        worst - 2.0 * (1e-9 * bscale + 1e-12)
+        // The minimum-norm split leaves each relative acceleration `eps x` short of zero (the
+        // Tikhonov term); that is not a violation.
+        worst - 2.0 * (1e-9 * bscale + 1e-12 + eps * xmax)
     }
 
     /// The coupled stick-slip problem for the candidates (see the module docs).
@@ -2149,7 +2236,7 @@ impl Simulation {
                     // Kinetic torque at zero slip acts from now on: lambda = -dir tau0.
                     // A lossy gear starts rolling with the loss at its standstill bound.
                     let lam = match &self.net.friction[i].law {
-                        crate::elements::FrictionLaw::Lossy { .. } => x,
+                        crate::elements::FrictionLaw::Lossy { .. } | crate::elements::FrictionLaw::Ramp { .. } => x,
                         _ => -dir * self.ws.caps[i].tau0,
                     };
                     for j in 0..nf {
@@ -2189,11 +2276,11 @@ impl Simulation {
         }
         // Rolling lossy gears: their loss power comes from the loss torque solve.
         if self.has_lossy {
-            let Work { f, sig, fric_power, ls_a, ls_q, .. } = &mut self.ws;
+            let Work { f, sig, fric_power, ls_a, dep_tau, .. } = &mut self.ws;
             Self::forces(&self.net, &self.modes, &self.regimes, &self.phi, &self.w, &sig[2], f, None);
             fric_power[0].fill(0.0);
             let s = &self.slots[self.cur];
-            Self::lossy_correct(&self.net, s, &self.modes, &self.w, f, ls_a, ls_q, Some(&mut fric_power[0]));
+            Self::lossy_correct(&self.net, s, &self.modes, &self.w, f, ls_a, dep_tau, Some(&mut fric_power[0]));
             self.ws.cache &= !1;
             for (i, fe) in self.net.friction.iter().enumerate() {
                 if matches!(fe.law, crate::elements::FrictionLaw::Lossy { .. }) {
@@ -2229,6 +2316,13 @@ impl Simulation {
                 continue; // reports the gear's flange_b torque (set above)
             }
             let tau = match self.modes[i] {
+                // A sliding limited-slip pack: the torque of the coupled solve above.
+                m @ (FrictionMode::Forward | FrictionMode::Backward)
+                    if matches!(fe.law, crate::elements::FrictionLaw::Ramp { .. }) =>
+                {
+                    let _ = m;
+                    self.ws.dep_tau[i]
+                }
                 FrictionMode::Free => 0.0,
                 FrictionMode::Stuck => {
                     let s = &self.slots[self.cur];

@@ -32,24 +32,6 @@ pub struct GearSlot {
     pub synchro: Option<String>,
 }
 
-/// A clutch-pack limited-slip differential as built.
-#[derive(Debug, Clone, PartialEq)]
-pub struct LsdSlot {
-    /// Clutch-pack element name.
-    pub pack: String,
-    /// Gears whose torque (`flange_b.tau`, times the scale) sums to the differential's input
-    /// torque, and the element whose speed tells power from coast.
-    pub input: Vec<(String, f64)>,
-    /// Carrier inertia element name.
-    pub carrier: String,
-    /// Preload, N m.
-    pub preload: f64,
-    /// Locking torque per input torque on power.
-    pub power_ramp: f64,
-    /// Locking torque per input torque on coast.
-    pub coast_ramp: f64,
-}
-
 /// The built network with the names the controllers need.
 #[derive(Debug, Clone)]
 pub struct Layout {
@@ -59,8 +41,6 @@ pub struct Layout {
     pub gears: Vec<GearSlot>,
     /// Number of sleeves.
     pub sleeves: usize,
-    /// Limited-slip clutch packs.
-    pub lsd: Vec<LsdSlot>,
     /// True for driven wheels, per [`WHEELS`].
     pub driven: [bool; 4],
 }
@@ -190,12 +170,10 @@ pub fn layout(v: &VehicleSpec) -> Layout {
 
     // Final drive, centre and axle differentials.
     let d = &v.driveline;
-    let mut lsd = Vec::new();
     let fd_ratio = d.final_drive;
     let axle = |e: &mut Vec<ElementSpec>,
                 join: &mut dyn FnMut(&str, &str),
-                lsd: &mut Vec<LsdSlot>,
-                tag: &str,
+                            tag: &str,
                 from: &str,
                 diff: DifferentialSpec,
                 (left, right): (&str, &str)| {
@@ -208,17 +186,17 @@ pub fn layout(v: &VehicleSpec) -> Layout {
         join(&format!("{fd}.flange_b"), &format!("{carrier}.flange_a"));
         let input = vec![(fd.clone(), 1.0)];
         let diff_name = format!("diff_{tag}");
-        split(e, join, lsd, &diff_name, (&format!("{carrier}.flange_b"), &carrier), input, diff, (left, right), 0.5);
+        split(e, join, &diff_name, (&format!("{carrier}.flange_b"), &carrier), input, diff, (left, right), 0.5);
     };
     let shaft = |w: &str| format!("axle_{w}");
     let (fl, fr, rl, rr) = (shaft("fl"), shaft("fr"), shaft("rl"), shaft("rr"));
     let driven = match &d.drive {
         Drive::Rear => {
-            axle(&mut e, &mut join, &mut lsd, "r", "output.flange_b", d.differential, (&rl, &rr));
+            axle(&mut e, &mut join, "r", "output.flange_b", d.differential, (&rl, &rr));
             [false, false, true, true]
         }
         Drive::Front => {
-            axle(&mut e, &mut join, &mut lsd, "f", "output.flange_b", d.differential, (&fl, &fr));
+            axle(&mut e, &mut join, "f", "output.flange_b", d.differential, (&fl, &fr));
             [true, true, false, false]
         }
         Drive::All { front_share, centre } => {
@@ -227,9 +205,9 @@ pub fn layout(v: &VehicleSpec) -> Layout {
             let s = 1.0 / d.final_drive;
             let input = vec![("final_drive_f".to_string(), s), ("final_drive_r".to_string(), s)];
             let ends = ("output.flange_b", "output");
-            split(&mut e, &mut join, &mut lsd, "centre", ends, input, *centre, ("prop_f", "prop_r"), *front_share);
-            axle(&mut e, &mut join, &mut lsd, "f", "prop_f.flange_b", d.differential, (&fl, &fr));
-            axle(&mut e, &mut join, &mut lsd, "r", "prop_r.flange_b", d.differential, (&rl, &rr));
+            split(&mut e, &mut join, "centre", ends, input, *centre, ("prop_f", "prop_r"), *front_share);
+            axle(&mut e, &mut join, "f", "prop_f.flange_b", d.differential, (&fl, &fr));
+            axle(&mut e, &mut join, "r", "prop_r.flange_b", d.differential, (&rl, &rr));
             [true; 4]
         }
     };
@@ -302,17 +280,16 @@ pub fn layout(v: &VehicleSpec) -> Layout {
         join(&format!("{tyre}.wheel"), &format!("{wheel}.flange_b"));
         join(&format!("{tyre}.ground"), "body.flange_a");
     }
-    Layout { spec: NetworkSpec { elements: e, connections: c }, gears, sleeves, lsd, driven }
+    Layout { spec: NetworkSpec { elements: e, connections: c }, gears, sleeves, driven }
 }
 
 /// A differential between `left` and `right` (inertia element names) driven at the flange
 /// `input` of the `carrier` element, with `share` of the torque to the left. `gears` feed an LSD
-/// ramp (see [`LsdSlot::input`]).
+/// ramp (see [`ElementKind::LimitedSlip`]).
 #[allow(clippy::too_many_arguments)]
 fn split(
     e: &mut Vec<ElementSpec>,
     join: &mut dyn FnMut(&str, &str),
-    lsd: &mut Vec<LsdSlot>,
     name: &str,
     (input, carrier): (&str, &str),
     gears: Vec<(String, f64)>,
@@ -339,10 +316,10 @@ fn split(
     match diff {
         DifferentialSpec::ClutchPack { preload, power_ramp, coast_ramp } => {
             let pack = format!("{name}_lsd");
-            e.push(el(&pack, friction(&format!("{pack}.capacity"), Table1D::constant(1.0), 1.0, 1.0, 1.0)));
+            let carrier = carrier.to_string();
+            e.push(el(&pack, ElementKind::LimitedSlip { preload, power_ramp, coast_ramp, input: gears, carrier }));
             join(&format!("{pack}.flange_a"), &format!("{left}.flange_b"));
             join(&format!("{pack}.flange_b"), &format!("{right}.flange_b"));
-            lsd.push(LsdSlot { pack, input: gears, carrier: carrier.to_string(), preload, power_ramp, coast_ramp });
         }
         DifferentialSpec::Viscous { coefficient } => {
             let vc = format!("{name}_viscous");

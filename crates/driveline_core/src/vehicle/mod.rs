@@ -8,11 +8,13 @@
 //! 1. **Input**: the [`DriverInput`] is checked; non-finite values are replaced by safe ones and
 //!    reported as [`VehicleEventKind::InputRejected`].
 //! 2. **Control**: the shift controller (gear requests, interlock, auto-clutch, auto-blip,
-//!    ignition cut), the engine controller ([`ecu`]), the limited-slip ramps.
+//!    ignition cut) and the engine controller ([`ecu`]).
 //! 3. **Actuation**: the shift linkages move ([`linkage`]), giving dog engagement and
 //!    synchroniser cone forces; the pedal gives the clutch clamp force; brakes; tyre loads with
 //!    the longitudinal load transfer of the last step; the grade force.
-//! 4. **Element laws and one coupled solve**: [`crate::Simulation::step`].
+//! 4. **Element laws and one coupled solve**: [`crate::Simulation::step`]. Limited-slip packs are
+//!    friction elements whose limit depends on the differential's input torque; that dependence
+//!    is part of the coupled solve ([`crate::ElementKind::LimitedSlip`]).
 //! 5. **Integrate** the clutch temperature and the fuel used; **telemetry** and events.
 //!
 //! The controllers read the driveline at the step start: they are sampled-data controllers
@@ -28,7 +30,7 @@ use crate::scenario::{ScenarioError, position_of};
 use crate::solver::{InputId, Simulation, StepError};
 use crate::torque_map::RPM;
 use crate::{FrictionMode, Network};
-pub use build::{G, GearSlot, Layout, LsdSlot, WHEELS};
+pub use build::{G, GearSlot, Layout, WHEELS};
 use ecu::{Ecu, EcuEvent};
 use linkage::{LinkageEvent, SideView, Sleeve, SleeveParams};
 pub use spec::*;
@@ -210,7 +212,6 @@ struct Ids {
     tyres: [usize; 4],
     brakes: [usize; 4],
     dogs: Vec<usize>,
-    lsd: Vec<(usize, Vec<(usize, f64)>, usize)>,
     throttle: InputId,
     starter: InputId,
     clutch_force: InputId,
@@ -219,7 +220,6 @@ struct Ids {
     load_in: [InputId; 4],
     dog_in: Vec<InputId>,
     synchro_in: Vec<Option<InputId>>,
-    lsd_in: Vec<InputId>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -252,6 +252,7 @@ pub struct Vehicle {
     events: Vec<VehicleEvent>,
     engagement: Vec<f64>,
     last_loads: [f64; 4],
+    surface: [f64; 4],
 }
 
 fn find(net: &Network, name: &str) -> usize {
@@ -284,13 +285,6 @@ impl Vehicle {
             tyres: w("tyre"),
             brakes: w("brake"),
             dogs: layout.gears.iter().map(|g| find(net, &g.dog)).collect(),
-            lsd: layout
-                .lsd
-                .iter()
-                .map(|l| {
-                    (find(net, &l.pack), l.input.iter().map(|(g, s)| (find(net, g), *s)).collect(), find(net, &l.carrier))
-                })
-                .collect(),
             throttle: id(&sim, "engine.throttle"),
             starter: id(&sim, "starter.torque"),
             clutch_force: id(&sim, "clutch.force"),
@@ -299,7 +293,6 @@ impl Vehicle {
             load_in: wi("tyre", "load"),
             dog_in: layout.gears.iter().map(|g| id(&sim, &format!("{}.engagement", g.dog))).collect(),
             synchro_in: layout.gears.iter().map(|g| g.synchro.as_ref().map(|s| id(&sim, &format!("{s}.force")))).collect(),
-            lsd_in: layout.lsd.iter().map(|l| id(&sim, &format!("{}.capacity", l.pack))).collect(),
         };
         let gb = &spec.gearbox;
         let params = SleeveParams { linkage: gb.linkage, dog: gb.dog, synchro: gb.synchro, force: gb.shift_force };
@@ -320,6 +313,7 @@ impl Vehicle {
             events: Vec::with_capacity(64),
             engagement: vec![0.0; n_gears],
             last_loads: [0.0; 4],
+            surface: [1.0; 4],
             spec,
             layout,
             sim,
@@ -379,6 +373,14 @@ impl Vehicle {
     pub fn events(&self) -> &[VehicleEvent] {
         &self.events
     }
+    /// Road friction under wheel `k` ([`WHEELS`] order) relative to the tyre's own (1 = dry
+    /// road as the tyre is tuned, 0.1 = ice). Values are clamped to [0, 10]; NaN is ignored.
+    pub fn set_surface_friction(&mut self, k: usize, factor: f64) {
+        if k < 4 && !factor.is_nan() {
+            self.surface[k] = factor.clamp(0.0, 10.0);
+        }
+    }
+
     /// The engine controller state.
     pub fn ecu(&self) -> &Ecu {
         &self.ecu
@@ -619,17 +621,6 @@ impl Vehicle {
         // Loads and grade.
         let theta = inp.grade.atan();
         let loads = self.loads(theta, self.accel);
-        // LSD ramps: locking torque preload + ramp |T_in| over the pack's two sides.
-        let mut caps = [0.0; 4];
-        for (k, (_, gears, carrier)) in self.ids.lsd.iter().enumerate() {
-            let t_in: f64 = gears.iter().map(|&(g, s)| -self.sim.element_torque(g) * s).sum();
-            let wc = self.sim.body_state(*carrier).map_or(0.0, |s| s.1);
-            let l = &self.layout.lsd[k];
-            let ramp = if t_in * wc >= 0.0 { l.power_ramp } else { l.coast_ramp };
-            if k < 4 {
-                caps[k] = 0.5 * (l.preload + ramp * t_in.abs());
-            }
-        }
         // 4. Inputs and the coupled solve.
         self.set(self.ids.throttle, out.throttle);
         self.set(self.ids.starter, out.starter);
@@ -637,12 +628,10 @@ impl Vehicle {
         self.set(self.ids.grade, -self.spec.body.mass * G * theta.sin());
         for k in 0..4 {
             self.set(self.ids.brake_in[k], if k < 2 { brake } else { rear });
-            self.set(self.ids.load_in[k], loads[k]);
+            // Road friction scales the tyre's force: the simplified Magic Formula is linear in load.
+            self.set(self.ids.load_in[k], loads[k] * self.surface[k]);
         }
         self.last_loads = loads;
-        for k in 0..self.ids.lsd_in.len().min(4) {
-            self.set(self.ids.lsd_in[k], caps[k]);
-        }
         let v0 = self.sim.body_state(self.ids.body).map_or(0.0, |s| s.1);
         self.sim.step(dt)?;
         // 5. Integrate heat and fuel; telemetry.

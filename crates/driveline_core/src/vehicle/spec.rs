@@ -683,7 +683,7 @@ impl EngineSpec {
             return Err(err(
                 "idle_rpm",
                 format!(
-                    "the map covers {lo}..{hi} rpm but `idle_rpm` is {}; the curves must cover the idle speed",
+                    "the map covers {lo:.0}..{hi:.0} rpm but `idle_rpm` is {}; the curves must cover the idle speed",
                     self.idle_rpm
                 ),
             ));

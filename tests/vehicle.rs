@@ -1,0 +1,356 @@
+//! Vehicle behaviour, each shown physically: launches, stalls, blocked dogs, synchroniser
+//! timing, dog-box upshifts, limited-slip locking, hill holding and wheelspin.
+
+use driveline::core::vehicle::{VehicleEventKind, WHEELS};
+use driveline::core::{DriverInput, FrictionMode, Vehicle};
+use std::path::Path;
+
+const DT: f64 = 1e-3;
+
+fn car(file: &str) -> Vehicle {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/vehicles").join(file);
+    Vehicle::load(&path).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn element(v: &Vehicle, name: &str) -> usize {
+    v.simulation().network().elements.iter().position(|e| e.name == name).unwrap_or_else(|| panic!("no {name}"))
+}
+
+/// Steps `v` for `seconds`, letting `driver(t, input)` set the input before each step and
+/// `watch(v)` look after it.
+fn drive(
+    v: &mut Vehicle,
+    input: &mut DriverInput,
+    seconds: f64,
+    mut driver: impl FnMut(f64, &mut DriverInput),
+    mut watch: impl FnMut(&Vehicle),
+) {
+    let n = (seconds / DT).round() as usize;
+    for _ in 0..n {
+        driver(v.simulation().time(), input);
+        v.step(input, DT).unwrap_or_else(|e| panic!("t = {}: {e}", v.simulation().time()));
+        watch(v);
+    }
+}
+
+fn has(v: &Vehicle, pred: impl Fn(&VehicleEventKind) -> bool) -> bool {
+    v.events().iter().any(|e| pred(&e.kind))
+}
+
+/// Press the clutch, select `gear`, wait until the dogs are in.
+fn engage(v: &mut Vehicle, input: &mut DriverInput, gear: i32) {
+    input.clutch = 1.0;
+    drive(v, input, 0.1, |_, _| {}, |_| {});
+    input.gear = gear;
+    let mut done = false;
+    drive(v, input, 2.0, |_, _| {}, |v| done |= has(v, |k| matches!(k, VehicleEventKind::ShiftCompleted { .. })));
+    assert!(done, "gear {gear} did not go in");
+}
+
+#[test]
+fn clutch_launch_bites_at_the_bite_point_and_locks_once_without_chatter() {
+    let mut v = car("nissan_350z.ron");
+    let mut input = DriverInput::default();
+    engage(&mut v, &mut input, 1);
+    let bite = v.spec().clutch.bite_point;
+    // Hold 1800 rpm worth of throttle and let the pedal up over 3 s.
+    input.throttle = 0.25;
+    let t0 = v.simulation().time();
+    let mut first_torque_at = None;
+    let mut modes = Vec::new();
+    drive(
+        &mut v,
+        &mut input,
+        5.0,
+        |t, i| i.clutch = (1.0 - (t - t0) / 3.0).clamp(0.0, 1.0),
+        |v| {
+            let tm = v.telemetry();
+            if first_torque_at.is_none() && tm.clutch_torque != 0.0 {
+                first_torque_at = Some(tm.time);
+            }
+            let m = v.clutch_mode().unwrap();
+            if modes.last() != Some(&m) {
+                modes.push(m);
+            }
+        },
+    );
+    // The plate carries torque from the first step the pedal is above the bite point: the pedal
+    // of that step (set at its start) is within one step of travel (1/3000) below the bite point.
+    let t1 = first_torque_at.expect("the clutch never carried torque");
+    let pedal = 1.0 - (t1 - DT - t0) / 3.0;
+    assert!(pedal <= bite && pedal > bite - 1.0 / 3000.0 - 1e-9, "first torque at pedal {pedal}, bite point {bite}");
+    // Disc slower than the engine: slides backward, then locks once and stays locked.
+    assert_eq!(modes, vec![FrictionMode::Free, FrictionMode::Backward, FrictionMode::Stuck], "{modes:?}");
+    let tm = v.telemetry();
+    assert!(tm.speed > 3.0, "the car did not move off: {} m/s", tm.speed);
+    assert_eq!(tm.clutch_slip, 0.0, "a locked clutch has no slip at all");
+    assert!(tm.running);
+}
+
+#[test]
+fn dumping_the_clutch_at_idle_in_fifth_stalls_the_engine() {
+    let mut v = car("nissan_350z.ron");
+    let mut input = DriverInput::default();
+    engage(&mut v, &mut input, 5);
+    let mut stalled = false;
+    input.clutch = 0.0;
+    drive(&mut v, &mut input, 3.0, |_, _| {}, |v| stalled |= has(v, |k| *k == VehicleEventKind::Stalled));
+    let tm = v.telemetry();
+    assert!(stalled, "no stall: {} rpm", tm.engine_rpm);
+    assert!(!tm.running);
+    let stall = v.spec().engine.stall_rpm;
+    assert!(tm.engine_rpm < stall, "engine still at {} rpm", tm.engine_rpm);
+    // In fifth the engine's inertia moves the car only a few centimetres before it dies.
+    assert!(tm.distance < 0.3, "moved {} m", tm.distance);
+}
+
+#[test]
+fn dog_blocks_at_the_tips_while_the_speed_difference_is_too_high_then_drops_in() {
+    let mut v = car("race_sequential.ron");
+    let mut input = DriverInput::default();
+    // Rev the engine in neutral with the clutch engaged: idler 1 turns at n / 2.92.
+    input.throttle = 0.6;
+    drive(&mut v, &mut input, 0.3, |_, _| {}, |_| {});
+    let w_max = v.spec().gearbox.dog.max_engage_speed;
+    let dog1 = element(&v, "dog1");
+    let slip = |v: &Vehicle| v.simulation().element_relative(dog1).unwrap().1.abs();
+    assert!(slip(&v) > w_max, "set-up: slip {} not above {w_max}", slip(&v));
+    // Ask for first and lift off: blocked at the tips until the engine has slowed enough.
+    input.throttle = 0.0;
+    input.shift_up = true;
+    let mut blocked_at = None;
+    let mut engaged_at = None;
+    drive(
+        &mut v,
+        &mut input,
+        3.0,
+        |_, i| i.shift_up = true,
+        |v| {
+            if blocked_at.is_none() && has(v, |k| *k == VehicleEventKind::ShiftBlocked { gear: 1 }) {
+                blocked_at = Some(v.simulation().time());
+            }
+            if blocked_at.is_some() && engaged_at.is_none() {
+                // While blocked the sleeve rides on the tips: it may press into the compliant
+                // stop, but never reaches the overlap at which the dogs carry torque.
+                let z = v.telemetry().sleeves[0];
+                let dog = v.spec().gearbox.dog;
+                if !has(v, |k| *k == VehicleEventKind::DogEngaged { gear: 1 }) {
+                    assert!(z < dog.clearance + dog.min_overlap, "sleeve at {z} passed the tips while blocked");
+                    assert_eq!(v.simulation().element_torque(dog1), 0.0, "a blocked dog carries no torque");
+                }
+            }
+            if engaged_at.is_none() && has(v, |k| *k == VehicleEventKind::DogEngaged { gear: 1 }) {
+                engaged_at = Some((v.simulation().time(), slip(v)));
+            }
+        },
+    );
+    let tb = blocked_at.expect("the dog never blocked");
+    let (te, _) = engaged_at.expect("the dog never dropped in");
+    assert!(te > tb + 0.05, "engaged {te} too soon after blocking at {tb}");
+    assert_eq!(v.engaged_gear(), 1);
+}
+
+#[test]
+fn synchroniser_time_matches_cone_torque_and_reflected_inertia() {
+    let mut v = car("nissan_350z.ron");
+    let mut input = DriverInput { clutch: 1.0, ..Default::default() };
+    drive(&mut v, &mut input, 0.3, |_, _| {}, |_| {});
+    let gb = v.spec().gearbox.clone();
+    let sy = gb.synchro.unwrap();
+    let cl = v.spec().clutch.clone();
+    // Hand calculation. Everything turning with the input shaft, reflected to idler 1
+    // (ratio r1): the disc, the damper's input-shaft inertia (0.005 in the layout), every idler.
+    let r1 = gb.ratios[0];
+    let ratios: Vec<f64> = gb.ratios.iter().copied().chain(gb.reverse).collect();
+    let j_in = cl.disc_inertia + 0.005 + ratios.iter().map(|r| gb.idler_inertia / (r * r)).sum::<f64>();
+    let j_eq = j_in * r1 * r1;
+    // With the sleeve resting on the blocker, the cone's axial force is the shift force.
+    let t_cone = sy.mu * gb.shift_force * sy.cone_radius / sy.cone_angle_deg.to_radians().sin();
+    let syn = element(&v, "synchro1");
+    let dog = element(&v, "dog1");
+    input.gear = 1;
+    let mut contact: Option<(f64, f64)> = None;
+    let mut indexed = None;
+    let mut torques = Vec::new();
+    drive(
+        &mut v,
+        &mut input,
+        2.0,
+        |_, _| {},
+        |v| {
+            let tau = v.simulation().element_torque(syn).abs();
+            torques.push((v.simulation().time(), tau));
+            if contact.is_none() && tau > 0.0 {
+                contact = Some((v.simulation().time(), v.simulation().element_relative(dog).unwrap().1.abs()));
+            }
+            if indexed.is_none() && has(v, |k| *k == VehicleEventKind::SynchroIndexed { gear: 1 }) {
+                indexed = Some(v.simulation().time());
+            }
+        },
+    );
+    let (t0, dw0) = contact.expect("the cone never touched");
+    let t1 = indexed.expect("the synchro never indexed");
+    let predicted = j_eq * (dw0 - sy.index_speed) / t_cone;
+    let measured = t1 - t0;
+    println!("sync: dw0 {dw0:.2} rad/s, J_eq {j_eq:.4} kg m2, T_cone {t_cone:.2} N m, predicted {predicted:.4} s, measured {measured:.4} s");
+    // The contact force builds up through the stop's compliance in a few ms and the linkage sees
+    // speeds one step late: 3 % covers both at this 1 ms step.
+    assert!((measured - predicted).abs() < 0.03 * predicted, "measured {measured} s vs predicted {predicted} s");
+    // Halfway through, the cone slides with its kinetic torque mu F r / sin(alpha); the sleeve
+    // rests on the blocker, so the force is the shift force less nothing (no motion, no damping).
+    let mid = torques.iter().find(|(t, _)| *t >= 0.5 * (t0 + t1)).unwrap().1;
+    assert!((mid - t_cone).abs() < 1e-6 * t_cone, "cone torque {mid} vs {t_cone}");
+}
+
+#[test]
+fn dog_box_upshift_under_ignition_cut_takes_30_to_80_ms() {
+    let mut v = car("race_sequential.ron");
+    let mut input = DriverInput { shift_up: true, ..Default::default() };
+    drive(&mut v, &mut input, 0.1, |t, i| i.shift_up = t < 0.01, |_| {});
+    assert_eq!(v.engaged_gear(), 1);
+    // Full throttle in first to 6500 rpm (the auto-clutch launches).
+    input.throttle = 1.0;
+    drive(&mut v, &mut input, 10.0, |_, _| {}, |_| {});
+    let mut durations = Vec::new();
+    let mut cut_during_shift = true;
+    for _ in 0..3 {
+        let mut n = 0;
+        while v.telemetry().engine_rpm < 6500.0 && n < 20000 {
+            drive(&mut v, &mut input, DT, |_, _| {}, |_| {});
+            n += 1;
+        }
+        input.shift_up = true;
+        let mut done = None;
+        drive(
+            &mut v,
+            &mut input,
+            0.3,
+            |_, _| {},
+            |v| {
+                if done.is_none() {
+                    cut_during_shift &= v.telemetry().torque_reduction == 1.0 && v.telemetry().throttle == 0.0;
+                }
+                for e in v.events() {
+                    if let VehicleEventKind::ShiftCompleted { duration, .. } = e.kind {
+                        done = Some(duration);
+                    }
+                }
+            },
+        );
+        input.shift_up = false;
+        durations.push(done.expect("upshift did not complete"));
+    }
+    println!("upshift times {durations:?}");
+    assert!(cut_during_shift, "the ignition was not cut for the whole shift");
+    for d in durations {
+        assert!((0.030..=0.080).contains(&d), "shift took {d} s");
+    }
+}
+
+#[test]
+fn limited_slip_locking_torque_follows_preload_plus_ramp() {
+    let mut v = car("nissan_350z.ron");
+    let mut input = DriverInput::default();
+    engage(&mut v, &mut input, 1);
+    // Rear left on ice: it spins, the clutch pack slips and carries the locking torque.
+    v.set_surface_friction(2, 0.05);
+    let (pre, power, coast) = match v.spec().driveline.differential {
+        driveline::core::vehicle::DifferentialSpec::ClutchPack { preload, power_ramp, coast_ramp } => {
+            (preload, power_ramp, coast_ramp)
+        }
+        _ => panic!("the 350Z has a clutch-pack LSD"),
+    };
+    let pack = element(&v, "diff_r_lsd");
+    let fd = element(&v, "final_drive_r");
+    let carrier = element(&v, "carrier_r");
+    input.throttle = 0.3;
+    let t0 = v.simulation().time();
+    let (mut power_steps, mut coast_steps) = (0, 0);
+    let mut worst: f64 = 0.0;
+    drive(
+        &mut v,
+        &mut input,
+        3.0,
+        |t, i| {
+            i.clutch = (1.0 - (t - t0) / 1.0).clamp(0.0, 1.0);
+            // Lift off after 2 s: the coast ramp takes over.
+            if t - t0 > 2.0 {
+                i.throttle = 0.0;
+            }
+        },
+        |v| {
+            let sim = v.simulation();
+            if matches!(sim.element_mode(pack), Some(FrictionMode::Forward | FrictionMode::Backward)) {
+                // The torque the final drive delivers to the carrier.
+                let t_in = -sim.element_torque(fd);
+                let wc = sim.body_state(carrier).unwrap().1;
+                let power_side = t_in * wc >= 0.0;
+                let ramp = if power_side { power } else { coast };
+                let expected = pre + ramp * t_in.abs();
+                let locking = 2.0 * sim.element_torque(pack).abs();
+                worst = worst.max((locking - expected).abs() / expected);
+                if power_side { power_steps += 1 } else { coast_steps += 1 }
+            }
+        },
+    );
+    println!("LSD: {power_steps} power and {coast_steps} coast steps slipping, worst relative error {worst:e}");
+    assert!(power_steps > 100 && coast_steps > 10, "slipped on power {power_steps}, on coast {coast_steps} steps");
+    // The pack limit is part of the coupled solve: it matches the input torque of the same
+    // instant to rounding.
+    assert!(worst < 1e-9, "locking torque off by {worst}");
+    let tm = v.telemetry();
+    assert!(tm.wheel_speed[2] != tm.wheel_speed[3], "the wheels should differ");
+}
+
+#[test]
+fn braked_car_on_a_20_percent_grade_does_not_creep_in_60_s() {
+    let mut v = car("nissan_350z.ron");
+    let mut input = DriverInput { brake: 0.6, grade: 0.2, ..Default::default() };
+    drive(&mut v, &mut input, 60.0, |_, _| {}, |_| {});
+    let tm = v.telemetry();
+    // Brakes and tyres are stuck friction elements: the car does not move at all, not even by
+    // rounding.
+    assert_eq!(tm.distance, 0.0, "the car crept {} m", tm.distance);
+    assert_eq!(tm.speed, 0.0);
+    // Brakes and the (static) rolling resistance carry the grade, m g sin(atan 0.2) r over the
+    // four wheels, split by minimum norm.
+    let b = v.spec().body;
+    let need = b.mass * 9.80665 * (0.2f64.atan()).sin() * v.spec().wheels.radius;
+    let rolling: f64 = WHEELS.iter().map(|w| v.simulation().element_torque(element(&v, &format!("rolling_{w}"))).abs()).sum();
+    let held: f64 = tm.brake_torque.iter().map(|t| t.abs()).sum::<f64>() + rolling;
+    // Rounding of the minimum-norm split only.
+    assert!((held - need).abs() < 1e-9 * need, "brakes and rolling resistance hold {held} N m, grade needs {need} N m");
+}
+
+#[test]
+fn launch_on_a_low_friction_surface_spins_the_driven_wheels() {
+    let mut v = car("nissan_350z.ron");
+    let mut input = DriverInput::default();
+    engage(&mut v, &mut input, 1);
+    for k in 0..4 {
+        v.set_surface_friction(k, 0.2);
+    }
+    input.throttle = 0.6;
+    let t0 = v.simulation().time();
+    let mut max_slip = [0.0f64; 4];
+    let mut max_force_ratio = 0.0f64;
+    drive(
+        &mut v,
+        &mut input,
+        3.0,
+        |t, i| i.clutch = (1.0 - (t - t0) / 0.5).clamp(0.0, 1.0),
+        |v| {
+            let tm = v.telemetry();
+            for k in 0..4 {
+                max_slip[k] = max_slip[k].max(tm.tyre_slip[k].abs());
+            }
+            // The force never exceeds the peak D F_z mu_surface.
+            let d = v.spec().wheels.tyre.d;
+            max_force_ratio = max_force_ratio.max(tm.tyre_force[2].abs() / (d * 0.2 * tm.tyre_load[2]));
+        },
+    );
+    println!("max slip velocity per wheel {max_slip:?} m/s, max force / peak {max_force_ratio}");
+    assert!(max_slip[2] > 1.0 && max_slip[3] > 1.0, "driven wheels did not spin: {max_slip:?}");
+    assert_eq!(max_slip[0], 0.0, "front wheels roll without slip");
+    assert!(max_force_ratio <= 1.0 + 1e-9);
+}
