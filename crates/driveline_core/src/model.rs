@@ -373,6 +373,15 @@ pub enum ElementKind {
         /// The force, N (positive pushes towards +s).
         f: Signal,
     },
+    /// Translational speed source: the flange moves at `v_ref(t)` against the ground (the
+    /// ground under a wheel, written by a game's own chassis). Flange `flange`.
+    LinearSpeed {
+        /// Reference speed signal, m/s.
+        v_ref: Signal,
+        /// Fixed initial position, m.
+        #[serde(default)]
+        s_start: Option<f64>,
+    },
     /// Combustion engine torque from a map (see [`crate::torque_map`]):
     /// `tau = T(throttle, w_rel)` with `w_rel` the crankshaft speed relative to the support.
     /// Flanges `flange`, `support`. The crankshaft inertia is a separate [`ElementKind::Inertia`].
@@ -481,6 +490,7 @@ impl ElementKind {
             ElementKind::IdealRollingWheel { .. } => "IdealRollingWheel",
             ElementKind::QuadraticSpeedDependentForce { .. } => "QuadraticSpeedDependentForce",
             ElementKind::Force { .. } => "Force",
+            ElementKind::LinearSpeed { .. } => "LinearSpeed",
             ElementKind::Engine { .. } => "Engine",
             ElementKind::Tyre { .. } => "Tyre",
             ElementKind::DogClutch { .. } => "DogClutch",
@@ -530,7 +540,7 @@ impl ElementKind {
             ElementKind::IdealRollingWheel { .. } => {
                 &[("flangeR", Rotational, Required), ("flangeT", Translational, Required)]
             }
-            ElementKind::QuadraticSpeedDependentForce { .. } | ElementKind::Force { .. } => {
+            ElementKind::QuadraticSpeedDependentForce { .. } | ElementKind::Force { .. } | ElementKind::LinearSpeed { .. } => {
                 &[("flange", Translational, Required)]
             }
             ElementKind::Engine { .. } => &[("flange", Rotational, Required), ("support", Rotational, Support)],
@@ -553,6 +563,7 @@ impl ElementKind {
             | ElementKind::OneWayClutch { f_normalized, .. }
             | ElementKind::Brake { f_normalized, .. } => vec![f_normalized],
             ElementKind::Force { f } => vec![f],
+            ElementKind::LinearSpeed { v_ref, .. } => vec![v_ref],
             ElementKind::Engine { throttle, .. } => vec![throttle],
             ElementKind::Tyre { load, .. } => vec![load],
             ElementKind::DogClutch { engaged, .. } => vec![engaged],

@@ -434,6 +434,10 @@ pub fn validate_element(name: &str, kind: &ElementKind) -> Result<(), BuildError
             check(name, "offset", *offset, offset.abs() <= pitch / 2.0, "within +-pi/teeth rad (seed 004)")?;
             engaged.validate().map_err(|m| BuildError::Signal { element: name.into(), message: m })
         }
+        LinearSpeed { v_ref, s_start } => {
+            v_ref.validate().map_err(|m| BuildError::Signal { element: name.into(), message: m })?;
+            check_opt(name, "s_start", *s_start)
+        }
         Force { f } => f.validate().map_err(|m| BuildError::Signal { element: name.into(), message: m }),
         Engine { map, throttle, .. } => {
             map.build().map_err(|m| param(name, format!("`map`: {m}")))?;
@@ -745,6 +749,18 @@ impl Network {
                         Law::Dog { a: nd[0], b: nd[1], c: *c, d: *d, half: backlash / 2.0, pitch, offset: *offset, engaged: s },
                         &mut info,
                     );
+                }
+                ElementKind::LinearSpeed { v_ref, .. } => {
+                    let sidx = signal(v_ref);
+                    let g = nodes.len(); // a fresh ground to move against
+                    nodes.push(Node { flanges: Vec::new(), inertia: 0.0, domain: Domain::Translational });
+                    ground_phi.push(0.0);
+                    let row = Row::new(&[(nd[0], 1.0), (g, -1.0)]);
+                    rows.push(row);
+                    row_element.push(i);
+                    row_rhs.push(Some(Prescribed::Speed(sidx)));
+                    info.source = true;
+                    info.rel = Some(row);
                 }
                 ElementKind::Force { f } => {
                     let s = signal(f);
@@ -1078,7 +1094,9 @@ impl Network {
                         (if pass == 0 { *phi_start } else { *w_start }, None)
                     }
                     ElementKind::Mass { s_start, v_start, .. } => (if pass == 0 { *s_start } else { *v_start }, None),
-                    ElementKind::Speed { phi_start, .. } => (None, if pass == 0 { *phi_start } else { None }),
+                    ElementKind::Speed { phi_start, .. } | ElementKind::LinearSpeed { s_start: phi_start, .. } => {
+                        (None, if pass == 0 { *phi_start } else { None })
+                    }
                     ElementKind::Spring { phi_rel_start, w_rel_start, .. }
                     | ElementKind::Damper { phi_rel_start, w_rel_start, .. }
                     | ElementKind::SpringDamper { phi_rel_start, w_rel_start, .. }

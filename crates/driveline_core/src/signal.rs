@@ -103,14 +103,23 @@ pub enum Signal {
     /// `gain * u`.
     Gain(f64, Box<Signal>),
     /// A value set from outside at run time ([`crate::Simulation::set_input`]): a pedal, a
-    /// shift actuator, a game's throttle. Held constant between settings (zero-order hold); a
-    /// new value takes effect at the start of the next step, which is treated as a time event.
+    /// shift actuator, a game's throttle. Held constant between settings (zero-order hold), or
+    /// ramping at `rate` from the time `since` it was set
+    /// ([`crate::Simulation::set_input_ramp_id`], first-order hold: a ground speed that follows
+    /// a game's chassis acceleration). A new setting takes effect at the start of the next step,
+    /// which is treated as a time event.
     Input {
         /// Input name, unique per network.
         name: String,
-        /// Current value (signal units). Default 0.
+        /// Value at `since` (signal units). Default 0.
         #[serde(default = "zero")]
         value: f64,
+        /// Rate of change, signal units per second. Default 0.
+        #[serde(default = "zero")]
+        rate: f64,
+        /// Time the value was set, s. Default 0.
+        #[serde(default = "zero")]
+        since: f64,
     },
     /// A named signal from the scenario's `signals` map. Resolved when a scenario is built;
     /// networks only ever hold resolved signals.
@@ -201,7 +210,13 @@ impl Signal {
             Signal::OneMinus(u) => 1.0 - u.eval_side(t, left),
             Signal::Difference(a, b) => a.eval_side(t, left) - b.eval_side(t, left),
             Signal::Gain(k, u) => k * u.eval_side(t, left),
-            Signal::Input { value, .. } => *value,
+            Signal::Input { value, rate, since, .. } => {
+                if *rate == 0.0 {
+                    *value
+                } else {
+                    value + rate * (t - since)
+                }
+            }
             Signal::Ref(_) => {
                 debug_assert!(false, "unresolved signal reference evaluated");
                 f64::NAN
@@ -213,7 +228,8 @@ impl Signal {
     /// and contribute no impulse).
     pub fn derivative(&self, t: f64) -> f64 {
         match self {
-            Signal::Constant(_) | Signal::Step { .. } | Signal::Pulse { .. } | Signal::Input { .. } => 0.0,
+            Signal::Constant(_) | Signal::Step { .. } | Signal::Pulse { .. } => 0.0,
+            Signal::Input { rate, .. } => *rate,
             Signal::Ramp { height, duration, start_time, .. } => {
                 if t >= *start_time && t < start_time + duration {
                     height / duration
@@ -340,8 +356,9 @@ impl Signal {
     /// Sets every [`Signal::Input`] named `name` in this tree to `value`; returns how many.
     pub fn set_input(&mut self, name: &str, value: f64) -> usize {
         match self {
-            Signal::Input { name: n, value: v } if n == name => {
+            Signal::Input { name: n, value: v, rate, .. } if n == name => {
                 *v = value;
+                *rate = 0.0;
                 1
             }
             Signal::Sum(items) | Signal::Product(items) => items.iter_mut().map(|s| s.set_input(name, value)).sum(),
@@ -473,11 +490,13 @@ impl Signal {
                 a.validate()?;
                 b.validate()
             }
-            Signal::Input { name, value } => {
+            Signal::Input { name, value, rate, since } => {
                 if name.is_empty() {
                     return Err("an Input needs a non-empty `name`".into());
                 }
-                finite("value", *value)
+                finite("value", *value)?;
+                finite("rate", *rate)?;
+                finite("since", *since)
             }
             Signal::Ref(name) => Err(format!("unresolved signal reference '{name}'")),
         }

@@ -593,13 +593,24 @@ impl Simulation {
     /// Sets the input behind `id` (see [`Simulation::input_id`]); same rules as
     /// [`Simulation::set_input`]: a non-finite value is refused and changes nothing.
     pub fn set_input_id(&mut self, id: InputId, value: f64) -> Result<(), InputError> {
+        self.set_input_ramp_id(id, value, 0.0)
+    }
+
+    /// Sets the input behind `id` to `value` now, changing at `rate` (units per second) from
+    /// now on: a first-order hold, so that a prescribed speed carries its acceleration into the
+    /// step (the torque that accelerates what it drives). Non-finite values are refused.
+    pub fn set_input_ramp_id(&mut self, id: InputId, value: f64, rate: f64) -> Result<(), InputError> {
+        let now = self.t;
         match &mut self.net.signals[id.0] {
-            Signal::Input { value: v, name } => {
-                if !value.is_finite() {
-                    return Err(InputError::NotFinite { name: name.clone(), value });
+            Signal::Input { value: v, name, rate: r, since } => {
+                if !value.is_finite() || !rate.is_finite() {
+                    let bad = if value.is_finite() { rate } else { value };
+                    return Err(InputError::NotFinite { name: name.clone(), value: bad });
                 }
-                if *v != value {
+                if *v != value || *r != rate || (rate != 0.0 && *since != now) {
                     *v = value;
+                    *r = rate;
+                    *since = now;
                     self.inputs_changed = true;
                 }
                 Ok(())
@@ -2298,7 +2309,7 @@ impl Simulation {
                     let cb = row.entries.iter().find(|x| x.0 == info.nodes[1]).map(|x| x.1).unwrap_or(0.0);
                     self.out_tau[e] = -cb * self.out_lambda[ri];
                 }
-                "Speed" | "Position" => self.out_tau[e] = self.out_lambda[ri],
+                "Speed" | "Position" | "LinearSpeed" => self.out_tau[e] = self.out_lambda[ri],
                 _ => {}
             }
         }

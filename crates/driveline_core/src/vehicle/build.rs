@@ -54,7 +54,7 @@ fn inertia(name: &str, j: f64, start: Option<(f64, f64)>) -> ElementSpec {
 }
 
 fn input(name: &str) -> Signal {
-    Signal::Input { name: name.to_string(), value: 0.0 }
+    Signal::Input { name: name.to_string(), value: 0.0, rate: 0.0, since: 0.0 }
 }
 
 fn friction(name_fn: &str, mu: Table1D, peak: f64, cgeo: f64, fn_max: f64) -> ElementKind {
@@ -69,9 +69,21 @@ fn friction(name_fn: &str, mu: Table1D, peak: f64, cgeo: f64, fn_max: f64) -> El
     }
 }
 
+/// What the tyres push against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Road {
+    /// The vehicle's own body: a mass with drag, rolling resistance and grade (a complete
+    /// longitudinal vehicle).
+    Body,
+    /// A game's chassis: each tyre runs on a ground whose speed the game writes every step
+    /// (`ground_<wheel>.speed`, m/s), with the normal load the game computes; the game reads
+    /// the tyre forces back.
+    External,
+}
+
 /// Builds the network of a validated vehicle. The vehicle starts at rest, in neutral, with the
 /// engine at idle and the clutch engaged.
-pub fn layout(v: &VehicleSpec) -> Layout {
+pub fn layout(v: &VehicleSpec, road: Road) -> Layout {
     let mut e: Vec<ElementSpec> = Vec::new();
     let mut c: Vec<(String, String)> = Vec::new();
     let mut join = |a: &str, b: &str| c.push((a.to_string(), b.to_string()));
@@ -215,19 +227,21 @@ pub fn layout(v: &VehicleSpec) -> Layout {
     // Wheels: inertia, optional half shaft, brake, rolling resistance, tyre on the body.
     let w = &v.wheels;
     let b = &v.body;
-    e.push(el("body", ElementKind::Mass { m: b.mass, s_start: Some(0.0), v_start: Some(0.0) }));
-    let v_nom = 10.0;
-    e.push(el(
-        "drag",
-        ElementKind::QuadraticSpeedDependentForce {
-            f_nominal: -0.5 * b.air_density * b.drag_area * v_nom * v_nom,
-            v_nominal: v_nom,
-            force_direction: false,
-        },
-    ));
-    e.push(el("grade", ElementKind::Force { f: input("grade.force") }));
-    join("drag.flange", "body.flange_a");
-    join("grade.flange", "body.flange_a");
+    if road == Road::Body {
+        e.push(el("body", ElementKind::Mass { m: b.mass, s_start: Some(0.0), v_start: Some(0.0) }));
+        let v_nom = 10.0;
+        e.push(el(
+            "drag",
+            ElementKind::QuadraticSpeedDependentForce {
+                f_nominal: -0.5 * b.air_density * b.drag_area * v_nom * v_nom,
+                v_nominal: v_nom,
+                force_direction: false,
+            },
+        ));
+        e.push(el("grade", ElementKind::Force { f: input("grade.force") }));
+        join("drag.flange", "body.flange_a");
+        join("grade.flange", "body.flange_a");
+    }
     for (k, name) in WHEELS.iter().enumerate() {
         let front = k < 2;
         let wheel = format!("wheel_{name}");
@@ -245,8 +259,11 @@ pub fn layout(v: &VehicleSpec) -> Layout {
                 join(&format!("{hs}.flange_a"), &format!("{from}.flange_b"));
                 join(&format!("{hs}.flange_b"), &format!("{wheel}.flange_a"));
             } else {
-                // The diff output drives the wheel directly.
-                join(&format!("{from}.flange_b"), &format!("{wheel}.flange_a"));
+                // A rigid hub (ratio 1): its constraint torque is the drive torque on the wheel.
+                let hub = format!("hub_{name}");
+                e.push(el(&hub, ElementKind::IdealGear { ratio: 1.0, use_support: false }));
+                join(&format!("{hub}.flange_a"), &format!("{from}.flange_b"));
+                join(&format!("{hub}.flange_b"), &format!("{wheel}.flange_a"));
             }
         }
         let t_max = if front { w.front_brake } else { w.rear_brake + w.parking_brake };
@@ -278,7 +295,14 @@ pub fn layout(v: &VehicleSpec) -> Layout {
         let tyre = format!("tyre_{name}");
         e.push(el(&tyre, ElementKind::Tyre { radius: w.radius, mf: w.tyre, load: input(&format!("{tyre}.load")), v_low: 1.0 }));
         join(&format!("{tyre}.wheel"), &format!("{wheel}.flange_b"));
-        join(&format!("{tyre}.ground"), "body.flange_a");
+        match road {
+            Road::Body => join(&format!("{tyre}.ground"), "body.flange_a"),
+            Road::External => {
+                let ground = format!("ground_{name}");
+                e.push(el(&ground, ElementKind::LinearSpeed { v_ref: input(&format!("{ground}.speed")), s_start: Some(0.0) }));
+                join(&format!("{tyre}.ground"), &format!("{ground}.flange"));
+            }
+        }
     }
     Layout { spec: NetworkSpec { elements: e, connections: c }, gears, sleeves, driven }
 }

@@ -30,7 +30,7 @@ use crate::scenario::{ScenarioError, position_of};
 use crate::solver::{InputId, Simulation, StepError};
 use crate::torque_map::RPM;
 use crate::{FrictionMode, Network};
-pub use build::{G, GearSlot, Layout, WHEELS};
+pub use build::{G, GearSlot, Layout, Road, WHEELS};
 use ecu::{Ecu, EcuEvent};
 use linkage::{LinkageEvent, SideView, Sleeve, SleeveParams};
 pub use spec::*;
@@ -179,7 +179,7 @@ pub struct Telemetry {
     pub distance: f64,
     /// Wheel speeds, rad/s (fl, fr, rl, rr).
     pub wheel_speed: [f64; 4],
-    /// Tyre longitudinal forces on the road, N.
+    /// Tyre longitudinal forces, N: positive pushes the vehicle forward.
     pub tyre_force: [f64; 4],
     /// Tyre slip velocity `R w - v`, m/s (0 while rolling).
     pub tyre_slip: [f64; 4],
@@ -187,6 +187,8 @@ pub struct Telemetry {
     pub tyre_load: [f64; 4],
     /// Brake torques, N m.
     pub brake_torque: [f64; 4],
+    /// Drive torque the driveline puts on each wheel (half shaft or hub), N m.
+    pub drive_torque: [f64; 4],
     /// Fuel used, g.
     pub fuel_used: f64,
 }
@@ -207,15 +209,18 @@ struct Ids {
     engine_torque: usize,
     clutch: usize,
     output: usize,
-    body: usize,
+    body: Option<usize>,
     wheels: [usize; 4],
+    /// Elements whose torque is minus the drive torque on each wheel (hub or half shaft).
+    drive: [Option<usize>; 4],
     tyres: [usize; 4],
     brakes: [usize; 4],
     dogs: Vec<usize>,
     throttle: InputId,
     starter: InputId,
     clutch_force: InputId,
-    grade: InputId,
+    grade: Option<InputId>,
+    ground_in: Option<[InputId; 4]>,
     brake_in: [InputId; 4],
     load_in: [InputId; 4],
     dog_in: Vec<InputId>,
@@ -253,6 +258,10 @@ pub struct Vehicle {
     engagement: Vec<f64>,
     last_loads: [f64; 4],
     surface: [f64; 4],
+    /// External road: `(ground speed, load, ground acceleration)` per wheel.
+    contact: [(f64, f64, f64); 4],
+    /// External road: distance from the ground speeds.
+    distance: f64,
 }
 
 fn find(net: &Network, name: &str) -> usize {
@@ -265,10 +274,24 @@ fn id(sim: &Simulation, name: &str) -> InputId {
 
 impl Vehicle {
     /// Validates the description, builds its network and starts at rest in neutral with the
-    /// engine idling.
+    /// engine idling, on its own body (a complete longitudinal vehicle).
     pub fn new(spec: VehicleSpec) -> Result<Self, VehicleError> {
+        Self::with_road(spec, Road::Body)
+    }
+
+    /// Like [`Vehicle::new`], for a game with its own chassis physics: the tyres run on grounds
+    /// whose speed and normal load the game writes with [`Vehicle::set_wheel_contact`] before
+    /// every step; it reads [`Telemetry::tyre_force`] (to push its chassis),
+    /// [`Telemetry::drive_torque`] and [`Telemetry::brake_torque`] back. The body's mass, drag
+    /// and grade are then the game's business; the wheels, brakes and the whole driveline stay
+    /// in the coupled solve. See `examples/external_chassis.rs`.
+    pub fn new_external(spec: VehicleSpec) -> Result<Self, VehicleError> {
+        Self::with_road(spec, Road::External)
+    }
+
+    fn with_road(spec: VehicleSpec, road: Road) -> Result<Self, VehicleError> {
         spec.validate().map_err(VehicleError::Spec)?;
-        let layout = build::layout(&spec);
+        let layout = build::layout(&spec, road);
         let net = Network::build(&layout.spec)?;
         let sim = Simulation::new(net);
         let net = sim.network();
@@ -280,7 +303,12 @@ impl Vehicle {
             engine_torque: find(net, "engine_torque"),
             clutch: find(net, "clutch"),
             output: find(net, "output"),
-            body: find(net, "body"),
+            body: (road == Road::Body).then(|| find(net, "body")),
+            drive: WHEELS.map(|n| {
+                let hs = format!("half_shaft_{n}");
+                let hub = format!("hub_{n}");
+                net.elements.iter().position(|e| e.name == hs || e.name == hub)
+            }),
             wheels: w("wheel"),
             tyres: w("tyre"),
             brakes: w("brake"),
@@ -288,7 +316,8 @@ impl Vehicle {
             throttle: id(&sim, "engine.throttle"),
             starter: id(&sim, "starter.torque"),
             clutch_force: id(&sim, "clutch.force"),
-            grade: id(&sim, "grade.force"),
+            grade: (road == Road::Body).then(|| id(&sim, "grade.force")),
+            ground_in: (road == Road::External).then(|| wi("ground", "speed")),
             brake_in: wi("brake", "command"),
             load_in: wi("tyre", "load"),
             dog_in: layout.gears.iter().map(|g| id(&sim, &format!("{}.engagement", g.dog))).collect(),
@@ -314,6 +343,8 @@ impl Vehicle {
             engagement: vec![0.0; n_gears],
             last_loads: [0.0; 4],
             surface: [1.0; 4],
+            contact: [(0.0, 0.0, 0.0); 4],
+            distance: 0.0,
             spec,
             layout,
             sim,
@@ -373,6 +404,26 @@ impl Vehicle {
     pub fn events(&self) -> &[VehicleEvent] {
         &self.events
     }
+    /// External road ([`Vehicle::new_external`]): the speed of the ground under wheel `k` along
+    /// the wheel's heading, m/s, its acceleration, m/s^2 (the game's chassis acceleration; the
+    /// ground speed ramps with it through the step, so the tyre forces include the torque that
+    /// accelerates the wheels and the driveline), and the normal load, N, for the next step.
+    /// Non-finite values are ignored (the last good ones stay); loads below 0 are 0 (wheel in
+    /// the air).
+    pub fn set_wheel_contact(&mut self, k: usize, ground_speed: f64, ground_acceleration: f64, load: f64) {
+        if k < 4 {
+            if ground_speed.is_finite() {
+                self.contact[k].0 = ground_speed;
+            }
+            if ground_acceleration.is_finite() {
+                self.contact[k].2 = ground_acceleration;
+            }
+            if load.is_finite() {
+                self.contact[k].1 = load.max(0.0);
+            }
+        }
+    }
+
     /// Road friction under wheel `k` ([`WHEELS`] order) relative to the tyre's own (1 = dry
     /// road as the tyre is tuned, 0.1 = ice). Values are clamped to [0, 10]; NaN is ignored.
     pub fn set_surface_friction(&mut self, k: usize, factor: f64) {
@@ -397,9 +448,15 @@ impl Vehicle {
         let _ = self.sim.set_input_id(id, if v.is_finite() { v } else { 0.0 });
     }
 
-    /// Tyre loads, grade force: the parts that do not depend on the driver.
+    /// Tyre loads and the clutch before the first step.
     fn apply_static_inputs(&mut self) {
         let loads = self.loads(0.0, 0.0);
+        if self.ids.ground_in.is_some() {
+            // A game sets the loads; until it does, the static ones.
+            for k in 0..4 {
+                self.contact[k].1 = loads[k];
+            }
+        }
         self.last_loads = loads;
         for k in 0..4 {
             self.set(self.ids.load_in[k], loads[k]);
@@ -620,19 +677,27 @@ impl Vehicle {
         let rear = if rear_max > 0.0 { (brake * wh.rear_brake + park * wh.parking_brake) / rear_max } else { 0.0 };
         // Loads and grade.
         let theta = inp.grade.atan();
-        let loads = self.loads(theta, self.accel);
+        let loads = if self.ids.ground_in.is_some() { self.contact.map(|c| c.1) } else { self.loads(theta, self.accel) };
         // 4. Inputs and the coupled solve.
         self.set(self.ids.throttle, out.throttle);
         self.set(self.ids.starter, out.starter);
         self.set(self.ids.clutch_force, clamp);
-        self.set(self.ids.grade, -self.spec.body.mass * G * theta.sin());
+        if let Some(g) = self.ids.grade {
+            self.set(g, -self.spec.body.mass * G * theta.sin());
+        }
+        if let Some(ground) = self.ids.ground_in {
+            for k in 0..4 {
+                let (v, _, a) = self.contact[k];
+                let _ = self.sim.set_input_ramp_id(ground[k], v, a);
+            }
+        }
         for k in 0..4 {
             self.set(self.ids.brake_in[k], if k < 2 { brake } else { rear });
             // Road friction scales the tyre's force: the simplified Magic Formula is linear in load.
             self.set(self.ids.load_in[k], loads[k] * self.surface[k]);
         }
         self.last_loads = loads;
-        let v0 = self.sim.body_state(self.ids.body).map_or(0.0, |s| s.1);
+        let v0 = self.vehicle_speed();
         self.sim.step(dt)?;
         // 5. Integrate heat and fuel; telemetry.
         let p1 = self.sim.element_dissipation(self.ids.clutch);
@@ -641,8 +706,11 @@ impl Vehicle {
         // Implicit in the cooling term: stable for any step.
         self.temperature =
             (self.temperature + dt / heat_capacity * (p + cooling * ambient)) / (1.0 + dt * cooling / heat_capacity);
-        let v1 = self.sim.body_state(self.ids.body).map_or(0.0, |s| s.1);
+        let v1 = self.vehicle_speed();
         self.accel = (v1 - v0) / dt;
+        if self.ids.body.is_none() {
+            self.distance += 0.5 * (v0 + v1) * dt;
+        }
         if let Some(f) = &self.spec.engine.fuel
             && self.ecu.running
             && out.throttle > 0.0
@@ -652,6 +720,14 @@ impl Vehicle {
         }
         self.update_telemetry(out.throttle, reduction, clamp);
         Ok(())
+    }
+
+    /// Body speed, or the mean ground speed on an external road, m/s.
+    fn vehicle_speed(&self) -> f64 {
+        match self.ids.body {
+            Some(b) => self.sim.body_state(b).map_or(0.0, |s| s.1),
+            None => self.contact.iter().map(|c| c.0).sum::<f64>() / 4.0,
+        }
     }
 
     /// Gear whose dogs are fully in, 0 if none.
@@ -676,9 +752,9 @@ impl Vehicle {
             selected_gear: self.selected,
             engaged_gear: self.engaged_gear(),
             torque_reduction: reduction,
-            speed: sim.body_state(ids.body).map_or(0.0, |s| s.1),
+            speed: self.vehicle_speed(),
             acceleration: self.accel,
-            distance: sim.body_state(ids.body).map_or(0.0, |s| s.0),
+            distance: ids.body.and_then(|b| sim.body_state(b)).map_or(self.distance, |s| s.0),
             fuel_used: self.fuel,
             ..Telemetry::default()
         };
@@ -690,6 +766,7 @@ impl Vehicle {
             t.tyre_force[k] = sim.element_torque(ids.tyres[k]);
             t.tyre_slip[k] = sim.element_relative(ids.tyres[k]).map_or(0.0, |r| r.1);
             t.brake_torque[k] = sim.element_torque(ids.brakes[k]);
+            t.drive_torque[k] = ids.drive[k].map_or(0.0, |e| -sim.element_torque(e));
         }
         t.tyre_load = self.last_loads;
         self.telemetry = t;
