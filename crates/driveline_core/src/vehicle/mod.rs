@@ -227,6 +227,15 @@ struct Ids {
     synchro_in: Vec<Option<InputId>>,
 }
 
+/// What [`VehicleControl::before_step`] hands to [`VehicleControl::after_step`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PendingStep {
+    v0: f64,
+    throttle: f64,
+    reduction: f64,
+    clamp: f64,
+}
+
 #[derive(Debug, Clone, Copy)]
 struct Shift {
     from: i32,
@@ -234,12 +243,21 @@ struct Shift {
     start: f64,
 }
 
-/// A running vehicle.
+/// A running vehicle: its simulation and its controllers.
 pub struct Vehicle {
+    control: VehicleControl,
+    sim: Simulation,
+}
+
+/// The controllers of a vehicle (driver inputs, shift controller, engine controller, linkages,
+/// heat) working on a [`Simulation`] they do not own, so that an ECS can keep the simulation
+/// where its other drivelines are. [`Vehicle`] pairs the two for plain Rust use.
+pub struct VehicleControl {
     spec: VehicleSpec,
     layout: Layout,
-    sim: Simulation,
     ids: Ids,
+    /// Time of the step being taken (event stamps).
+    now: f64,
     params: SleeveParams,
     sleeves: Vec<Sleeve>,
     ecu: Ecu,
@@ -268,6 +286,11 @@ fn find(net: &Network, name: &str) -> usize {
     net.elements.iter().position(|e| e.name == name).unwrap_or_else(|| panic!("vehicle layout lacks `{name}`"))
 }
 
+/// Writes an input; every value written is finite by construction (inputs are sanitised first).
+fn set(sim: &mut Simulation, id: InputId, v: f64) {
+    let _ = sim.set_input_id(id, if v.is_finite() { v } else { 0.0 });
+}
+
 fn id(sim: &Simulation, name: &str) -> InputId {
     sim.input_id(name).unwrap_or_else(|| panic!("vehicle layout lacks input `{name}`"))
 }
@@ -293,67 +316,10 @@ impl Vehicle {
         spec.validate().map_err(VehicleError::Spec)?;
         let layout = build::layout(&spec, road);
         let net = Network::build(&layout.spec)?;
-        let sim = Simulation::new(net);
-        let net = sim.network();
-        // The layout names every element and input it uses; a miss is a bug in `build`.
-        let w = |p: &str| -> [usize; 4] { WHEELS.map(|n| find(net, &format!("{p}_{n}"))) };
-        let wi = |p: &str, s: &str| -> [InputId; 4] { WHEELS.map(|n| id(&sim, &format!("{p}_{n}.{s}"))) };
-        let ids = Ids {
-            engine: find(net, "engine"),
-            engine_torque: find(net, "engine_torque"),
-            clutch: find(net, "clutch"),
-            output: find(net, "output"),
-            body: (road == Road::Body).then(|| find(net, "body")),
-            drive: WHEELS.map(|n| {
-                let hs = format!("half_shaft_{n}");
-                let hub = format!("hub_{n}");
-                net.elements.iter().position(|e| e.name == hs || e.name == hub)
-            }),
-            wheels: w("wheel"),
-            tyres: w("tyre"),
-            brakes: w("brake"),
-            dogs: layout.gears.iter().map(|g| find(net, &g.dog)).collect(),
-            throttle: id(&sim, "engine.throttle"),
-            starter: id(&sim, "starter.torque"),
-            clutch_force: id(&sim, "clutch.force"),
-            grade: (road == Road::Body).then(|| id(&sim, "grade.force")),
-            ground_in: (road == Road::External).then(|| wi("ground", "speed")),
-            brake_in: wi("brake", "command"),
-            load_in: wi("tyre", "load"),
-            dog_in: layout.gears.iter().map(|g| id(&sim, &format!("{}.engagement", g.dog))).collect(),
-            synchro_in: layout.gears.iter().map(|g| g.synchro.as_ref().map(|s| id(&sim, &format!("{s}.force")))).collect(),
-        };
-        let gb = &spec.gearbox;
-        let params = SleeveParams { linkage: gb.linkage, dog: gb.dog, synchro: gb.synchro, force: gb.shift_force };
-        let n_gears = layout.gears.len();
-        let mut v = Self {
-            sleeves: vec![Sleeve::default(); layout.sleeves],
-            ecu: Ecu::new(&spec.engine),
-            selected: 0,
-            shift: None,
-            released_at: f64::NEG_INFINITY,
-            last_up: false,
-            last_down: false,
-            temperature: spec.clutch.thermal.ambient,
-            last_clutch_power: 0.0,
-            accel: 0.0,
-            fuel: 0.0,
-            telemetry: Telemetry::default(),
-            events: Vec::with_capacity(64),
-            engagement: vec![0.0; n_gears],
-            last_loads: [0.0; 4],
-            surface: [1.0; 4],
-            contact: [(0.0, 0.0, 0.0); 4],
-            distance: 0.0,
-            spec,
-            layout,
-            sim,
-            ids,
-            params,
-        };
-        v.apply_static_inputs();
-        v.update_telemetry(0.0, 0.0, 0.0);
-        Ok(v)
+        let mut sim = Simulation::new(net);
+        let mut control = VehicleControl::new(spec, layout, road, &sim);
+        control.start(&mut sim);
+        Ok(Self { control, sim })
     }
 
     /// Parses a vehicle file's text; errors carry `file:line:col`.
@@ -386,11 +352,136 @@ impl Vehicle {
 
     /// The description.
     pub fn spec(&self) -> &VehicleSpec {
-        &self.spec
+        &self.control.spec
     }
     /// The underlying simulation (read access to every element).
     pub fn simulation(&self) -> &Simulation {
         &self.sim
+    }
+    /// The controllers.
+    pub fn control(&self) -> &VehicleControl {
+        &self.control
+    }
+    /// The layout: gear slots and names.
+    pub fn layout(&self) -> &Layout {
+        &self.control.layout
+    }
+    /// The outputs of the last step.
+    pub fn telemetry(&self) -> &Telemetry {
+        &self.control.telemetry
+    }
+    /// Events of the last step.
+    pub fn events(&self) -> &[VehicleEvent] {
+        &self.control.events
+    }
+    /// See [`VehicleControl::set_wheel_contact`].
+    pub fn set_wheel_contact(&mut self, k: usize, ground_speed: f64, ground_acceleration: f64, load: f64) {
+        self.control.set_wheel_contact(k, ground_speed, ground_acceleration, load);
+    }
+    /// See [`VehicleControl::set_surface_friction`].
+    pub fn set_surface_friction(&mut self, k: usize, factor: f64) {
+        self.control.set_surface_friction(k, factor);
+    }
+    /// The engine controller state.
+    pub fn ecu(&self) -> &Ecu {
+        &self.control.ecu
+    }
+    /// Gear whose dogs are fully in, 0 if none.
+    pub fn engaged_gear(&self) -> i32 {
+        self.control.engaged_gear()
+    }
+    /// Mode of the clutch.
+    pub fn clutch_mode(&self) -> Option<FrictionMode> {
+        self.sim.element_mode(self.control.ids.clutch)
+    }
+
+    /// Advances the vehicle by `dt` seconds with the driver's `input`: controllers, the coupled
+    /// solve, heat and telemetry (see the module docs for the order).
+    pub fn step(&mut self, input: &DriverInput, dt: f64) -> Result<(), StepError> {
+        let pending = self.control.before_step(&mut self.sim, input, dt)?;
+        self.sim.step(dt)?;
+        self.control.after_step(&self.sim, pending, dt);
+        Ok(())
+    }
+}
+
+impl VehicleControl {
+    /// Controllers for `sim`, which must have been built from `layout` (of `spec`, on `road`):
+    /// resolves every element and input the controllers use and writes the start inputs.
+    ///
+    /// # Panics
+    /// When `sim` lacks an element or input of the layout (it was built from something else).
+    pub fn new(spec: VehicleSpec, layout: Layout, road: Road, sim: &Simulation) -> Self {
+        let net = sim.network();
+        // The layout names every element and input it uses; a miss is a bug in `build`.
+        let w = |p: &str| -> [usize; 4] { WHEELS.map(|n| find(net, &format!("{p}_{n}"))) };
+        let wi = |p: &str, s: &str| -> [InputId; 4] { WHEELS.map(|n| id(&sim, &format!("{p}_{n}.{s}"))) };
+        let ids = Ids {
+            engine: find(net, "engine"),
+            engine_torque: find(net, "engine_torque"),
+            clutch: find(net, "clutch"),
+            output: find(net, "output"),
+            body: (road == Road::Body).then(|| find(net, "body")),
+            drive: WHEELS.map(|n| {
+                let hs = format!("half_shaft_{n}");
+                let hub = format!("hub_{n}");
+                net.elements.iter().position(|e| e.name == hs || e.name == hub)
+            }),
+            wheels: w("wheel"),
+            tyres: w("tyre"),
+            brakes: w("brake"),
+            dogs: layout.gears.iter().map(|g| find(net, &g.dog)).collect(),
+            throttle: id(&sim, "engine.throttle"),
+            starter: id(&sim, "starter.torque"),
+            clutch_force: id(&sim, "clutch.force"),
+            grade: (road == Road::Body).then(|| id(&sim, "grade.force")),
+            ground_in: (road == Road::External).then(|| wi("ground", "speed")),
+            brake_in: wi("brake", "command"),
+            load_in: wi("tyre", "load"),
+            dog_in: layout.gears.iter().map(|g| id(&sim, &format!("{}.engagement", g.dog))).collect(),
+            synchro_in: layout.gears.iter().map(|g| g.synchro.as_ref().map(|s| id(&sim, &format!("{s}.force")))).collect(),
+        };
+        let gb = &spec.gearbox;
+        let params = SleeveParams { linkage: gb.linkage, dog: gb.dog, synchro: gb.synchro, force: gb.shift_force };
+        let n_gears = layout.gears.len();
+        let v = Self {
+            sleeves: vec![Sleeve::default(); layout.sleeves],
+            ecu: Ecu::new(&spec.engine),
+            selected: 0,
+            shift: None,
+            released_at: f64::NEG_INFINITY,
+            last_up: false,
+            last_down: false,
+            temperature: spec.clutch.thermal.ambient,
+            last_clutch_power: 0.0,
+            accel: 0.0,
+            fuel: 0.0,
+            telemetry: Telemetry::default(),
+            events: Vec::with_capacity(64),
+            engagement: vec![0.0; n_gears],
+            last_loads: [0.0; 4],
+            surface: [1.0; 4],
+            contact: [(0.0, 0.0, 0.0); 4],
+            distance: 0.0,
+            now: sim.time(),
+            spec,
+            layout,
+            ids,
+            params,
+        };
+        v
+    }
+
+    /// Writes the start inputs and telemetry (called once by [`Vehicle`]; an ECS calls it when
+    /// its simulation is (re)built).
+    pub fn start(&mut self, sim: &mut Simulation) {
+        self.apply_static_inputs(sim);
+        self.update_telemetry(sim, 0.0, 0.0, 0.0);
+    }
+
+    /// The description.
+    pub fn spec(&self) -> &VehicleSpec {
+        &self.spec
     }
     /// The layout: gear slots and names.
     pub fn layout(&self) -> &Layout {
@@ -439,17 +530,12 @@ impl Vehicle {
 
     fn push(&mut self, kind: VehicleEventKind) {
         if self.events.len() < self.events.capacity() {
-            self.events.push(VehicleEvent { time: self.sim.time(), kind });
+            self.events.push(VehicleEvent { time: self.now, kind });
         }
     }
 
-    fn set(&mut self, id: InputId, v: f64) {
-        // Every value written here is finite by construction (inputs are sanitised first).
-        let _ = self.sim.set_input_id(id, if v.is_finite() { v } else { 0.0 });
-    }
-
     /// Tyre loads and the clutch before the first step.
-    fn apply_static_inputs(&mut self) {
+    fn apply_static_inputs(&mut self, sim: &mut Simulation) {
         let loads = self.loads(0.0, 0.0);
         if self.ids.ground_in.is_some() {
             // A game sets the loads; until it does, the static ones.
@@ -459,9 +545,9 @@ impl Vehicle {
         }
         self.last_loads = loads;
         for k in 0..4 {
-            self.set(self.ids.load_in[k], loads[k]);
+            set(sim, self.ids.load_in[k], loads[k]);
         }
-        self.set(self.ids.clutch_force, 1.0);
+        set(sim, self.ids.clutch_force, 1.0);
     }
 
     /// Normal loads per wheel at grade angle `theta` and acceleration `a` (load transfer
@@ -479,13 +565,15 @@ impl Vehicle {
         self.layout.gears.iter().position(|g| g.gear == gear)
     }
 
-    /// Advances the vehicle by `dt` seconds with the driver's `input`.
-    pub fn step(&mut self, input: &DriverInput, dt: f64) -> Result<(), StepError> {
+    /// Input, control and actuation for a step of `dt` seconds: writes the simulation's inputs.
+    /// Follow it with [`Simulation::step`] and [`VehicleControl::after_step`].
+    pub fn before_step(&mut self, sim: &mut Simulation, input: &DriverInput, dt: f64) -> Result<PendingStep, StepError> {
         if !(dt.is_finite() && dt > 0.0) {
             return Err(StepError::BadStep(dt));
         }
         self.events.clear();
-        let t = self.sim.time();
+        let t = sim.time();
+        self.now = t;
         // 1. Input.
         let mut inp = *input;
         let mut rejected = false;
@@ -498,7 +586,7 @@ impl Vehicle {
         if rejected {
             self.push(VehicleEventKind::InputRejected);
         }
-        let w_engine = self.sim.body_state(self.ids.engine).map_or(0.0, |s| s.1);
+        let w_engine = sim.body_state(self.ids.engine).map_or(0.0, |s| s.1);
         // 2. Control: gear selection.
         let requested = match self.spec.gearbox.kind {
             GearboxKind::Manual => inp.gear,
@@ -545,7 +633,7 @@ impl Vehicle {
             self.selected = 0;
         }
         // Torque reduction and blip.
-        let output_w = self.sim.body_state(self.ids.output).map_or(0.0, |s| s.1);
+        let output_w = sim.body_state(self.ids.output).map_or(0.0, |s| s.1);
         let mut reduction = 0.0;
         let mut throttle = inp.throttle;
         if let Some(s) = self.shift {
@@ -594,9 +682,9 @@ impl Vehicle {
             for (k, g) in self.layout.gears.iter().enumerate() {
                 if g.sleeve == j {
                     let side = if g.side > 0.0 { 0 } else { 1 };
-                    let (phi, w) = self.sim.element_relative(self.ids.dogs[k]).unwrap_or((0.0, 0.0));
+                    let (phi, w) = sim.element_relative(self.ids.dogs[k]).unwrap_or((0.0, 0.0));
                     // The dog's relative coordinate is output - idler; the linkage wants idler - output.
-                    view[side] = SideView { present: true, slip: -w, angle: -phi, torque: self.sim.element_torque(self.ids.dogs[k]) };
+                    view[side] = SideView { present: true, slip: -w, angle: -phi, torque: sim.element_torque(self.ids.dogs[k]) };
                 }
             }
             let target = match sel {
@@ -619,9 +707,9 @@ impl Vehicle {
                 }
                 let side = if g.side > 0.0 { 0 } else { 1 };
                 self.engagement[k] = o.engagement[side];
-                let _ = self.sim.set_input_id(self.ids.dog_in[k], o.engagement[side]);
+                let _ = sim.set_input_id(self.ids.dog_in[k], o.engagement[side]);
                 if let Some(id) = self.ids.synchro_in[k] {
-                    let _ = self.sim.set_input_id(id, o.cone_force[side]);
+                    let _ = sim.set_input_id(id, o.cone_force[side]);
                 }
             }
             for e in lev.into_iter().flatten() {
@@ -668,7 +756,6 @@ impl Vehicle {
         }
         let fade = cl.thermal.fade.as_ref().map_or(1.0, |f| f.eval(self.temperature));
         let clamp = cl.clamp_fraction(pedal) * fade;
-        let (heat_capacity, cooling, ambient) = (cl.thermal.heat_capacity, cl.thermal.cooling, cl.thermal.ambient);
         // Brakes.
         let wh = &self.spec.wheels;
         let brake = inp.brake.clamp(0.0, 1.0);
@@ -679,53 +766,60 @@ impl Vehicle {
         let theta = inp.grade.atan();
         let loads = if self.ids.ground_in.is_some() { self.contact.map(|c| c.1) } else { self.loads(theta, self.accel) };
         // 4. Inputs and the coupled solve.
-        self.set(self.ids.throttle, out.throttle);
-        self.set(self.ids.starter, out.starter);
-        self.set(self.ids.clutch_force, clamp);
+        set(sim, self.ids.throttle, out.throttle);
+        set(sim, self.ids.starter, out.starter);
+        set(sim, self.ids.clutch_force, clamp);
         if let Some(g) = self.ids.grade {
-            self.set(g, -self.spec.body.mass * G * theta.sin());
+            set(sim, g, -self.spec.body.mass * G * theta.sin());
         }
         if let Some(ground) = self.ids.ground_in {
             for k in 0..4 {
                 let (v, _, a) = self.contact[k];
-                let _ = self.sim.set_input_ramp_id(ground[k], v, a);
+                let _ = sim.set_input_ramp_id(ground[k], v, a);
             }
         }
         for k in 0..4 {
-            self.set(self.ids.brake_in[k], if k < 2 { brake } else { rear });
+            set(sim, self.ids.brake_in[k], if k < 2 { brake } else { rear });
             // Road friction scales the tyre's force: the simplified Magic Formula is linear in load.
-            self.set(self.ids.load_in[k], loads[k] * self.surface[k]);
+            set(sim, self.ids.load_in[k], loads[k] * self.surface[k]);
         }
         self.last_loads = loads;
-        let v0 = self.vehicle_speed();
-        self.sim.step(dt)?;
+        let v0 = self.vehicle_speed(sim);
+        Ok(PendingStep { v0, throttle: out.throttle, reduction, clamp })
+    }
+
+    /// Integrates heat and fuel and updates the telemetry after the simulation stepped.
+    pub fn after_step(&mut self, sim: &Simulation, p: PendingStep, dt: f64) {
+        let PendingStep { v0, throttle, reduction, clamp } = p;
+        self.now = sim.time();
+        let th = &self.spec.clutch.thermal;
+        let (heat_capacity, cooling, ambient) = (th.heat_capacity, th.cooling, th.ambient);
         // 5. Integrate heat and fuel; telemetry.
-        let p1 = self.sim.element_dissipation(self.ids.clutch);
+        let p1 = sim.element_dissipation(self.ids.clutch);
         let p = 0.5 * (p1 + self.last_clutch_power);
         self.last_clutch_power = p1;
         // Implicit in the cooling term: stable for any step.
         self.temperature =
             (self.temperature + dt / heat_capacity * (p + cooling * ambient)) / (1.0 + dt * cooling / heat_capacity);
-        let v1 = self.vehicle_speed();
+        let v1 = self.vehicle_speed(sim);
         self.accel = (v1 - v0) / dt;
         if self.ids.body.is_none() {
             self.distance += 0.5 * (v0 + v1) * dt;
         }
         if let Some(f) = &self.spec.engine.fuel
             && self.ecu.running
-            && out.throttle > 0.0
+            && throttle > 0.0
         {
-            let tq = self.sim.element_torque(self.ids.engine_torque);
-            self.fuel += f.rate(self.sim.body_state(self.ids.engine).map_or(0.0, |s| s.1) / RPM, tq.max(0.0)) * dt;
+            let tq = sim.element_torque(self.ids.engine_torque);
+            self.fuel += f.rate(sim.body_state(self.ids.engine).map_or(0.0, |s| s.1) / RPM, tq.max(0.0)) * dt;
         }
-        self.update_telemetry(out.throttle, reduction, clamp);
-        Ok(())
+        self.update_telemetry(sim, throttle, reduction, clamp);
     }
 
     /// Body speed, or the mean ground speed on an external road, m/s.
-    fn vehicle_speed(&self) -> f64 {
+    fn vehicle_speed(&self, sim: &Simulation) -> f64 {
         match self.ids.body {
-            Some(b) => self.sim.body_state(b).map_or(0.0, |s| s.1),
+            Some(b) => sim.body_state(b).map_or(0.0, |s| s.1),
             None => self.contact.iter().map(|c| c.0).sum::<f64>() / 4.0,
         }
     }
@@ -735,8 +829,7 @@ impl Vehicle {
         self.engagement.iter().position(|&e| e >= 1.0).map_or(0, |k| self.layout.gears[k].gear)
     }
 
-    fn update_telemetry(&mut self, throttle: f64, reduction: f64, clamp: f64) {
-        let sim = &self.sim;
+    fn update_telemetry(&mut self, sim: &Simulation, throttle: f64, reduction: f64, clamp: f64) {
         let ids = &self.ids;
         let mut t = Telemetry {
             time: sim.time(),
@@ -752,7 +845,7 @@ impl Vehicle {
             selected_gear: self.selected,
             engaged_gear: self.engaged_gear(),
             torque_reduction: reduction,
-            speed: self.vehicle_speed(),
+            speed: self.vehicle_speed(sim),
             acceleration: self.accel,
             distance: ids.body.and_then(|b| sim.body_state(b)).map_or(self.distance, |s| s.0),
             fuel_used: self.fuel,
@@ -772,10 +865,6 @@ impl Vehicle {
         self.telemetry = t;
     }
 
-    /// Mode of the clutch.
-    pub fn clutch_mode(&self) -> Option<FrictionMode> {
-        self.sim.element_mode(self.ids.clutch)
-    }
 }
 
 /// Position of the key path in `text`: each key is searched after the previous one.
