@@ -173,3 +173,30 @@ fn a_rebuild_keeps_the_motion_and_the_clock() {
     let cache = app.world().get::<driveline::bevy::DrivelineCache>(root).unwrap();
     assert!((cache.simulation().unwrap().time() - 0.51).abs() < 1e-12);
 }
+
+#[test]
+fn a_spawned_vehicle_drives_like_the_core_vehicle_bit_for_bit() {
+    use driveline::core::vehicle::{Road, Vehicle};
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/vehicles/nissan_350z.ron");
+    let mut core = Vehicle::load(&path).unwrap();
+    let mut app = create_app();
+    let root = spawn_vehicle(app.world_mut(), core.spec().clone(), Road::Body).unwrap();
+    // Every element of the network is a part entity.
+    let parts = app.world().get::<DrivelineParts>(root).unwrap().parts().len();
+    assert_eq!(parts, core.simulation().network().elements.len());
+    let mut input = driveline::core::DriverInput { clutch: 1.0, gear: 1, ..Default::default() };
+    for k in 0..3000 {
+        let t = k as f64 * 1e-3;
+        input.clutch = if t < 1.2 { 1.0 } else { (1.0 - (t - 1.2)).max(0.0) };
+        input.throttle = if t < 1.2 { 0.0 } else { 0.3 };
+        core.step(&input, 1e-3).unwrap();
+        app.world_mut().get_mut::<VehicleInput>(root).unwrap().0 = input;
+        fixed_step(&mut app, Duration::from_millis(1));
+    }
+    let ecs = app.world().get::<VehicleTelemetry>(root).unwrap().0;
+    let c = core.telemetry();
+    assert!(c.speed > 1.0, "the car should be moving: {}", c.speed);
+    assert_eq!(ecs.speed.to_bits(), c.speed.to_bits());
+    assert_eq!(ecs.engine_rpm.to_bits(), c.engine_rpm.to_bits());
+    assert_eq!(ecs.engaged_gear, 1);
+}

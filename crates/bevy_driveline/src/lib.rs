@@ -61,6 +61,8 @@
 
 #![warn(missing_docs)]
 
+pub mod vehicle;
+
 use bevy_app::{App, FixedUpdate, Plugin, PluginGroup, PluginGroupBuilder};
 use bevy_ecs::intern::Interned;
 use bevy_ecs::prelude::*;
@@ -77,6 +79,7 @@ pub mod prelude {
         DrivelineParts, DrivelinePlugins, DrivelineSolveSchedule, DrivelineStepFailed, DrivelineSystems,
         FrictionModeChanged, Part, PartOf, spawn_scenario,
     };
+    pub use crate::vehicle::{VehicleController, VehicleInput, VehicleTelemetry, spawn_vehicle};
 }
 
 /// The chained phases of a driveline step, in order. See the crate docs, "Scheduling".
@@ -152,7 +155,16 @@ impl Plugin for DrivelineCorePlugin {
         // between its systems is an error when the schedule is built.
         let mut solve = Schedule::new(DrivelineSolveSchedule);
         solve.set_build_settings(ScheduleBuildSettings { ambiguity_detection: LogLevel::Error, ..Default::default() });
-        solve.add_systems((rebuild_topology, apply_inputs, step_drivelines).chain());
+        solve.add_systems(
+            (
+                rebuild_topology,
+                apply_inputs,
+                vehicle::vehicle_before_step,
+                step_drivelines,
+                vehicle::vehicle_after_step,
+            )
+                .chain(),
+        );
         app.add_schedule(solve);
         app.add_systems(
             self.schedule,
@@ -290,12 +302,22 @@ pub struct DrivelineCache {
     sim: Option<Simulation>,
     /// Part entity of each element index.
     parts: Vec<Entity>,
+    /// Number of builds so far (controllers that resolved element indices rebuild on change).
+    generation: u64,
 }
 
 impl DrivelineCache {
     /// The running simulation, once the network has been built.
     pub fn simulation(&self) -> Option<&Simulation> {
         self.sim.as_ref()
+    }
+    /// Mutable access for controllers that write inputs (see [`crate::vehicle`]).
+    pub fn simulation_mut(&mut self) -> Option<&mut Simulation> {
+        self.sim.as_mut()
+    }
+    /// Increments on every (re)build of the network.
+    pub fn generation(&self) -> u64 {
+        self.generation
     }
 }
 
@@ -336,6 +358,12 @@ pub struct DrivelineStepFailed {
 pub fn spawn_scenario(world: &mut World, scenario: &Scenario) -> Result<Entity, String> {
     let spec = scenario.resolved_spec().map_err(|e| e.to_string())?;
     let root = world.spawn(Driveline::default()).id();
+    spawn_network(world, root, &spec)?;
+    Ok(root)
+}
+
+/// Spawns one part entity per element of `spec` under `root`, with their connections.
+pub(crate) fn spawn_network(world: &mut World, root: Entity, spec: &NetworkSpec) -> Result<(), String> {
     let ids: Vec<Entity> = spec
         .elements
         .iter()
@@ -356,7 +384,7 @@ pub fn spawn_scenario(world: &mut World, scenario: &Scenario) -> Result<Entity, 
             }
         }
     }
-    Ok(root)
+    Ok(())
 }
 
 /// Rebuilds the network of every root whose parts changed.
@@ -416,6 +444,7 @@ fn rebuild_topology(
         match result {
             Ok((net, t0)) => {
                 cache.sim = Some(Simulation::starting_at(net, driveline.parameters, t0));
+                cache.generation += 1;
                 cache.parts = members.0.iter().copied().filter(|e| parts.contains(*e)).collect();
             }
             Err(message) => {

@@ -1,0 +1,115 @@
+//! Vehicles in the ECS: a vehicle is a [`Driveline`] root whose parts (engine, clutch, idlers,
+//! dogs, synchronisers, differentials, wheels, tyres, brakes, body) are entities like any other,
+//! plus the controllers on the root ([`VehicleController`]) that turn a [`VehicleInput`] into the
+//! network's run-time inputs every step, and a [`VehicleTelemetry`] written after it.
+//!
+//! The controllers run inside the solve phase ([`crate::DrivelineSolveSchedule`]): after a
+//! topology rebuild, before the coupled step, and right after it; they work on the freshly built
+//! simulation so that even the first step sees the right clutch, tyre and pedal inputs.
+
+use crate::{Driveline, DrivelineCache, DrivelineStepFailed, spawn_network};
+use bevy_ecs::prelude::*;
+use driveline_core::vehicle::{
+    DriverInput, PendingStep, Road, Telemetry, VehicleControl, VehicleEvent, VehicleSpec, build,
+};
+
+/// The vehicle's controllers (shift controller, engine controller, linkages, clutch heat),
+/// created from its description once the network is built and again after every rebuild.
+#[derive(Component)]
+pub struct VehicleController {
+    spec: VehicleSpec,
+    layout: build::Layout,
+    road: Road,
+    control: Option<VehicleControl>,
+    generation: u64,
+    pending: Option<PendingStep>,
+}
+
+impl VehicleController {
+    /// The controllers, once the network has been built.
+    pub fn control(&self) -> Option<&VehicleControl> {
+        self.control.as_ref()
+    }
+    /// The description.
+    pub fn spec(&self) -> &VehicleSpec {
+        &self.spec
+    }
+    /// Events of the last step (shifts, blocked dogs, stalls...).
+    pub fn events(&self) -> &[VehicleEvent] {
+        self.control.as_ref().map_or(&[], |c| c.events())
+    }
+}
+
+/// What the driver asks for this step (write it in [`crate::DrivelineSystems::Input`] or
+/// `Control`).
+#[derive(Component, Debug, Clone, Copy, Default, PartialEq)]
+pub struct VehicleInput(pub DriverInput);
+
+/// The vehicle's outputs after the last step.
+#[derive(Component, Debug, Clone, Copy, Default, PartialEq)]
+pub struct VehicleTelemetry(pub Telemetry);
+
+/// Spawns a vehicle: a [`Driveline`] root with its controllers, input and telemetry, and one
+/// part entity per element of its network. Fails with the validation message on a bad
+/// description.
+pub fn spawn_vehicle(world: &mut World, spec: VehicleSpec, road: Road) -> Result<Entity, String> {
+    spec.validate().map_err(|e| format!("{}: {}", e.path.join("."), e.message))?;
+    let layout = build::layout(&spec, road);
+    let root = world
+        .spawn((
+            Driveline::default(),
+            VehicleController { spec, layout: layout.clone(), road, control: None, generation: 0, pending: None },
+            VehicleInput::default(),
+            VehicleTelemetry::default(),
+        ))
+        .id();
+    spawn_network(world, root, &layout.spec)?;
+    Ok(root)
+}
+
+/// Control and actuation: (re)creates the controllers after a rebuild, then writes the inputs.
+pub(crate) fn vehicle_before_step(
+    time: Res<bevy_time::Time>,
+    mut roots: Query<(Entity, &mut VehicleController, &VehicleInput, &mut DrivelineCache)>,
+    mut failed: MessageWriter<DrivelineStepFailed>,
+) {
+    let dt = time.delta_secs_f64();
+    for (root, mut vc, input, mut cache) in &mut roots {
+        let generation = cache.generation();
+        let Some(sim) = cache.simulation_mut() else { continue };
+        if vc.control.is_none() || vc.generation != generation {
+            let mut control = VehicleControl::new(vc.spec.clone(), vc.layout.clone(), vc.road, sim);
+            control.start(sim);
+            vc.control = Some(control);
+            vc.generation = generation;
+        }
+        if dt <= 0.0 {
+            continue;
+        }
+        let vc = &mut *vc;
+        let control = vc.control.as_mut().expect("created above");
+        match control.before_step(sim, &input.0, dt) {
+            Ok(p) => vc.pending = Some(p),
+            Err(e) => {
+                vc.pending = None;
+                failed.write(DrivelineStepFailed { driveline: root, message: e.to_string() });
+            }
+        }
+    }
+}
+
+/// Heat, fuel and telemetry after the coupled step.
+pub(crate) fn vehicle_after_step(
+    time: Res<bevy_time::Time>,
+    mut roots: Query<(&mut VehicleController, &mut VehicleTelemetry, &DrivelineCache)>,
+) {
+    let dt = time.delta_secs_f64();
+    for (mut vc, mut tele, cache) in &mut roots {
+        let Some(sim) = cache.simulation() else { continue };
+        let vc = &mut *vc;
+        if let (Some(control), Some(p)) = (vc.control.as_mut(), vc.pending.take()) {
+            control.after_step(sim, p, dt);
+            tele.0 = *control.telemetry();
+        }
+    }
+}
