@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The README's demo command: builds the CLI and runs the CoupledClutches and SimpleGearShift
-# scenarios headless, printing the located mode changes and the final speeds.
+# scenarios headless, printing the located mode changes and the final speeds, then drives the
+# shipped vehicles (launch, synchromesh and dog-box shifts, a hill start) and prints their events.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --locked --release -p driveline_cli
@@ -15,3 +16,6 @@ for s in CoupledClutches SimpleGearShift; do
   echo
 done
 echo "CSV written to $out"
+echo
+echo "== Vehicles: the manual road car, the sequential race car and the diesel truck, headless"
+cargo run --locked --release --example drive_car

@@ -63,6 +63,39 @@
 //! | `OneWayClutch` | holds `w_rel >= 0`; releases above `max(peak, 1+1e-4) tau0` |
 //! | `KinematicClutch` | engaging: `w_rel` falls linearly to 0 in `shift_time`; releasing: torque ramps to 0 |
 //! | `ElasticClutch` | shear spring `S`, damper `D` in series with the limiter `T_s(t)` |
+//! | `Force` | `+f(t)` on a translational flange |
+//! | `LinearSpeed` | `v_flange = v_ref(t)` (prescribed; any force): a game's ground under a wheel |
+//! | `Engine` | `tau = T(theta(t), w)` from the torque map, bilinear (see [`torque_map`]) |
+//! | `Tyre` | rolls (`R w = v`) up to `D F_z`; slides on the falling Magic Formula branch (see [`tyre`]) |
+//! | `DogClutch` | engaged: `tau = c x + d w_rel` beyond the half backlash, `x` from the nearest gap centre |
+//! | `LimitedSlip` | clutch pack, limit `(preload + ramp |T_in|)/2`, `T_in` from gear constraint torques |
+//!
+//! ## Vehicles
+//! [`vehicle`] builds a whole car from a `Vehicle(...)` file (engine, driver clutch, manual or
+//! sequential gearbox with dog clutches, shift linkages and synchronisers, differentials, wheels,
+//! tyres, brakes, body) into one network solved by the same step, plus the controllers that
+//! drive it (engine controller, shift controller, linkage dynamics, clutch heat). Start with
+//! [`vehicle::Vehicle::load`] and [`vehicle::Vehicle::step`]; games with their own chassis use
+//! [`vehicle::Vehicle::new_external`] and `examples/external_chassis.rs`.
+//!
+//! ```
+//! use driveline_core::{DriverInput, Vehicle};
+//! let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../assets/vehicles/nissan_350z.ron");
+//! let mut car = Vehicle::load(&path).unwrap();
+//! // Clutch down, first gear, wait for the synchroniser.
+//! let mut input = DriverInput { clutch: 1.0, gear: 1, ..Default::default() };
+//! for _ in 0..1200 {
+//!     car.step(&input, 1e-3).unwrap();
+//! }
+//! assert_eq!(car.engaged_gear(), 1);
+//! // Let the clutch up with some throttle: the car moves off.
+//! input.throttle = 0.3;
+//! for k in 0..2000 {
+//!     input.clutch = (1.0 - k as f64 / 1000.0).max(0.0);
+//!     car.step(&input, 1e-3).unwrap();
+//! }
+//! assert!(car.telemetry().speed > 1.0);
+//! ```
 //!
 //! ## Friction as the solver sees it
 //! Each friction element contributes a relative-speed row. At every mode selection the
@@ -89,7 +122,13 @@
 //! - *Two clutches lock the same shafts: who carries what?* The minimum-norm split within the
 //!   static limits; the pair breaks away only when no split fits.
 //! - *How do I drive it from a game?* Give signals as `Input(name: "...")` and call
-//!   [`Simulation::set_input`] (or set `DrivelineInputs` in Bevy) before each step.
+//!   [`Simulation::set_input`] (or set `DrivelineInputs` in Bevy) before each step. For a whole
+//!   car, fill a [`DriverInput`] and call [`Vehicle::step`].
+//! - *Does a braked car creep on a hill?* No: brakes and tyres are friction elements; stuck,
+//!   they hold exactly (no viscous stand-in), for as long as you like.
+//! - *Why does my dog box refuse a gear?* The dogs drop in only below `max_engage_speed` (and,
+//!   with the backlash model, when a dog faces a gap); otherwise the sleeve is blocked at the
+//!   tips and a `ShiftBlocked` event says so. Match the speeds (clutch, blip) and it goes in.
 #![warn(missing_docs)]
 
 pub mod elements;
