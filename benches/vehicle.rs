@@ -20,7 +20,13 @@ fn cruising(file: &str) -> (Vehicle, DriverInput) {
     let mut input = DriverInput::default();
     for k in 0..9000 {
         let t = k as f64 * 1e-3;
-        let gear = if t < 4.0 { 1 } else if t < 6.0 { 2 } else { 3 };
+        let gear = if t < 4.0 {
+            1
+        } else if t < 6.0 {
+            2
+        } else {
+            3
+        };
         let shifting = t < 1.0 || (4.0..4.6).contains(&t) || (6.0..6.6).contains(&t);
         input.gear = gear;
         input.shift_up = [0.2, 4.0, 6.0].iter().any(|s| (t - s).abs() < 5e-4);

@@ -43,7 +43,13 @@ fn main() {
     let mut input = DriverInput { clutch: 1.0, gear: 1, ..Default::default() };
     for k in 0..12_000 {
         let t = k as f64 * dt;
-        let (gear, shift_at) = if t < 5.0 { (1, 0.0) } else if t < 9.0 { (2, 5.0) } else { (3, 9.0) };
+        let (gear, shift_at) = if t < 5.0 {
+            (1, 0.0)
+        } else if t < 9.0 {
+            (2, 5.0)
+        } else {
+            (3, 9.0)
+        };
         input.gear = gear;
         let since = t - shift_at;
         if gear == 1 {
@@ -68,7 +74,8 @@ fn main() {
         let t = k as f64 * dt;
         input.throttle = if t > 0.3 { 1.0 } else { 0.0 };
         let tm = *car.telemetry();
-        input.shift_up = (t - 0.1).abs() < 0.5 * dt || (tm.engine_rpm > 6800.0 && tm.engaged_gear > 0 && t - last_shift > 0.3);
+        input.shift_up =
+            (t - 0.1).abs() < 0.5 * dt || (tm.engine_rpm > 6800.0 && tm.engaged_gear > 0 && t - last_shift > 0.3);
         if input.shift_up && t > 0.2 {
             last_shift = t;
         }

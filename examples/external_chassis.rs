@@ -7,8 +7,8 @@
 //!
 //! Run with `cargo run --release --example external_chassis`.
 
-use driveline::core::vehicle::{Vehicle, VehicleSpec};
 use driveline::core::DriverInput;
+use driveline::core::vehicle::{Vehicle, VehicleSpec};
 use std::path::Path;
 
 fn main() {

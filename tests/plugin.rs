@@ -104,7 +104,10 @@ fn inputs_reach_the_solver_and_bad_values_are_refused() {
     app.world_mut().spawn((
         Part::new(
             "motor",
-            ElementKind::Torque { tau: Signal::Input { name: "throttle".into(), value: 0.0, rate: 0.0, since: 0.0 }, use_support: false },
+            ElementKind::Torque {
+                tau: Signal::Input { name: "throttle".into(), value: 0.0, rate: 0.0, since: 0.0 },
+                use_support: false,
+            },
         ),
         PartOf(root),
         Connections::new().with("flange", j, "flange_a"),

@@ -107,9 +107,8 @@ fn dumping_the_clutch_at_idle_in_fifth_stalls_the_engine() {
 #[test]
 fn dog_blocks_at_the_tips_while_the_speed_difference_is_too_high_then_drops_in() {
     let mut v = car("race_sequential.ron");
-    let mut input = DriverInput::default();
     // Rev the engine in neutral with the clutch engaged: idler 1 turns at n / 2.92.
-    input.throttle = 0.6;
+    let mut input = DriverInput { throttle: 0.6, ..Default::default() };
     drive(&mut v, &mut input, 0.3, |_, _| {}, |_| {});
     let w_max = v.spec().gearbox.dog.max_engage_speed;
     let dog1 = element(&v, "dog1");
@@ -192,7 +191,9 @@ fn synchroniser_time_matches_cone_torque_and_reflected_inertia() {
     let t1 = indexed.expect("the synchro never indexed");
     let predicted = j_eq * (dw0 - sy.index_speed) / t_cone;
     let measured = t1 - t0;
-    println!("sync: dw0 {dw0:.2} rad/s, J_eq {j_eq:.4} kg m2, T_cone {t_cone:.2} N m, predicted {predicted:.4} s, measured {measured:.4} s");
+    println!(
+        "sync: dw0 {dw0:.2} rad/s, J_eq {j_eq:.4} kg m2, T_cone {t_cone:.2} N m, predicted {predicted:.4} s, measured {measured:.4} s"
+    );
     // The contact force builds up through the stop's compliance in a few ms and the linkage sees
     // speeds one step late: 3 % covers both at this 1 ms step.
     assert!((measured - predicted).abs() < 0.03 * predicted, "measured {measured} s vs predicted {predicted} s");
@@ -316,7 +317,8 @@ fn braked_car_on_a_20_percent_grade_does_not_creep_in_60_s() {
     // four wheels, split by minimum norm.
     let b = v.spec().body;
     let need = b.mass * 9.80665 * (0.2f64.atan()).sin() * v.spec().wheels.radius;
-    let rolling: f64 = WHEELS.iter().map(|w| v.simulation().element_torque(element(&v, &format!("rolling_{w}"))).abs()).sum();
+    let rolling: f64 =
+        WHEELS.iter().map(|w| v.simulation().element_torque(element(&v, &format!("rolling_{w}"))).abs()).sum();
     let held: f64 = tm.brake_torque.iter().map(|t| t.abs()).sum::<f64>() + rolling;
     // Rounding of the minimum-norm split only.
     assert!((held - need).abs() < 1e-9 * need, "brakes and rolling resistance hold {held} N m, grade needs {need} N m");
@@ -368,7 +370,8 @@ fn external_chassis_coupling_reproduces_the_built_in_body() {
     let mut ext = Vehicle::new_external(spec.clone()).unwrap();
     let b = spec.body;
     let drag = 0.5 * b.air_density * b.drag_area;
-    let loads = [b.front_weight, b.front_weight, 1.0 - b.front_weight, 1.0 - b.front_weight].map(|s| s * b.mass * 9.80665 / 2.0);
+    let loads = [b.front_weight, b.front_weight, 1.0 - b.front_weight, 1.0 - b.front_weight]
+        .map(|s| s * b.mass * 9.80665 / 2.0);
     let (mut v, mut a) = (0.0f64, 0.0f64);
     let mut input = DriverInput { clutch: 1.0, gear: 1, ..Default::default() };
     let mut worst = 0.0f64;

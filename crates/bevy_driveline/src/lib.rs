@@ -74,12 +74,12 @@ use driveline_core::{
 
 /// Common imports.
 pub mod prelude {
+    pub use crate::vehicle::{VehicleController, VehicleInput, VehicleTelemetry, spawn_vehicle};
     pub use crate::{
         BodyState, Connections, CouplingState, Driveline, DrivelineBuildFailed, DrivelineCorePlugin, DrivelineInputs,
         DrivelineParts, DrivelinePlugins, DrivelineSolveSchedule, DrivelineStepFailed, DrivelineSystems,
         FrictionModeChanged, Part, PartOf, spawn_scenario,
     };
-    pub use crate::vehicle::{VehicleController, VehicleInput, VehicleTelemetry, spawn_vehicle};
 }
 
 /// The chained phases of a driveline step, in order. See the crate docs, "Scheduling".

@@ -352,7 +352,9 @@ impl FrictionLaw {
     #[inline]
     pub fn ramp_input(&self, lam: &[f64]) -> f64 {
         match self {
-            FrictionLaw::Ramp { input, .. } => input.iter().map(|&(r, c)| if c != 0.0 { c * lam[r] } else { 0.0 }).sum(),
+            FrictionLaw::Ramp { input, .. } => {
+                input.iter().map(|&(r, c)| if c != 0.0 { c * lam[r] } else { 0.0 }).sum()
+            }
             _ => 0.0,
         }
     }
@@ -596,13 +598,9 @@ impl Law {
                 let x = backlash_overlap(phi[b] - phi[a] - phi_rel0, half);
                 0.5 * c * x * x
             }
-            Law::Dog { a, b, c, half, pitch, offset, engaged, .. } => {
-                if sig[engaged] > 0.5 {
-                    let x = backlash_overlap(wrap_pitch(phi[b] - phi[a] - offset, pitch), half);
-                    0.5 * c * x * x
-                } else {
-                    0.0
-                }
+            Law::Dog { a, b, c, half, pitch, offset, engaged, .. } if sig[engaged] > 0.5 => {
+                let x = backlash_overlap(wrap_pitch(phi[b] - phi[a] - offset, pitch), half);
+                0.5 * c * x * x
             }
             _ => 0.0,
         }
@@ -684,7 +682,11 @@ impl Law {
     pub fn is_linear(&self) -> bool {
         matches!(
             self,
-            Law::Source { .. } | Law::Coupling { .. } | Law::SpringDamper { .. } | Law::ElasticClutch { .. } | Law::Dog { .. }
+            Law::Source { .. }
+                | Law::Coupling { .. }
+                | Law::SpringDamper { .. }
+                | Law::ElasticClutch { .. }
+                | Law::Dog { .. }
         )
     }
 

@@ -540,9 +540,9 @@ impl ElementKind {
             ElementKind::IdealRollingWheel { .. } => {
                 &[("flangeR", Rotational, Required), ("flangeT", Translational, Required)]
             }
-            ElementKind::QuadraticSpeedDependentForce { .. } | ElementKind::Force { .. } | ElementKind::LinearSpeed { .. } => {
-                &[("flange", Translational, Required)]
-            }
+            ElementKind::QuadraticSpeedDependentForce { .. }
+            | ElementKind::Force { .. }
+            | ElementKind::LinearSpeed { .. } => &[("flange", Translational, Required)],
             ElementKind::Engine { .. } => &[("flange", Rotational, Required), ("support", Rotational, Support)],
             ElementKind::Tyre { .. } => &[("wheel", Rotational, Required), ("ground", Translational, Required)],
             ElementKind::DogClutch { .. } | ElementKind::LimitedSlip { .. } => {

@@ -746,7 +746,16 @@ impl Network {
                     let s = signal(engaged);
                     let pitch = std::f64::consts::TAU / *teeth as f64;
                     push_law(
-                        Law::Dog { a: nd[0], b: nd[1], c: *c, d: *d, half: backlash / 2.0, pitch, offset: *offset, engaged: s },
+                        Law::Dog {
+                            a: nd[0],
+                            b: nd[1],
+                            c: *c,
+                            d: *d,
+                            half: backlash / 2.0,
+                            pitch,
+                            offset: *offset,
+                            engaged: s,
+                        },
                         &mut info,
                     );
                 }
@@ -802,7 +811,13 @@ impl Network {
                     friction.push(FrictionElement {
                         element: i,
                         row,
-                        law: FrictionLaw::Tyre { mf: *mf, kappa_peak: mf.peak_slip(), v_low: *v_low, load: l, ground: nd[1] },
+                        law: FrictionLaw::Tyre {
+                            mf: *mf,
+                            kappa_peak: mf.peak_slip(),
+                            v_low: *v_low,
+                            load: l,
+                            ground: nd[1],
+                        },
                     });
                 }
                 ElementKind::IdealGear { ratio, .. } => {
@@ -902,22 +917,32 @@ impl Network {
         }
         // Limited-slip packs: the gears' rows and the carrier's node.
         for fe in friction.iter_mut() {
-            let ElementKind::LimitedSlip { input: names, carrier: cname, .. } = &specs[fe.element].kind else { continue };
+            let ElementKind::LimitedSlip { input: names, carrier: cname, .. } = &specs[fe.element].kind else {
+                continue;
+            };
             let owner = &specs[fe.element].name;
             let FrictionLaw::Ramp { input, carrier, .. } = &mut fe.law else { continue };
             for (j, (g, scale)) in names.iter().enumerate() {
-                let gi = index.get(g.as_str()).copied().filter(|&k| matches!(specs[k].kind, ElementKind::IdealGear { .. }));
+                let gi =
+                    index.get(g.as_str()).copied().filter(|&k| matches!(specs[k].kind, ElementKind::IdealGear { .. }));
                 let Some(gi) = gi else {
-                    return Err(param(owner, format!("`input` names `{g}`, which is not an IdealGear of this network")));
+                    return Err(param(
+                        owner,
+                        format!("`input` names `{g}`, which is not an IdealGear of this network"),
+                    ));
                 };
                 let ri = row_element.iter().position(|&e| e == gi).expect("every IdealGear has a row");
                 let b = elements[gi].nodes[1];
                 let cb = rows[ri].entries.iter().find(|x| x.0 == b).map_or(0.0, |x| x.1);
                 input[j] = (ri, scale * cb);
             }
-            let ci = index.get(cname.as_str()).copied().filter(|&k| matches!(specs[k].kind, ElementKind::Inertia { .. }));
+            let ci =
+                index.get(cname.as_str()).copied().filter(|&k| matches!(specs[k].kind, ElementKind::Inertia { .. }));
             let Some(ci) = ci else {
-                return Err(param(owner, format!("`carrier` names `{cname}`, which is not an Inertia of this network")));
+                return Err(param(
+                    owner,
+                    format!("`carrier` names `{cname}`, which is not an Inertia of this network"),
+                ));
             };
             *carrier = elements[ci].nodes[0];
         }

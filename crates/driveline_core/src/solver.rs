@@ -683,11 +683,8 @@ impl Simulation {
         for i in 0..nf {
             let row = self.net.friction[i].row;
             for j in 0..m {
-                col[j] = row
-                    .entries
-                    .iter()
-                    .map(|&(k, c)| if c != 0.0 && k < n { c * s.nmat[k * n + j] } else { 0.0 })
-                    .sum();
+                col[j] =
+                    row.entries.iter().map(|&(k, c)| if c != 0.0 && k < n { c * s.nmat[k * n + j] } else { 0.0 }).sum();
             }
             linalg::lu_solve(&s.mr_lu, m, &s.mr_piv, &mut col[..m]); // symmetric: row vector
             for k in 0..n {

@@ -79,7 +79,9 @@ impl TorqueMapSpec {
                 }
                 TorqueMap::table(vec![0.0, 1.0], rpm.clone(), vec![closed.clone(), full.clone()])
             }
-            TorqueMapSpec::Table { throttle, rpm, torque } => TorqueMap::table(throttle.clone(), rpm.clone(), torque.clone()),
+            TorqueMapSpec::Table { throttle, rpm, torque } => {
+                TorqueMap::table(throttle.clone(), rpm.clone(), torque.clone())
+            }
         }
     }
 }
@@ -111,7 +113,11 @@ impl TorqueMap {
             return Err(format!("`rpm` starts at {}; speeds must be >= 0 rpm", rpm[0]));
         }
         if rows.len() != throttle.len() {
-            return Err(format!("{} torque rows for {} throttle positions; give one row each", rows.len(), throttle.len()));
+            return Err(format!(
+                "{} torque rows for {} throttle positions; give one row each",
+                rows.len(),
+                throttle.len()
+            ));
         }
         let mut torque = Vec::with_capacity(rows.len() * rpm.len());
         for (k, row) in rows.iter().enumerate() {

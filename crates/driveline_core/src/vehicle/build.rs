@@ -1,7 +1,7 @@
 //! Vehicle description -> rotational network. Every part becomes core elements solved by the
 //! same coupled step; the controllers only write the network's run-time inputs.
 
-use super::spec::{DifferentialSpec, Drive, DogModel, VehicleSpec};
+use super::spec::{DifferentialSpec, DogModel, Drive, VehicleSpec};
 use crate::model::{ElementKind, ElementSpec, NetworkSpec};
 use crate::torque_map::RPM;
 use crate::{Signal, Table1D};
@@ -91,7 +91,10 @@ pub fn layout(v: &VehicleSpec, road: Road) -> Layout {
     // Engine: crankshaft, torque map, starter.
     let eng = &v.engine;
     e.push(inertia("engine", eng.inertia, Some((0.0, eng.idle_rpm * RPM))));
-    e.push(el("engine_torque", ElementKind::Engine { map: eng.map.clone(), throttle: input("engine.throttle"), use_support: false }));
+    e.push(el(
+        "engine_torque",
+        ElementKind::Engine { map: eng.map.clone(), throttle: input("engine.throttle"), use_support: false },
+    ));
     e.push(el("starter", ElementKind::Torque { tau: input("starter.torque"), use_support: false }));
     join("engine_torque.flange", "engine.flange_a");
     join("starter.flange", "engine.flange_a");
@@ -175,7 +178,8 @@ pub fn layout(v: &VehicleSpec, road: Road) -> Layout {
             name
         });
         // Sleeves pair consecutive gears (1-2, 3-4, ...); reverse gets a sleeve of its own.
-        let (sleeve, side) = if gear < 0 { (gb.ratios.len().div_ceil(2), 1.0) } else { (k / 2, if k % 2 == 0 { 1.0 } else { -1.0 }) };
+        let (sleeve, side) =
+            if gear < 0 { (gb.ratios.len().div_ceil(2), 1.0) } else { (k / 2, if k % 2 == 0 { 1.0 } else { -1.0 }) };
         gears.push(GearSlot { gear, ratio, sleeve, side, idler, dog, synchro });
     }
     let sleeves = gears.iter().map(|g| g.sleeve + 1).max().unwrap_or(0);
@@ -185,7 +189,7 @@ pub fn layout(v: &VehicleSpec, road: Road) -> Layout {
     let fd_ratio = d.final_drive;
     let axle = |e: &mut Vec<ElementSpec>,
                 join: &mut dyn FnMut(&str, &str),
-                            tag: &str,
+                tag: &str,
                 from: &str,
                 diff: DifferentialSpec,
                 (left, right): (&str, &str)| {
@@ -254,7 +258,13 @@ pub fn layout(v: &VehicleSpec, road: Road) -> Layout {
                 let hs = format!("half_shaft_{name}");
                 e.push(el(
                     &hs,
-                    ElementKind::SpringDamper { c: kh, d: dh, phi_rel0: 0.0, phi_rel_start: Some(0.0), w_rel_start: Some(0.0) },
+                    ElementKind::SpringDamper {
+                        c: kh,
+                        d: dh,
+                        phi_rel0: 0.0,
+                        phi_rel_start: Some(0.0),
+                        w_rel_start: Some(0.0),
+                    },
                 ));
                 join(&format!("{hs}.flange_a"), &format!("{from}.flange_b"));
                 join(&format!("{hs}.flange_b"), &format!("{wheel}.flange_a"));
@@ -293,13 +303,19 @@ pub fn layout(v: &VehicleSpec, road: Road) -> Layout {
         ));
         join(&format!("{roll}.flange_a"), &format!("{wheel}.flange_b"));
         let tyre = format!("tyre_{name}");
-        e.push(el(&tyre, ElementKind::Tyre { radius: w.radius, mf: w.tyre, load: input(&format!("{tyre}.load")), v_low: 1.0 }));
+        e.push(el(
+            &tyre,
+            ElementKind::Tyre { radius: w.radius, mf: w.tyre, load: input(&format!("{tyre}.load")), v_low: 1.0 },
+        ));
         join(&format!("{tyre}.wheel"), &format!("{wheel}.flange_b"));
         match road {
             Road::Body => join(&format!("{tyre}.ground"), "body.flange_a"),
             Road::External => {
                 let ground = format!("ground_{name}");
-                e.push(el(&ground, ElementKind::LinearSpeed { v_ref: input(&format!("{ground}.speed")), s_start: Some(0.0) }));
+                e.push(el(
+                    &ground,
+                    ElementKind::LinearSpeed { v_ref: input(&format!("{ground}.speed")), s_start: Some(0.0) },
+                ));
                 join(&format!("{tyre}.ground"), &format!("{ground}.flange"));
             }
         }

@@ -124,4 +124,3 @@ impl Ecu {
         EcuOutput { throttle, starter }
     }
 }
-

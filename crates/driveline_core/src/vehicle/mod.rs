@@ -415,7 +415,7 @@ impl VehicleControl {
         let net = sim.network();
         // The layout names every element and input it uses; a miss is a bug in `build`.
         let w = |p: &str| -> [usize; 4] { WHEELS.map(|n| find(net, &format!("{p}_{n}"))) };
-        let wi = |p: &str, s: &str| -> [InputId; 4] { WHEELS.map(|n| id(&sim, &format!("{p}_{n}.{s}"))) };
+        let wi = |p: &str, s: &str| -> [InputId; 4] { WHEELS.map(|n| id(sim, &format!("{p}_{n}.{s}"))) };
         let ids = Ids {
             engine: find(net, "engine"),
             engine_torque: find(net, "engine_torque"),
@@ -431,20 +431,24 @@ impl VehicleControl {
             tyres: w("tyre"),
             brakes: w("brake"),
             dogs: layout.gears.iter().map(|g| find(net, &g.dog)).collect(),
-            throttle: id(&sim, "engine.throttle"),
-            starter: id(&sim, "starter.torque"),
-            clutch_force: id(&sim, "clutch.force"),
-            grade: (road == Road::Body).then(|| id(&sim, "grade.force")),
+            throttle: id(sim, "engine.throttle"),
+            starter: id(sim, "starter.torque"),
+            clutch_force: id(sim, "clutch.force"),
+            grade: (road == Road::Body).then(|| id(sim, "grade.force")),
             ground_in: (road == Road::External).then(|| wi("ground", "speed")),
             brake_in: wi("brake", "command"),
             load_in: wi("tyre", "load"),
-            dog_in: layout.gears.iter().map(|g| id(&sim, &format!("{}.engagement", g.dog))).collect(),
-            synchro_in: layout.gears.iter().map(|g| g.synchro.as_ref().map(|s| id(&sim, &format!("{s}.force")))).collect(),
+            dog_in: layout.gears.iter().map(|g| id(sim, &format!("{}.engagement", g.dog))).collect(),
+            synchro_in: layout
+                .gears
+                .iter()
+                .map(|g| g.synchro.as_ref().map(|s| id(sim, &format!("{s}.force"))))
+                .collect(),
         };
         let gb = &spec.gearbox;
         let params = SleeveParams { linkage: gb.linkage, dog: gb.dog, synchro: gb.synchro, force: gb.shift_force };
         let n_gears = layout.gears.len();
-        let v = Self {
+        Self {
             sleeves: vec![Sleeve::default(); layout.sleeves],
             ecu: Ecu::new(&spec.engine),
             selected: 0,
@@ -468,8 +472,7 @@ impl VehicleControl {
             layout,
             ids,
             params,
-        };
-        v
+        }
     }
 
     /// Writes the start inputs and telemetry (called once by [`Vehicle`]; an ECS calls it when
@@ -567,7 +570,12 @@ impl VehicleControl {
 
     /// Input, control and actuation for a step of `dt` seconds: writes the simulation's inputs.
     /// Follow it with [`Simulation::step`] and [`VehicleControl::after_step`].
-    pub fn before_step(&mut self, sim: &mut Simulation, input: &DriverInput, dt: f64) -> Result<PendingStep, StepError> {
+    pub fn before_step(
+        &mut self,
+        sim: &mut Simulation,
+        input: &DriverInput,
+        dt: f64,
+    ) -> Result<PendingStep, StepError> {
         if !(dt.is_finite() && dt > 0.0) {
             return Err(StepError::BadStep(dt));
         }
@@ -657,12 +665,13 @@ impl VehicleControl {
         // Engine controller.
         let mut ev = [None; 3];
         let mut ne = 0;
-        let out = self.ecu.step(&self.spec.engine, t, dt, w_engine, throttle, reduction, inp.ignition, inp.starter, |e| {
-            if ne < 3 {
-                ev[ne] = Some(e);
-                ne += 1;
-            }
-        });
+        let out =
+            self.ecu.step(&self.spec.engine, t, dt, w_engine, throttle, reduction, inp.ignition, inp.starter, |e| {
+                if ne < 3 {
+                    ev[ne] = Some(e);
+                    ne += 1;
+                }
+            });
         for e in ev.into_iter().flatten() {
             self.push(match e {
                 EcuEvent::Stalled => VehicleEventKind::Stalled,
@@ -684,7 +693,8 @@ impl VehicleControl {
                     let side = if g.side > 0.0 { 0 } else { 1 };
                     let (phi, w) = sim.element_relative(self.ids.dogs[k]).unwrap_or((0.0, 0.0));
                     // The dog's relative coordinate is output - idler; the linkage wants idler - output.
-                    view[side] = SideView { present: true, slip: -w, angle: -phi, torque: sim.element_torque(self.ids.dogs[k]) };
+                    view[side] =
+                        SideView { present: true, slip: -w, angle: -phi, torque: sim.element_torque(self.ids.dogs[k]) };
                 }
             }
             let target = match sel {
@@ -764,7 +774,8 @@ impl VehicleControl {
         let rear = if rear_max > 0.0 { (brake * wh.rear_brake + park * wh.parking_brake) / rear_max } else { 0.0 };
         // Loads and grade.
         let theta = inp.grade.atan();
-        let loads = if self.ids.ground_in.is_some() { self.contact.map(|c| c.1) } else { self.loads(theta, self.accel) };
+        let loads =
+            if self.ids.ground_in.is_some() { self.contact.map(|c| c.1) } else { self.loads(theta, self.accel) };
         // 4. Inputs and the coupled solve.
         set(sim, self.ids.throttle, out.throttle);
         set(sim, self.ids.starter, out.starter);
@@ -864,7 +875,6 @@ impl VehicleControl {
         t.tyre_load = self.last_loads;
         self.telemetry = t;
     }
-
 }
 
 /// Position of the key path in `text`: each key is searched after the previous one.

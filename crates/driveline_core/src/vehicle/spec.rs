@@ -598,7 +598,11 @@ fn err(key: &'static str, message: String) -> SpecError {
 }
 
 fn pos(key: &'static str, v: f64) -> Result<(), SpecError> {
-    if v.is_finite() && v > 0.0 { Ok(()) } else { Err(err(key, format!("`{key}` is {v}; it must be a finite number > 0"))) }
+    if v.is_finite() && v > 0.0 {
+        Ok(())
+    } else {
+        Err(err(key, format!("`{key}` is {v}; it must be a finite number > 0")))
+    }
 }
 
 fn nonneg(key: &'static str, v: f64) -> Result<(), SpecError> {
@@ -694,7 +698,10 @@ impl EngineSpec {
         if let Some(s) = self.start_rpm
             && !(s.is_finite() && s > self.stall_rpm && s < self.idle_rpm)
         {
-            return Err(err("start_rpm", format!("`start_rpm` is {s}; it must lie between `stall_rpm` and `idle_rpm`")));
+            return Err(err(
+                "start_rpm",
+                format!("`start_rpm` is {s}; it must lie between `stall_rpm` and `idle_rpm`"),
+            ));
         }
         (|| {
             nonneg("kp", self.idle.kp)?;
@@ -728,12 +735,12 @@ impl EngineSpec {
 impl FuelMapSpec {
     fn validate(&self) -> Result<(), SpecError> {
         for (key, v) in [("rpm", &self.rpm), ("torque", &self.torque)] {
-            if v.is_empty() || v.windows(2).any(|w| !(w[1] > w[0])) || v.iter().any(|x| !x.is_finite()) {
+            if v.is_empty() || v.windows(2).any(|w| w[1] <= w[0]) || v.iter().any(|x| !x.is_finite()) {
                 return Err(err("fuel", format!("fuel map `{key}` must be finite and strictly increasing")));
             }
         }
         if self.grams_per_s.len() != self.rpm.len()
-            || self.grams_per_s.iter().any(|r| r.len() != self.torque.len() || r.iter().any(|g| !(*g >= 0.0)))
+            || self.grams_per_s.iter().any(|r| r.len() != self.torque.len() || r.iter().any(|g| g.is_nan() || *g < 0.0))
         {
             return Err(err("grams_per_s", "one row per rpm, one value >= 0 g/s per torque".into()));
         }
@@ -846,12 +853,20 @@ impl GearboxSpec {
         }
         for (k, r) in self.ratios.iter().enumerate() {
             if !(r.is_finite() && *r > 0.0) {
-                return Err(err("ratios", format!("gear {} ratio is {r}; forward ratios must be finite and > 0", k + 1)));
+                return Err(err(
+                    "ratios",
+                    format!("gear {} ratio is {r}; forward ratios must be finite and > 0", k + 1),
+                ));
             }
             if k > 0 && *r >= self.ratios[k - 1] {
                 return Err(err(
                     "ratios",
-                    format!("gear {} ratio {r} is not below gear {} ({}); ratios must decrease", k + 1, k, self.ratios[k - 1]),
+                    format!(
+                        "gear {} ratio {r} is not below gear {} ({}); ratios must decrease",
+                        k + 1,
+                        k,
+                        self.ratios[k - 1]
+                    ),
                 ));
             }
         }
