@@ -397,3 +397,65 @@ fn external_chassis_coupling_reproduces_the_built_in_body() {
     // difference, under 0.01 m/s over 6 s of launch at 1 ms (0.003 measured).
     assert!(worst < 0.01, "external coupling drifts by {worst} m/s");
 }
+
+#[test]
+fn backlash_dog_model_engages_aligned_and_carries_the_seed_004_law() {
+    use driveline::core::elements::wrap_pitch;
+    use driveline::core::vehicle::DogModel;
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/vehicles/race_sequential.ron");
+    let mut spec = Vehicle::parse(&std::fs::read_to_string(&path).unwrap(), "race").unwrap();
+    spec.gearbox.dog.model = DogModel::Backlash;
+    let dog = spec.gearbox.dog;
+    let mut v = Vehicle::new(spec).unwrap();
+    let dog1 = element(&v, "dog1");
+    let pitch = std::f64::consts::TAU / dog.teeth as f64;
+    let half = dog.backlash_deg.to_radians() / 2.0;
+    let mut input = DriverInput { shift_up: true, ..Default::default() };
+    let mut engaged_angle = None;
+    drive(
+        &mut v,
+        &mut input,
+        0.5,
+        |t, i| i.shift_up = t < 0.01,
+        |v| {
+            if engaged_angle.is_none() && has(v, |k| *k == VehicleEventKind::DogEngaged { gear: 1 }) {
+                engaged_angle = Some(v.simulation().element_relative(dog1).unwrap().0);
+            }
+        },
+    );
+    // Seed 004: the ring drops in only with a hub gap in front of it, |phi| <= delta / 2 from a
+    // gap centre (checked at the start of the step it went in, up to that step's rotation).
+    let phi = engaged_angle.expect("first never went in");
+    assert!(wrap_pitch(phi, pitch).abs() <= half + 0.05, "engaged at {phi} rad");
+    assert_eq!(v.engaged_gear(), 1);
+    // Drive off: the dogs carry the torque through their contact spring and damper.
+    input.throttle = 0.4;
+    let mut checked = 0;
+    drive(
+        &mut v,
+        &mut input,
+        2.0,
+        |_, _| {},
+        |v| {
+            let (phi, w) = v.simulation().element_relative(dog1).unwrap();
+            let x = wrap_pitch(phi, pitch);
+            let over = if x > half {
+                x - half
+            } else if x < -half {
+                x + half
+            } else {
+                0.0
+            };
+            let tau = v.simulation().element_torque(dog1);
+            if over != 0.0 {
+                let law = dog.stiffness * over + dog.damping * w;
+                assert!((tau - law).abs() <= 1e-9 * law.abs().max(1.0), "tau {tau} vs law {law}");
+                checked += 1;
+            } else {
+                assert_eq!(tau, 0.0, "no torque inside the free play");
+            }
+        },
+    );
+    assert!(checked > 1000, "the dogs were in contact for only {checked} steps");
+    assert!(v.telemetry().speed > 3.0);
+}

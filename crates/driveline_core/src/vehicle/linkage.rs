@@ -251,3 +251,105 @@ impl Sleeve {
         out
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::vehicle::spec::{DogSpec, LinkageSpec, SynchroSpec};
+
+    fn params(model: DogModel, synchro: bool) -> SleeveParams {
+        let dog = DogSpec {
+            model,
+            teeth: 6,
+            tooth_height: 0.008,
+            clearance: 0.003,
+            min_overlap: 0.002,
+            max_engage_speed: 10.0,
+            max_torque: 5000.0,
+            stiffness: 2e5,
+            damping: 50.0,
+            backlash_deg: 20.0,
+            face_radius: 0.05,
+            face_friction: 0.1,
+        };
+        let linkage = LinkageSpec {
+            mass: 1.0,
+            damping: 100.0,
+            coulomb: 5.0,
+            v_threshold: 0.01,
+            stop_stiffness: 1e6,
+            stop_damping: 1000.0,
+            detent_force: 20.0,
+            detent_width: 0.001,
+        };
+        let synchro = synchro.then_some(SynchroSpec {
+            mu: 0.1,
+            cone_radius: 0.035,
+            cone_angle_deg: 6.5,
+            blocker_position: 0.0015,
+            index_speed: 0.5,
+        });
+        SleeveParams { linkage, dog, synchro, force: 300.0 }
+    }
+
+    /// Pushes towards side + for `seconds` with the + side seeing `view` (its angle advancing
+    /// with its slip); returns the events.
+    fn push(s: &mut Sleeve, p: &SleeveParams, mut view: SideView, seconds: f64) -> (Vec<LinkageEvent>, SleeveOutput) {
+        let mut ev = Vec::new();
+        let mut out = SleeveOutput::default();
+        for _ in 0..(seconds / 1e-3) as usize {
+            out = s.step(p, p.full() + 0.002, [view, SideView::default()], 1e-3, |e| ev.push(e));
+            view.angle += view.slip * 1e-3;
+        }
+        (ev, out)
+    }
+
+    #[test]
+    fn dogs_block_above_the_engagement_speed_and_drop_in_below_it() {
+        let p = params(DogModel::Friction, false);
+        let mut s = Sleeve::default();
+        let fast = SideView { present: true, slip: 20.0, ..Default::default() };
+        let (ev, out) = push(&mut s, &p, fast, 0.2);
+        assert_eq!(ev, vec![LinkageEvent::Blocked(0)]);
+        // Held at the tips: the stop gives F / k = 0.3 mm, short of the 2 mm overlap to engage.
+        assert!(s.z < p.dog.clearance + 1e-3, "z = {}", s.z);
+        assert_eq!(out.engagement, [0.0, 0.0]);
+        let slow = SideView { slip: 5.0, ..fast };
+        let (ev, out) = push(&mut s, &p, slow, 0.2);
+        assert_eq!(ev, vec![LinkageEvent::Passed(0)]);
+        assert_eq!(out.engagement[0], 1.0, "fully in at the end stop");
+    }
+
+    #[test]
+    fn backlash_dogs_need_a_gap_to_drop_into() {
+        let p = params(DogModel::Backlash, false);
+        let pitch = std::f64::consts::TAU / 6.0;
+        // Not turning, a dog facing a dog (half a pitch off): blocked for good.
+        let mut s = Sleeve::default();
+        let facing = SideView { present: true, slip: 0.0, angle: pitch / 2.0, torque: 0.0 };
+        let (ev, _) = push(&mut s, &p, facing, 0.2);
+        assert_eq!(ev, vec![LinkageEvent::Blocked(0)]);
+        // Turning slowly: the teeth line up within the free play (+-10 deg) and drop in.
+        let turning = SideView { slip: 2.0, ..facing };
+        let (ev, out) = push(&mut s, &p, turning, 0.3);
+        assert_eq!(ev, vec![LinkageEvent::Passed(0)]);
+        assert_eq!(out.engagement[0], 1.0);
+    }
+
+    #[test]
+    fn the_blocker_holds_until_the_speeds_match_and_the_cone_gets_the_shift_force() {
+        let p = params(DogModel::Friction, true);
+        let mut s = Sleeve::default();
+        let turning = SideView { present: true, slip: 3.0, ..Default::default() };
+        let (ev, out) = push(&mut s, &p, turning, 0.3);
+        assert!(ev.is_empty(), "{ev:?}");
+        // At rest on the blocker the stop carries the shift force less the detent (0 out
+        // there) and the static part of the rail friction (tanh(0) = 0): all of it.
+        assert!((out.cone_force[0] - p.force).abs() < 1e-6 * p.force, "cone force {}", out.cone_force[0]);
+        let synced = SideView { slip: 0.1, ..turning };
+        let (ev, out) = push(&mut s, &p, synced, 0.2);
+        assert_eq!(ev, vec![LinkageEvent::Indexed(0), LinkageEvent::Passed(0)]);
+        assert_eq!(out.engagement[0], 1.0);
+        assert_eq!(out.cone_force[0], 0.0);
+    }
+}
