@@ -29,7 +29,7 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static GLOBAL: Counting = Counting;
 
-const SCENARIOS: [&str; 18] = [
+const SCENARIOS: [&str; 19] = [
     "CoupledClutches",
     "SimpleGearShift",
     "First",
@@ -48,6 +48,7 @@ const SCENARIOS: [&str; 18] = [
     "SpeedSource",
     "PositionSource",
     "ParallelClutches",
+    "EngineRunUp",
 ];
 
 #[test]

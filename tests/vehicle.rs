@@ -459,3 +459,94 @@ fn backlash_dog_model_engages_aligned_and_carries_the_seed_004_law() {
     assert!(checked > 1000, "the dogs were in contact for only {checked} steps");
     assert!(v.telemetry().speed > 3.0);
 }
+
+#[test]
+fn engine_controller_idles_limits_revs_stalls_and_restarts_with_the_starter() {
+    let mut v = car("nissan_350z.ron");
+    let e = v.spec().engine.clone();
+    // Idle: neutral, clutch engaged, the PI holds the idle speed.
+    let mut input = DriverInput::default();
+    drive(&mut v, &mut input, 3.0, |_, _| {}, |_| {});
+    let idle = v.telemetry().engine_rpm;
+    assert!((idle - e.idle_rpm).abs() < 5.0, "idles at {idle} rpm, target {}", e.idle_rpm);
+    // Full throttle in neutral: the limiter cuts at its speed and the speed stays below it plus
+    // what one step of acceleration adds.
+    input.throttle = 1.0;
+    let mut cuts = 0;
+    let mut peak: f64 = 0.0;
+    drive(
+        &mut v,
+        &mut input,
+        3.0,
+        |_, _| {},
+        |v| {
+            cuts += v.events().iter().filter(|e| e.kind == VehicleEventKind::LimiterCut).count();
+            peak = peak.max(v.telemetry().engine_rpm);
+        },
+    );
+    assert!(cuts >= 2, "the limiter cut {cuts} times");
+    assert!(peak > e.rev_limiter.rpm && peak < e.rev_limiter.rpm + 100.0, "peak {peak} rpm");
+    // Ignition off: the engine runs down on its own friction and stops.
+    input.throttle = 0.0;
+    input.ignition = false;
+    drive(&mut v, &mut input, 6.0, |_, _| {}, |_| {});
+    assert!(!v.telemetry().running);
+    assert!(v.telemetry().engine_rpm < e.stall_rpm, "still at {} rpm", v.telemetry().engine_rpm);
+    // Ignition on and the starter: it cranks past the start speed and runs again.
+    input.ignition = true;
+    input.starter = true;
+    let mut started = false;
+    drive(&mut v, &mut input, 2.0, |_, _| {}, |v| started |= has(v, |k| *k == VehicleEventKind::Started));
+    assert!(started, "no start at {} rpm", v.telemetry().engine_rpm);
+    input.starter = false;
+    drive(&mut v, &mut input, 3.0, |_, _| {}, |_| {});
+    assert!((v.telemetry().engine_rpm - e.idle_rpm).abs() < 20.0, "back at {} rpm", v.telemetry().engine_rpm);
+}
+
+#[test]
+fn shifting_a_synchromesh_box_without_the_clutch_does_not_go_in() {
+    let mut v = car("nissan_350z.ron");
+    let mut input = DriverInput::default();
+    engage(&mut v, &mut input, 1);
+    input.throttle = 0.3;
+    let t0 = v.simulation().time();
+    drive(&mut v, &mut input, 3.0, |t, i| i.clutch = (1.0 - (t - t0) / 1.0).clamp(0.0, 1.0), |_| {});
+    // Lever to second with the clutch up and the throttle held: the cone cannot pull the
+    // engine down to the new speed, the blocker holds the sleeve, the gear never goes in.
+    input.gear = 2;
+    let mut completed = false;
+    drive(
+        &mut v,
+        &mut input,
+        2.0,
+        |_, _| {},
+        |v| completed |= has(v, |k| matches!(k, VehicleEventKind::ShiftCompleted { .. })),
+    );
+    assert!(!completed, "second went in without the clutch");
+    assert_eq!(v.engaged_gear(), 0);
+}
+
+#[test]
+fn all_wheel_drive_centre_differential_splits_the_torque_by_its_ratio() {
+    use driveline::core::vehicle::{DifferentialSpec, Drive};
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/vehicles/nissan_350z.ron");
+    let mut spec = Vehicle::parse(&std::fs::read_to_string(&path).unwrap(), "350z").unwrap();
+    spec.driveline.drive = Drive::All { front_share: 0.4, centre: DifferentialSpec::Open };
+    spec.driveline.differential = DifferentialSpec::Open;
+    let mut v = Vehicle::new(spec).unwrap();
+    let mut input = DriverInput::default();
+    engage(&mut v, &mut input, 1);
+    input.throttle = 0.3;
+    let t0 = v.simulation().time();
+    drive(&mut v, &mut input, 4.0, |t, i| i.clutch = (1.0 - (t - t0) / 1.0).clamp(0.0, 1.0), |_| {});
+    let (f, r) = (element(&v, "final_drive_f"), element(&v, "final_drive_r"));
+    let tf = v.simulation().element_torque(f);
+    let tr = v.simulation().element_torque(r);
+    let share = tf / (tf + tr);
+    println!("front share {share}");
+    // The planetary splits 1/(1 + r) exactly; the propeller shafts' inertia (accelerating with
+    // the car) moves it by well under 1 %.
+    assert!((share - 0.4).abs() < 0.01, "front share {share}");
+    let tm = v.telemetry();
+    assert!(tm.drive_torque.iter().all(|&t| t > 0.0), "all four wheels drive: {:?}", tm.drive_torque);
+}

@@ -43,35 +43,9 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Command::Check { file } if is_vehicle(&file) => match Vehicle::load(&file) {
-            Ok(v) => {
-                let net = v.simulation().network();
-                println!(
-                    "{}: ok: vehicle '{}', {} gears, {} elements, {} free coordinates, {} friction elements",
-                    file.display(),
-                    v.spec().name,
-                    v.layout().gears.len(),
-                    net.elements.len(),
-                    net.n_dof,
-                    net.friction.len()
-                );
-                ExitCode::SUCCESS
-            }
-            Err(e) => {
-                eprintln!("{e}");
-                ExitCode::from(2)
-            }
-        },
-        Command::Check { file } => match Scenario::load_network(&file) {
-            Ok((sc, net)) => {
-                println!(
-                    "{}: ok: '{}', {} elements, {} free coordinates, {} friction elements",
-                    file.display(),
-                    sc.name,
-                    net.elements.len(),
-                    net.n_dof,
-                    net.friction.len()
-                );
+        Command::Check { file } => match check(&file) {
+            Ok(summary) => {
+                println!("{}: ok: {summary}", file.display());
                 ExitCode::SUCCESS
             }
             Err(e) => {
@@ -86,6 +60,31 @@ fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         },
+    }
+}
+
+/// Validates a scenario or vehicle file: a one-line summary, or the positioned error.
+fn check(file: &std::path::Path) -> Result<String, String> {
+    if is_vehicle(file) {
+        let v = Vehicle::load(file).map_err(|e| e.to_string())?;
+        let net = v.simulation().network();
+        Ok(format!(
+            "vehicle '{}', {} gears, {} elements, {} free coordinates, {} friction elements",
+            v.spec().name,
+            v.layout().gears.len(),
+            net.elements.len(),
+            net.n_dof,
+            net.friction.len()
+        ))
+    } else {
+        let (sc, net) = Scenario::load_network(file).map_err(|e| e.to_string())?;
+        Ok(format!(
+            "'{}', {} elements, {} free coordinates, {} friction elements",
+            sc.name,
+            net.elements.len(),
+            net.n_dof,
+            net.friction.len()
+        ))
     }
 }
 

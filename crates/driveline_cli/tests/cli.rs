@@ -12,41 +12,35 @@ fn driveline(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_driveline")).args(args).current_dir(root()).output().expect("run driveline")
 }
 
-#[test]
-fn check_rejects_every_invalid_scenario_with_a_position() {
-    let dir = root().join("tests/scenarios/invalid");
+/// Runs `check` on every file of `dir`: each must exit 2 with `file:line:col: message`, never
+/// a panic; with `placed`, past line 1 (at the offending key, every file starts with a comment).
+/// Returns how many files there were.
+fn check_rejects_all(dir: &str, placed: bool) -> usize {
     let mut n = 0;
-    for entry in std::fs::read_dir(&dir).unwrap() {
+    for entry in std::fs::read_dir(root().join(dir)).unwrap() {
         let path = entry.unwrap().path();
         let out = driveline(&["check", path.to_str().unwrap()]);
         let msg = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{} was accepted: {msg}", path.display());
-        // file:line:col: message
         let file = path.display().to_string();
-        assert!(msg.starts_with(&format!("{file}:")), "no position in: {msg}");
+        let rest = msg.strip_prefix(&format!("{file}:")).unwrap_or_else(|| panic!("no position in: {msg}"));
+        let line: usize = rest.split(':').next().unwrap().parse().unwrap();
+        assert!(line > usize::from(placed), "{}: message not placed: {msg}", path.display());
         assert!(!msg.contains("panicked"), "{msg}");
         n += 1;
     }
+    n
+}
+
+#[test]
+fn check_rejects_every_invalid_scenario_with_a_position() {
+    let n = check_rejects_all("tests/scenarios/invalid", false);
     assert!(n >= 20, "only {n} invalid files");
 }
 
 #[test]
 fn check_rejects_every_invalid_vehicle_with_a_position() {
-    let dir = root().join("tests/vehicles/invalid");
-    let mut n = 0;
-    for entry in std::fs::read_dir(&dir).unwrap() {
-        let path = entry.unwrap().path();
-        let out = driveline(&["check", path.to_str().unwrap()]);
-        let msg = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{} was accepted: {msg}", path.display());
-        let file = path.display().to_string();
-        // file:line:col: message, with the line of the offending key (not the default 1:1).
-        let rest = msg.strip_prefix(&format!("{file}:")).unwrap_or_else(|| panic!("no position in: {msg}"));
-        let line: usize = rest.split(':').next().unwrap().parse().unwrap();
-        assert!(line > 1, "{}: message not placed: {msg}", path.display());
-        assert!(!msg.contains("panicked"), "{msg}");
-        n += 1;
-    }
+    let n = check_rejects_all("tests/vehicles/invalid", true);
     assert!(n >= 15, "only {n} invalid vehicle files");
 }
 
