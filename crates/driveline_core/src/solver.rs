@@ -24,6 +24,13 @@
 //!    at the stage points and the step end, located on the collocation polynomial by a safeguarded
 //!    secant/bisection search, and the sub-step is recomputed to end exactly there.
 //!
+//! # Cheap steps
+//! A run-time input change (a pedal, a load) is a time event, but when every mode and regime
+//! provably stays (the current stuck torques are strictly inside their new limits, no force
+//! switches on or off), the complementarity solve is skipped: it would return the same modes.
+//! Likewise a group of redundant locks is only re-solved when its minimum-norm split touches a
+//! limit. Both checks are conservative; anything doubtful takes the full solve.
+//!
 //! # Ambiguous locks
 //! Two friction elements that lock the same relative motion (seed 001, section 6) make the stuck
 //! torques non-unique. The solver takes the **minimum-norm split** (the limit of a Tikhonov
@@ -1158,7 +1165,9 @@ impl Simulation {
         self.ws.w_save.copy_from_slice(&self.w);
         if self.inputs_changed {
             self.inputs_changed = false;
-            self.select_modes(0, false);
+            if !self.input_change_keeps_modes() {
+                self.select_modes(0, false);
+            }
         }
         let t_end = self.t + dt;
         let mut substeps = 0;
@@ -1930,6 +1939,81 @@ impl Simulation {
         }
     }
 
+    /// After run-time inputs changed: true when every mode and regime stays as it is under the
+    /// new signals, so the complementarity solve can be skipped (it would return the same
+    /// modes): no element gains or loses its normal force, no law changes regime, every sliding
+    /// element still slips, and every stuck element's torque (the minimum-norm split of the
+    /// current mode, with the new signals) is strictly inside its static limit. The energy a
+    /// limit step removes is booked as `select_modes` would. Conservative: anything else
+    /// (kinematic clutches, stuck LossyGears, a torque at its limit) takes the full solve.
+    fn input_change_keeps_modes(&mut self) -> bool {
+        if !self.net.kinematic.is_empty() {
+            return false;
+        }
+        let t = self.t;
+        eval_signals(&self.net, t, false, &mut self.ws.sig[2]);
+        for (k, law) in self.net.laws.iter().enumerate() {
+            if law.next_regime(self.regimes[k], &self.phi, &self.w, &self.ws.sig[2]) != self.regimes[k].regime {
+                return false;
+            }
+        }
+        let mut any_stuck = false;
+        for (i, fe) in self.net.friction.iter().enumerate() {
+            let cap = fe.law.capacity(&self.ws.sig[2]);
+            self.ws.caps[i] = cap;
+            match self.modes[i] {
+                FrictionMode::Free => {
+                    if !cap.free {
+                        return false;
+                    }
+                }
+                FrictionMode::Stuck => {
+                    if cap.free || matches!(fe.law, crate::elements::FrictionLaw::Lossy { .. }) {
+                        return false;
+                    }
+                    any_stuck = true;
+                }
+                m => {
+                    let wr = fe.row.dot(&self.w);
+                    if cap.free || wr == 0.0 || wr.signum() != m.dir() {
+                        return false;
+                    }
+                }
+            }
+        }
+        if any_stuck {
+            self.ws.phi_e.copy_from_slice(&self.phi);
+            self.ws.w_e.copy_from_slice(&self.w);
+            self.constraint_torques_at_e(t);
+            let s = &self.slots[self.cur];
+            for (pos, &i) in s.locked.iter().enumerate() {
+                let lam = self.ws.lam[self.net.rows.len() + pos];
+                let law = &self.net.friction[i].law;
+                let cap = self.ws.caps[i];
+                let (g, limit) = match law {
+                    crate::elements::FrictionLaw::Ramp { carrier, .. } => {
+                        let limit = law.ramp_limit(law.ramp_input(&self.ws.lam), self.w[*carrier]).unwrap_or(0.0);
+                        (lam.abs() - limit, limit)
+                    }
+                    _ if cap.one_way => (-lam - cap.tau_max, cap.tau_max),
+                    _ => (lam.abs() - cap.tau_max, cap.tau_max),
+                };
+                if g >= -1e-9 * limit.max(1e-300) {
+                    return false;
+                }
+            }
+        }
+        // What a step in a limit removes (none for the kept modes but an elastic clutch's
+        // stored T_s^2 / 2S): booked like a mode switch.
+        if self.params.track_energy {
+            eval_signals(&self.net, t, true, &mut self.ws.sig[0]);
+            let (ke0, pe0) = self.kinetic_potential(0);
+            let (ke1, pe1) = self.kinetic_potential(2);
+            self.energy.dissipated += (ke0 + pe0) - (ke1 + pe1);
+        }
+        true
+    }
+
     /// Kinematic clutches (seed 000): a rising command starts engagement (the relative speed is
     /// prescribed to fall linearly to zero over the shift time, then held), a falling one starts
     /// the release (the last torque ramps down to zero over the shift time). Both ramps are
@@ -2133,6 +2217,7 @@ impl Simulation {
         match at {
             At::Stage(i) => {
                 self.stage_forces();
+                self.stage_torques();
                 let Work { f, f_st, sig, caps, .. } = &mut self.ws;
                 f.copy_from_slice(&f_st[i]);
                 for (k, fe) in self.net.friction.iter().enumerate() {
@@ -2149,14 +2234,44 @@ impl Simulation {
             }
             At::Dense => {
                 eval_signals(&self.net, t, false, &mut self.ws.sig[2]);
-                let Work { phi_e, w_e, sig, f, ls_a, dep_tau, caps, .. } = &mut self.ws;
-                Self::forces(&self.net, &self.modes, &self.regimes, phi_e, w_e, &sig[2], f, None);
-                if self.has_lossy {
-                    Self::lossy_correct(&self.net, &self.slots[self.cur], &self.modes, w_e, f, ls_a, dep_tau, None);
-                }
+                // Forces (into `f`) and the current mode's constraint torques (into `lam`).
+                self.constraint_torques_at_e(t);
+                let Work { sig, caps, .. } = &mut self.ws;
                 for (k, fe) in self.net.friction.iter().enumerate() {
                     caps[k] = fe.law.capacity(&sig[2]);
                 }
+            }
+        }
+        // The current mode's minimum-norm split is one split: when it is strictly inside every
+        // limit, the group holds and the complementarity solve below would say so too.
+        {
+            let (lam, w) = match at {
+                At::Stage(i) => (&self.ws.lam_st[i], &self.ws.w_st[i]),
+                At::End => (&self.ws.lam_end, &self.ws.w1),
+                At::Dense => (&self.ws.lam, &self.ws.w_e),
+            };
+            let s = &self.slots[self.cur];
+            let mut inside = true;
+            for (pos, &i) in s.locked.iter().enumerate() {
+                let l = lam[self.net.rows.len() + pos];
+                let law = &self.net.friction[i].law;
+                let cap = self.ws.caps[i];
+                let (g, limit) = match law {
+                    crate::elements::FrictionLaw::Lossy { .. } => (0.0, 0.0),
+                    crate::elements::FrictionLaw::Ramp { carrier, .. } => {
+                        let limit = law.ramp_limit(law.ramp_input(lam), w[*carrier]).unwrap_or(0.0);
+                        (l.abs() - limit, limit)
+                    }
+                    _ if cap.one_way => (-l - cap.tau_max, cap.tau_max),
+                    _ => (l.abs() - cap.tau_max, cap.tau_max),
+                };
+                if g >= -1e-9 * limit.max(1e-300) {
+                    inside = false;
+                    break;
+                }
+            }
+            if inside {
+                return -1.0;
             }
         }
         let base_key = Self::lock_key(&[], &self.kin_engaged) << nf;
