@@ -124,6 +124,14 @@ impl Sleeve {
         mut event: impl FnMut(LinkageEvent),
     ) -> SleeveOutput {
         let l = &p.linkage;
+        // A sleeve resting in neutral and kept there feels no force at all (actuator, rail
+        // friction, detent and stops all vanish at z = 0, v = 0): it stays exactly where it is.
+        if self.z == 0.0 && self.v == 0.0 && target == 0.0 {
+            self.passed = [false; 2];
+            self.indexed = [false; 2];
+            self.blocked = [false; 2];
+            return SleeveOutput::default();
+        }
         let n = (dt / MAX_SUBSTEP).ceil().max(1.0);
         let h = dt / n;
         let n = n as usize;
@@ -234,6 +242,12 @@ impl Sleeve {
             let v1 = v + h * f / (l.mass - h * kv - h * h * kz);
             self.v = v1;
             self.z = z + h * v1;
+        }
+        // Back in neutral to within a nanometre and at rest: settle exactly (the rest state
+        // above), instead of creeping towards zero for ever.
+        if target == 0.0 && self.z.abs() < 1e-9 && self.v.abs() < 1e-7 {
+            self.z = 0.0;
+            self.v = 0.0;
         }
         let mut out = SleeveOutput::default();
         for s in 0..2 {
