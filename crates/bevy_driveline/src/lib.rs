@@ -40,6 +40,10 @@
 //!   time located inside the step.
 //! - Run-time inputs (pedals, actuator forces) are [`driveline_core::Signal::Input`] signals set
 //!   through [`DrivelineInputs`] on the root.
+//! - Whole vehicles: [`vehicle::spawn_vehicle`] spawns a root with one part entity per element of
+//!   the vehicle's network and its controllers ([`vehicle::VehicleController`]); write a
+//!   [`vehicle::VehicleInput`] each step and read [`vehicle::VehicleTelemetry`]. The result is
+//!   bit for bit that of [`driveline_core::Vehicle`].
 //!
 //! ## Scheduling
 //! [`DrivelinePlugins`] runs in the schedule you choose (default `FixedUpdate`), in the chained
@@ -47,8 +51,9 @@
 //! 1. `Input`: your systems that sample devices into inputs;
 //! 2. `Control`: drivers, transmission controllers;
 //! 3. `Actuation`: actuators write [`DrivelineInputs`] (pedal forces, pressures);
-//! 4. `Solve`: topology rebuilds, inputs handed to the solver, the coupled step (in the
-//!    private [`DrivelineSolveSchedule`], where system-order ambiguity is an error);
+//! 4. `Solve`: topology rebuilds, inputs handed to the solver, vehicle controllers, the coupled
+//!    step, vehicle heat and telemetry (in the private [`DrivelineSolveSchedule`], where
+//!    system-order ambiguity is an error);
 //! 5. `Integrate`: state written back to the entities;
 //! 6. `Telemetry`: messages.
 //!

@@ -283,6 +283,10 @@ struct Work {
     qp_lo: Vec<f64>,
     qp_hi: Vec<f64>,
     qp_state: Vec<i8>,
+    /// Last complementarity solution per friction element (warm start of the next solve).
+    warm_x: Vec<f64>,
+    warm_state: Vec<i8>,
+    warm_ok: Vec<bool>,
     qp_idx: Vec<usize>,
     qp_fact: Vec<f64>,
     qp_rhs: Vec<f64>,
@@ -459,6 +463,9 @@ impl Simulation {
             qp_lo: v(nf),
             qp_hi: v(nf),
             qp_state: vec![0; nf],
+            warm_x: vec![0.0; nf],
+            warm_state: vec![0; nf],
+            warm_ok: vec![false; nf],
             qp_idx: vec![0; nf],
             qp_fact: v(nf * nf),
             qp_rhs: v(nf),
@@ -2147,6 +2154,16 @@ impl Simulation {
             for a in 0..k {
                 self.ws.qp_w[a * k + a] += eps;
             }
+            // Warm start from the last solution when every candidate has one (the active set
+            // rarely changes from one solve to the next); the optimum is unique either way.
+            let warm = (0..k).all(|a| self.ws.warm_ok[self.ws.qp_idx[a]]);
+            if warm {
+                for a in 0..k {
+                    let ia = self.ws.qp_idx[a];
+                    self.ws.qp_x[a] = self.ws.warm_x[ia];
+                    self.ws.qp_state[a] = self.ws.warm_state[ia];
+                }
+            }
             box_qp(
                 k,
                 &self.ws.qp_w,
@@ -2158,7 +2175,14 @@ impl Simulation {
                 &mut self.ws.qp_fact,
                 &mut self.ws.qp_piv,
                 &mut self.ws.lam,
+                warm,
             );
+            for a in 0..k {
+                let ia = self.ws.qp_idx[a];
+                self.ws.warm_x[ia] = self.ws.qp_x[a];
+                self.ws.warm_state[ia] = self.ws.qp_state[a];
+                self.ws.warm_ok[ia] = true;
+            }
             if !lossy_candidates {
                 break;
             }
@@ -2550,11 +2574,25 @@ fn box_qp(
     fact: &mut [f64],
     piv: &mut [usize],
     tmp: &mut [f64],
+    warm: bool,
 ) {
     for i in 0..k {
-        x[i] = 0.0f64.clamp(lo[i], hi[i]);
-        state[i] = 0;
+        if warm {
+            // Start from the given point and active set, made feasible.
+            match state[i] {
+                1 if hi[i].is_finite() => x[i] = hi[i],
+                -1 if lo[i].is_finite() => x[i] = lo[i],
+                _ => {
+                    state[i] = 0;
+                    x[i] = x[i].clamp(lo[i], hi[i]);
+                }
+            }
+        } else {
+            x[i] = 0.0f64.clamp(lo[i], hi[i]);
+            state[i] = 0;
+        }
         if lo[i] == hi[i] {
+            x[i] = lo[i];
             state[i] = -1;
         }
     }
