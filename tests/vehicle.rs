@@ -582,3 +582,32 @@ fn clutch_heat_balances_the_friction_work() {
     // the difference between implicit and rectangle cooling sums, far under 1 %.
     assert!((stored + cooled - work).abs() < 0.01 * work, "stored {stored} + cooled {cooled} vs work {work}");
 }
+
+#[test]
+fn non_finite_driver_inputs_are_replaced_and_reported_never_propagated() {
+    let mut v = car("nissan_350z.ron");
+    let mut input = DriverInput {
+        throttle: f64::NAN,
+        brake: f64::INFINITY,
+        clutch: f64::NEG_INFINITY,
+        grade: f64::NAN,
+        ..Default::default()
+    };
+    v.step(&input, DT).unwrap();
+    assert!(has(&v, |k| *k == VehicleEventKind::InputRejected));
+    let t = v.telemetry();
+    assert!(t.engine_rpm.is_finite() && t.speed.is_finite() && t.clutch_temperature.is_finite());
+    // Out-of-range pedals are clamped, a bad step is refused without touching the state.
+    input = DriverInput { throttle: 7.0, clutch: -3.0, ..Default::default() };
+    v.step(&input, DT).unwrap();
+    assert!(v.telemetry().throttle <= 1.0);
+    let before = v.simulation().time();
+    assert!(v.step(&input, f64::NAN).is_err());
+    assert!(v.step(&input, -1e-3).is_err());
+    assert_eq!(v.simulation().time(), before);
+    // Contact and surface setters ignore NaN.
+    v.set_surface_friction(0, f64::NAN);
+    v.set_wheel_contact(0, f64::NAN, f64::INFINITY, f64::NAN);
+    v.step(&input, DT).unwrap();
+    assert!(v.telemetry().tyre_force.iter().all(|f| f.is_finite()));
+}

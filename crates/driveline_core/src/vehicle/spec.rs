@@ -1,7 +1,62 @@
 //! The vehicle description: what `assets/vehicles/*.ron` files deserialise into.
 //!
 //! Every parameter is SI unless its name says otherwise (`*_rpm`, `*_deg`). Defaults are listed
-//! on each field; [`VehicleSpec::validate`] says what is wrong and what is allowed.
+//! on each field; [`VehicleSpec::validate`] says what is wrong and what is allowed, and
+//! `driveline check` places the message at the offending key (`file:line:col`).
+//!
+//! # A complete file
+//! The smallest useful vehicle: every section, the required keys, defaults for the rest (the
+//! shipped cars in `assets/vehicles/` set many more, with their sources).
+//!
+//! ```
+//! # use driveline_core::Vehicle;
+//! let text = r#"
+//! Vehicle(
+//!     name: "small car",
+//!     engine: (
+//!         map: FullAndClosed(
+//!             rpm:    [500.0, 2000.0, 4000.0, 6000.0],
+//!             full:   [100.0, 150.0,  160.0,  140.0],
+//!             closed: [-8.0,  -37.0,  -87.0,  -151.0],
+//!         ),
+//!         inertia: 0.15,
+//!         idle_rpm: 800.0,
+//!         stall_rpm: 350.0,
+//!         rev_limiter: (rpm: 6200.0),
+//!     ),
+//!     clutch: (mu: [(0.0, 0.3)], outer_radius: 0.11, inner_radius: 0.075, clamp_force: 5000.0),
+//!     gearbox: (
+//!         kind: Manual,
+//!         ratios: [3.5, 2.0, 1.3, 1.0, 0.8],
+//!         reverse: Some(-3.2),
+//!         dog: (tooth_height: 0.008, min_overlap: 0.002),
+//!         synchro: Some((blocker_position: 0.0015)),
+//!         linkage: (mass: 0.8),
+//!         shift_force: 400.0,
+//!     ),
+//!     driveline: (drive: Front, final_drive: 4.1, differential: Open),
+//!     wheels: (radius: 0.3, inertia: 1.0, front_brake: 2000.0, rear_brake: 1000.0),
+//!     body: (mass: 1100.0, wheelbase: 2.5, cg_height: 0.5, front_weight: 0.6, drag_area: 0.65),
+//! )"#;
+//! let spec = Vehicle::parse(text, "small.ron").unwrap();
+//! let car = Vehicle::from_text(spec, text, "small.ron").unwrap();
+//! assert_eq!(car.layout().gears.len(), 6);
+//! // A mistake is placed at its key:
+//! let bad = text.replace("final_drive: 4.1", "final_drive: 0.0");
+//! let err = Vehicle::from_text(Vehicle::parse(&bad, "bad.ron").unwrap(), &bad, "bad.ron").err().unwrap();
+//! assert!(err.to_string().starts_with("bad.ron:25:31: driveline.final_drive"), "{err}");
+//! ```
+//!
+//! # Sections
+//! - `engine`: [`EngineSpec`]: map, inertia, idle/stall/start speeds, idle PI, rev limiter,
+//!   starter curve, optional fuel map.
+//! - `clutch`: [`ClutchSpec`]: friction, geometry, clamp force and pedal characteristic,
+//!   torsional damper, heat.
+//! - `gearbox`: [`GearboxSpec`]: kind, ratios, dogs ([`DogSpec`]), synchronisers
+//!   ([`SynchroSpec`]), linkage ([`LinkageSpec`]), shift force, shifter options.
+//! - `driveline`: [`DrivelineLayout`]: driven axles, final drive, differentials.
+//! - `wheels`: [`WheelSpec`]: radius, inertia, Magic Formula, rolling resistance, brakes.
+//! - `body`: [`BodySpec`]: mass, wheelbase, centre of gravity, weight split, drag.
 
 use crate::tyre::MagicFormula;
 use crate::{Table1D, TorqueMapSpec};
