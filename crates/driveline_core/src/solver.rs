@@ -973,27 +973,30 @@ impl Simulation {
                 }
             }
         }
+        // N^T J N over the non-zeros of J only (a few per element law).
         let s = &mut self.slots[slot];
         let m = s.m;
-        for a in 0..m {
-            for b in 0..m {
-                let mut kd = 0.0;
-                let mut kk = 0.0;
-                for i in 0..n {
+        s.dr[..m * m].fill(0.0);
+        s.kr[..m * m].fill(0.0);
+        for i in 0..n {
+            for j in 0..n {
+                let (dw, dp) = (jw[i * n + j], jphi[i * n + j]);
+                if dw == 0.0 && dp == 0.0 {
+                    continue;
+                }
+                for a in 0..m {
                     let na = s.nmat[i * n + a];
                     if na == 0.0 {
                         continue;
                     }
-                    for j in 0..n {
+                    for b in 0..m {
                         let nb = s.nmat[j * n + b];
                         if nb != 0.0 {
-                            kd += na * jw[i * n + j] * nb;
-                            kk += na * jphi[i * n + j] * nb;
+                            s.dr[a * m + b] += na * dw * nb;
+                            s.kr[a * m + b] += na * dp * nb;
                         }
                     }
                 }
-                s.dr[a * m + b] = kd;
-                s.kr[a * m + b] = kk;
             }
         }
     }
