@@ -4,7 +4,7 @@
 //!
 //! `cargo run --release --example drive_car`
 
-use driveline::core::vehicle::VehicleEventKind;
+use driveline::core::vehicle::{Telemetry, VehicleEventKind};
 use driveline::core::{DriverInput, Vehicle};
 use std::path::Path;
 
@@ -36,13 +36,30 @@ fn status(v: &Vehicle) {
     );
 }
 
+/// Steps `car` `steps` times at 1 ms, `driver(t, input, telemetry)` setting the input first;
+/// prints the events and a status line every second.
+fn run(
+    car: &mut Vehicle,
+    input: &mut DriverInput,
+    steps: usize,
+    mut driver: impl FnMut(f64, &mut DriverInput, &Telemetry),
+) {
+    for k in 0..steps {
+        let tm = *car.telemetry();
+        driver(k as f64 * 1e-3, input, &tm);
+        car.step(input, 1e-3).expect("step");
+        report(car);
+        if k % 1000 == 999 {
+            status(car);
+        }
+    }
+}
+
 fn main() {
-    let dt = 1e-3;
     println!("== Nissan 350Z: clutch down, first, launch, shift to second and third");
     let mut car = load("nissan_350z.ron");
     let mut input = DriverInput { clutch: 1.0, gear: 1, ..Default::default() };
-    for k in 0..12_000 {
-        let t = k as f64 * dt;
+    run(&mut car, &mut input, 12_000, |t, input, _| {
         let (gear, shift_at) = if t < 5.0 {
             (1, 0.0)
         } else if t < 9.0 {
@@ -59,47 +76,29 @@ fn main() {
             input.clutch = if since < 0.5 { 1.0 } else { (1.0 - (since - 0.5) / 0.3).max(0.0) };
             input.throttle = if since < 0.6 { 0.0 } else { 0.5 };
         }
-        car.step(&input, dt).expect("step");
-        report(&car);
-        if k % 1000 == 999 {
-            status(&car);
-        }
-    }
+    });
 
     println!("== Race car: flat out, ignition-cut upshifts at 6800 rpm (auto-clutch launch)");
     let mut car = load("race_sequential.ron");
     let mut input = DriverInput::default();
     let mut last_shift = -1.0;
-    for k in 0..9000 {
-        let t = k as f64 * dt;
+    run(&mut car, &mut input, 9000, |t, input, tm| {
         input.throttle = if t > 0.3 { 1.0 } else { 0.0 };
-        let tm = *car.telemetry();
         input.shift_up =
-            (t - 0.1).abs() < 0.5 * dt || (tm.engine_rpm > 6800.0 && tm.engaged_gear > 0 && t - last_shift > 0.3);
+            (t - 0.1).abs() < 5e-4 || (tm.engine_rpm > 6800.0 && tm.engaged_gear > 0 && t - last_shift > 0.3);
         if input.shift_up && t > 0.2 {
             last_shift = t;
         }
-        car.step(&input, dt).expect("step");
-        report(&car);
-        if k % 1000 == 999 {
-            status(&car);
-        }
-    }
+    });
 
     println!("== Diesel truck: held on a 12 % grade by the brakes, then a hill start in first");
     let mut car = load("diesel_truck.ron");
     let mut input = DriverInput { clutch: 1.0, gear: 1, brake: 1.0, grade: 0.12, ..Default::default() };
-    for k in 0..10_000 {
-        let t = k as f64 * dt;
+    run(&mut car, &mut input, 10_000, |t, input, _| {
         if t > 3.0 {
             input.brake = (1.0 - (t - 3.0) / 0.5).max(0.0);
             input.clutch = (1.0 - (t - 2.5) / 2.0).clamp(0.0, 1.0);
             input.throttle = 0.5;
         }
-        car.step(&input, dt).expect("step");
-        report(&car);
-        if k % 1000 == 999 {
-            status(&car);
-        }
-    }
+    });
 }

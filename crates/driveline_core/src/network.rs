@@ -922,28 +922,20 @@ impl Network {
             };
             let owner = &specs[fe.element].name;
             let FrictionLaw::Ramp { input, carrier, .. } = &mut fe.law else { continue };
+            // An element of the given kind by name, or a message naming what is wanted.
+            let lookup = |name: &str, key: &str, kind: &str, is: fn(&ElementKind) -> bool| {
+                index.get(name).copied().filter(|&k| is(&specs[k].kind)).ok_or_else(|| {
+                    param(owner, format!("`{key}` names `{name}`, which is not an {kind} of this network"))
+                })
+            };
             for (j, (g, scale)) in names.iter().enumerate() {
-                let gi =
-                    index.get(g.as_str()).copied().filter(|&k| matches!(specs[k].kind, ElementKind::IdealGear { .. }));
-                let Some(gi) = gi else {
-                    return Err(param(
-                        owner,
-                        format!("`input` names `{g}`, which is not an IdealGear of this network"),
-                    ));
-                };
+                let gi = lookup(g, "input", "IdealGear", |k| matches!(k, ElementKind::IdealGear { .. }))?;
                 let ri = row_element.iter().position(|&e| e == gi).expect("every IdealGear has a row");
                 let b = elements[gi].nodes[1];
                 let cb = rows[ri].entries.iter().find(|x| x.0 == b).map_or(0.0, |x| x.1);
                 input[j] = (ri, scale * cb);
             }
-            let ci =
-                index.get(cname.as_str()).copied().filter(|&k| matches!(specs[k].kind, ElementKind::Inertia { .. }));
-            let Some(ci) = ci else {
-                return Err(param(
-                    owner,
-                    format!("`carrier` names `{cname}`, which is not an Inertia of this network"),
-                ));
-            };
+            let ci = lookup(cname, "carrier", "Inertia", |k| matches!(k, ElementKind::Inertia { .. }))?;
             *carrier = elements[ci].nodes[0];
         }
         let mut net = Network {
