@@ -611,3 +611,43 @@ fn non_finite_driver_inputs_are_replaced_and_reported_never_propagated() {
     v.step(&input, DT).unwrap();
     assert!(v.telemetry().tyre_force.iter().all(|f| f.is_finite()));
 }
+
+#[test]
+fn fuel_use_integrates_the_fuel_map_and_stops_with_the_ignition() {
+    use driveline::core::vehicle::FuelMapSpec;
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/vehicles/nissan_350z.ron");
+    let mut spec = Vehicle::parse(&std::fs::read_to_string(&path).unwrap(), "350z").unwrap();
+    // A synthetic bilinear map, g/s over (rpm, N m).
+    let map = FuelMapSpec {
+        rpm: vec![1000.0, 7000.0],
+        torque: vec![0.0, 400.0],
+        grams_per_s: vec![vec![0.3, 4.0], vec![2.0, 25.0]],
+    };
+    spec.engine.fuel = Some(map.clone());
+    let mut v = Vehicle::new(spec).unwrap();
+    let mut input = DriverInput { throttle: 0.2, ..Default::default() };
+    let mut expected = 0.0;
+    drive(
+        &mut v,
+        &mut input,
+        2.0,
+        |_, _| {},
+        |v| {
+            let t = v.telemetry();
+            if t.running && t.throttle > 0.0 {
+                expected += map.rate(t.engine_rpm, t.engine_torque.max(0.0)) * DT;
+            }
+        },
+    );
+    let used = v.telemetry().fuel_used;
+    println!("fuel used {used} g, expected {expected} g");
+    assert!(used > 0.5, "only {used} g in 2 s at part throttle");
+    // Same rule, same end-of-step values: equal to rounding.
+    assert!((used - expected).abs() < 1e-9 * expected);
+    // Ignition off: no fuel at all.
+    input.ignition = false;
+    drive(&mut v, &mut input, 1.0, |_, _| {}, |_| {});
+    let after = v.telemetry().fuel_used;
+    drive(&mut v, &mut input, 1.0, |_, _| {}, |_| {});
+    assert_eq!(v.telemetry().fuel_used, after);
+}
