@@ -359,6 +359,28 @@ impl FrictionLaw {
         }
     }
 
+    /// How far a stuck element's constraint torque is past its static limit, `(excess, limit)`:
+    /// `excess > 0` means it breaks away. `lam_own` is the element's own row multiplier (the
+    /// element torque is `-lam_own`), `lam` the multipliers of the permanent rows, `w` the node
+    /// speeds, `cap` the capacity at the same instant. LossyGear: `tauLoss = -lam_own` against
+    /// its standstill range at the transmitted torque; limited slip: its ramp limit; a one-way
+    /// element only releases forwards.
+    pub fn hold_excess(&self, cap: Capacity, lam_own: f64, lam: &[f64], w: &[f64]) -> (f64, f64) {
+        match self {
+            FrictionLaw::Lossy { table, gear_row } => {
+                let tau_loss = -lam_own;
+                let (lo, hi) = table.at(0.0).standstill_bounds(-lam_own - lam[*gear_row]);
+                ((tau_loss - hi).max(lo - tau_loss), hi.abs().max(lo.abs()))
+            }
+            FrictionLaw::Ramp { carrier, .. } => {
+                let limit = self.ramp_limit(self.ramp_input(lam), w[*carrier]).unwrap_or(0.0);
+                (lam_own.abs() - limit, limit)
+            }
+            _ if cap.one_way => (-lam_own - cap.tau_max, cap.tau_max),
+            _ => (lam_own.abs() - cap.tau_max, cap.tau_max),
+        }
+    }
+
     /// True for laws whose limits depend on constraint torques (LossyGear, limited slip).
     pub fn is_torque_dependent(&self) -> bool {
         matches!(self, FrictionLaw::Lossy { .. } | FrictionLaw::Ramp { .. })

@@ -302,10 +302,12 @@ struct Work {
     ud: [Vec<f64>; 4],
     /// Augmented matrix for the mode compilation `[G | I]`.
     aug: Vec<f64>,
-    /// Lossy-gear correction scratch (`n` each) and transmitted-torque estimates (per friction).
+    /// Scratch of the torque-dependent correction (LossyGear, limited slip), the friction torque
+    /// it solved per element, and the estimates of the torque each limit depends on (a lossy
+    /// gear's transmitted torque, a limited-slip pack's input torque), per friction element.
     ls_a: Vec<f64>,
     dep_tau: Vec<f64>,
-    lossy_ta: Vec<f64>,
+    dependent_input: Vec<f64>,
     /// Generalised forces of the elements released during one mode selection.
     qp_extra: Vec<f64>,
     /// Forces at the converged stages and at the sub-step end (valid while `cache` says so).
@@ -355,7 +357,7 @@ pub struct Simulation {
     /// An input changed since the last step: re-resolve modes at the next step start.
     inputs_changed: bool,
     /// The network has LossyGears with losses (the force pipeline corrects for them).
-    has_lossy: bool,
+    has_torque_dependent: bool,
     started: bool,
     ws: Work,
     events: CapVec<ModeEvent>,
@@ -479,7 +481,7 @@ impl Simulation {
             aug: v(rmax * (n + rmax)),
             ls_a: v(nn),
             dep_tau: v(n.max(nf)),
-            lossy_ta: v(nf),
+            dependent_input: v(nf),
             qp_extra: v(nn),
             f_st: [v(nn), v(nn)],
             f_end: v(nn),
@@ -511,7 +513,7 @@ impl Simulation {
             next_time_event: 0.0,
             breaking: 0,
             inputs_changed: false,
-            has_lossy: net.friction.iter().any(|fe| fe.law.is_torque_dependent()),
+            has_torque_dependent: net.friction.iter().any(|fe| fe.law.is_torque_dependent()),
             started: false,
             ws,
             events: CapVec::new(4 * (nf + nl) + 8),
@@ -1076,7 +1078,7 @@ impl Simulation {
     ///
     /// `fp` gets the friction power, `tau_out` the friction torque of each corrected element.
     #[allow(clippy::too_many_arguments)]
-    fn lossy_correct(
+    fn torque_dependent_correct(
         net: &Network,
         s: &ModeSlot,
         modes: &[FrictionMode],
@@ -1358,9 +1360,18 @@ impl Simulation {
                     &mut self.ws.f,
                     None,
                 );
-                if self.has_lossy {
+                if self.has_torque_dependent {
                     let Work { w_st, f, ls_a, dep_tau, .. } = &mut self.ws;
-                    Self::lossy_correct(&self.net, &self.slots[slot], &self.modes, &w_st[j], f, ls_a, dep_tau, None);
+                    Self::torque_dependent_correct(
+                        &self.net,
+                        &self.slots[slot],
+                        &self.modes,
+                        &w_st[j],
+                        f,
+                        ls_a,
+                        dep_tau,
+                        None,
+                    );
                 }
                 // g_j = N^T f_j (prescribed rows: the reduced force loses N^T M P rho').
                 let s = &self.slots[slot];
@@ -1479,10 +1490,10 @@ impl Simulation {
                 &mut f_st[i],
                 Some((&mut law_power[i], &mut law_diss[i], &mut fric_power[i])),
             );
-            if self.has_lossy {
+            if self.has_torque_dependent {
                 let Work { w_st, f_st, ls_a, dep_tau, fric_power, .. } = &mut self.ws;
                 let s = &self.slots[self.cur];
-                Self::lossy_correct(
+                Self::torque_dependent_correct(
                     &self.net,
                     s,
                     &self.modes,
@@ -1519,8 +1530,17 @@ impl Simulation {
         let n = self.net.n_dof;
         let Work { phi1, w1, sig_end, f_end, acc, fq, lam_end, ud, ls_a, dep_tau, .. } = &mut self.ws;
         Self::forces(&self.net, &self.modes, &self.regimes, phi1, w1, sig_end, f_end, None);
-        if self.has_lossy {
-            Self::lossy_correct(&self.net, &self.slots[self.cur], &self.modes, w1, f_end, ls_a, dep_tau, None);
+        if self.has_torque_dependent {
+            Self::torque_dependent_correct(
+                &self.net,
+                &self.slots[self.cur],
+                &self.modes,
+                w1,
+                f_end,
+                ls_a,
+                dep_tau,
+                None,
+            );
         }
         Self::constraint_torques(&self.net, &self.slots[self.cur], f_end, &ud[2], acc, fq, lam_end, n);
         self.ws.cache |= 4;
@@ -1617,27 +1637,13 @@ impl Simulation {
                 };
                 let s = &self.slots[self.cur];
                 let pos = s.locked.iter().position(|&k| k == i).unwrap_or(0);
-                let lam_l = lam[self.net.rows.len() + pos];
-                if let crate::elements::FrictionLaw::Lossy { table, gear_row } = &self.net.friction[i].law {
-                    // tauLoss = -lambda_L must stay inside the standstill loss range at tau_a.
-                    let tau_loss = -lam_l;
-                    let tau_a = -lam_l - lam[*gear_row];
-                    let (lo, hi) = table.at(0.0).standstill_bounds(tau_a);
-                    return (tau_loss - hi).max(lo - tau_loss);
-                }
-                if let law @ crate::elements::FrictionLaw::Ramp { carrier, .. } = &self.net.friction[i].law {
-                    let w = match at {
-                        At::Stage(k) => &self.ws.w_st[k],
-                        At::End => &self.ws.w1,
-                        At::Dense => &self.ws.w_e,
-                    };
-                    let limit = law.ramp_limit(law.ramp_input(lam), w[*carrier]).unwrap_or(0.0);
-                    return lam_l.abs() - limit;
-                }
-                let lam = lam_l;
-                let cap = self.net.friction[i].law.capacity(sig);
-                // Element torque tau = -lambda; a one-way element only releases forwards.
-                if cap.one_way { -lam - cap.tau_max } else { lam.abs() - cap.tau_max }
+                let w = match at {
+                    At::Stage(k) => &self.ws.w_st[k],
+                    At::End => &self.ws.w1,
+                    At::Dense => &self.ws.w_e,
+                };
+                let law = &self.net.friction[i].law;
+                law.hold_excess(law.capacity(sig), lam[self.net.rows.len() + pos], lam, w).0
             }
             Ev::Regime(k) => {
                 let (phi, w) = match at {
@@ -1665,8 +1671,8 @@ impl Simulation {
         self.prescribed(t, 3);
         let Work { phi_e, w_e, sig, f, acc, lam, fq, ud, ls_a, dep_tau, .. } = &mut self.ws;
         Self::forces(&self.net, &self.modes, &self.regimes, phi_e, w_e, &sig[2], f, None);
-        if self.has_lossy {
-            Self::lossy_correct(&self.net, &self.slots[self.cur], &self.modes, w_e, f, ls_a, dep_tau, None);
+        if self.has_torque_dependent {
+            Self::torque_dependent_correct(&self.net, &self.slots[self.cur], &self.modes, w_e, f, ls_a, dep_tau, None);
         }
         Self::constraint_torques(&self.net, &self.slots[self.cur], f, &ud[3], acc, fq, lam, n);
     }
@@ -1917,9 +1923,18 @@ impl Simulation {
             // kinematic clutches (with their prescribed accelerations).
             let base_key = Self::lock_key(&[], &self.kin_engaged) << self.net.friction.len();
             let base = self.slot_for(base_key);
-            if self.has_lossy {
+            if self.has_torque_dependent {
                 let Work { f, ls_a, dep_tau, new_modes, .. } = &mut self.ws;
-                Self::lossy_correct(&self.net, &self.slots[base], new_modes, &self.w, f, ls_a, dep_tau, None);
+                Self::torque_dependent_correct(
+                    &self.net,
+                    &self.slots[base],
+                    new_modes,
+                    &self.w,
+                    f,
+                    ls_a,
+                    dep_tau,
+                    None,
+                );
             }
             self.compute_qp(base);
             self.prescribed_in(base, self.t, 3);
@@ -1997,17 +2012,8 @@ impl Simulation {
             self.constraint_torques_at_e(t);
             let s = &self.slots[self.cur];
             for (pos, &i) in s.locked.iter().enumerate() {
-                let lam = self.ws.lam[self.net.rows.len() + pos];
-                let law = &self.net.friction[i].law;
-                let cap = self.ws.caps[i];
-                let (g, limit) = match law {
-                    crate::elements::FrictionLaw::Ramp { carrier, .. } => {
-                        let limit = law.ramp_limit(law.ramp_input(&self.ws.lam), self.w[*carrier]).unwrap_or(0.0);
-                        (lam.abs() - limit, limit)
-                    }
-                    _ if cap.one_way => (-lam - cap.tau_max, cap.tau_max),
-                    _ => (lam.abs() - cap.tau_max, cap.tau_max),
-                };
+                let lam_own = self.ws.lam[self.net.rows.len() + pos];
+                let (g, limit) = self.net.friction[i].law.hold_excess(self.ws.caps[i], lam_own, &self.ws.lam, &self.w);
                 if g >= -1e-9 * limit.max(1e-300) {
                     return false;
                 }
@@ -2114,11 +2120,11 @@ impl Simulation {
     fn qp_solve(&mut self, base: usize, k: usize) -> f64 {
         let n = self.net.n_dof;
         let nf = self.net.friction.len();
-        let lossy_candidates =
-            self.has_lossy && (0..k).any(|a| self.net.friction[self.ws.qp_idx[a]].law.is_torque_dependent());
+        let dependent_candidates =
+            self.has_torque_dependent && (0..k).any(|a| self.net.friction[self.ws.qp_idx[a]].law.is_torque_dependent());
         // LossyGear bounds depend on the transmitted torque, which depends on the solution:
         // first solve with them open, then iterate bounds <- torque to a fixed point.
-        let passes = if lossy_candidates { 10 } else { 1 };
+        let passes = if dependent_candidates { 10 } else { 1 };
         let mut eps = 0.0;
         for pass in 0..passes {
             let mut dmax: f64 = 0.0;
@@ -2136,13 +2142,13 @@ impl Simulation {
                             (f64::NEG_INFINITY, f64::INFINITY)
                         } else {
                             // lambda = -tauLoss.
-                            let (l, h) = table.at(0.0).standstill_bounds(self.ws.lossy_ta[ia]);
+                            let (l, h) = table.at(0.0).standstill_bounds(self.ws.dependent_input[ia]);
                             (-h, -l)
                         }
                     }
                     law @ crate::elements::FrictionLaw::Ramp { carrier, .. } => {
                         // The input torque of the last pass (or of the last solve).
-                        let tm = law.ramp_limit(self.ws.lossy_ta[ia], self.w[*carrier]).unwrap_or(0.0);
+                        let tm = law.ramp_limit(self.ws.dependent_input[ia], self.w[*carrier]).unwrap_or(0.0);
                         (-tm, tm)
                     }
                     _ => {
@@ -2186,12 +2192,12 @@ impl Simulation {
                 self.ws.warm_state[ia] = self.ws.qp_state[a];
                 self.ws.warm_ok[ia] = true;
             }
-            if !lossy_candidates {
+            if !dependent_candidates {
                 break;
             }
             // Transmitted torques tau_a = -lambda_L - lambda_G under the base constraints
             // with the candidate torques applied.
-            let Work { f, qp_extra, qp_x, qp_idx, ls_a, acc, fq, lam, ud, lossy_ta, .. } = &mut self.ws;
+            let Work { f, qp_extra, qp_x, qp_idx, ls_a, acc, fq, lam, ud, dependent_input, .. } = &mut self.ws;
             for kk in 0..n {
                 ls_a[kk] = f[kk] + qp_extra[kk];
             }
@@ -2209,9 +2215,9 @@ impl Simulation {
                     crate::elements::FrictionLaw::Ramp { .. } => law.ramp_input(lam),
                     _ => continue,
                 };
-                change = change.max((ta - lossy_ta[ia]).abs());
+                change = change.max((ta - dependent_input[ia]).abs());
                 scale = scale.max(ta.abs());
-                lossy_ta[ia] = ta;
+                dependent_input[ia] = ta;
             }
             if pass > 0 && change <= 1e-12 * scale {
                 break;
@@ -2280,17 +2286,11 @@ impl Simulation {
             let s = &self.slots[self.cur];
             let mut inside = true;
             for (pos, &i) in s.locked.iter().enumerate() {
-                let l = lam[self.net.rows.len() + pos];
                 let law = &self.net.friction[i].law;
-                let cap = self.ws.caps[i];
+                // A LossyGear's bounds move with the split itself: always take the full solve.
                 let (g, limit) = match law {
                     crate::elements::FrictionLaw::Lossy { .. } => (0.0, 0.0),
-                    crate::elements::FrictionLaw::Ramp { carrier, .. } => {
-                        let limit = law.ramp_limit(law.ramp_input(lam), w[*carrier]).unwrap_or(0.0);
-                        (l.abs() - limit, limit)
-                    }
-                    _ if cap.one_way => (-l - cap.tau_max, cap.tau_max),
-                    _ => (l.abs() - cap.tau_max, cap.tau_max),
+                    _ => law.hold_excess(self.ws.caps[i], lam[self.net.rows.len() + pos], lam, w),
                 };
                 if g >= -1e-9 * limit.max(1e-300) {
                     inside = false;
@@ -2425,12 +2425,21 @@ impl Simulation {
             self.out_power[e] += o.dissipation;
         }
         // Rolling lossy gears: their loss power comes from the loss torque solve.
-        if self.has_lossy {
+        if self.has_torque_dependent {
             let Work { f, sig, fric_power, ls_a, dep_tau, .. } = &mut self.ws;
             Self::forces(&self.net, &self.modes, &self.regimes, &self.phi, &self.w, &sig[2], f, None);
             fric_power[0].fill(0.0);
             let s = &self.slots[self.cur];
-            Self::lossy_correct(&self.net, s, &self.modes, &self.w, f, ls_a, dep_tau, Some(&mut fric_power[0]));
+            Self::torque_dependent_correct(
+                &self.net,
+                s,
+                &self.modes,
+                &self.w,
+                f,
+                ls_a,
+                dep_tau,
+                Some(&mut fric_power[0]),
+            );
             self.ws.cache &= !1;
             for (i, fe) in self.net.friction.iter().enumerate() {
                 if matches!(fe.law, crate::elements::FrictionLaw::Lossy { .. }) {

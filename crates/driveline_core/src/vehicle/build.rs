@@ -57,13 +57,14 @@ fn input(name: &str) -> Signal {
     Signal::Input { name: name.to_string(), value: 0.0, rate: 0.0, since: 0.0 }
 }
 
-fn friction(name_fn: &str, mu: Table1D, peak: f64, cgeo: f64, fn_max: f64) -> ElementKind {
+/// A Clutch element whose normalised force is the run-time input `force_input`.
+fn friction(force_input: &str, mu: Table1D, peak: f64, cgeo: f64, fn_max: f64) -> ElementKind {
     ElementKind::Clutch {
         mu_pos: mu,
         peak,
         cgeo,
         fn_max,
-        f_normalized: input(name_fn),
+        f_normalized: input(force_input),
         phi_rel_start: None,
         w_rel_start: None,
     }
