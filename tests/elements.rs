@@ -210,3 +210,64 @@ fn a_non_finite_state_is_refused_and_rolled_back() {
     assert_eq!(speed(&sim, "J"), 3.0, "the last finite state is kept");
     assert!(sim.speeds().iter().all(|v| v.is_finite()));
 }
+
+#[test]
+fn converter_at_stall_settles_where_the_k_factor_says() {
+    // 200 N m into the pump, the turbine held: the pump runs up until (w / K(0))^2 = 200 N m,
+    // and the held turbine feels TR(0) = 2 times that (ADVISOR 144K: K(0) = 144.4 rpm/sqrt(N m)).
+    let text = r#"Scenario(
+        name: "stall",
+        t_end: 4.0,
+        elements: [
+            (name: "engine", kind: ConstantTorque(tau_constant: 200.0)),
+            (name: "pump", kind: Inertia(J: 0.3, phi_start: 0.0, w_start: 100.0)),
+            (name: "tc", kind: TorqueConverter(map: (
+                k_factor: [(0.0, 144.4), (0.5, 163.7), (0.9, 227.2), (0.95, 304.4), (1.0, 304.5)],
+                torque_ratio: [(0.0, 2.0), (0.5, 1.43), (0.9, 1.0), (1.0, 1.0)],
+            ))),
+            (name: "housing", kind: Fixed()),
+        ],
+        connections: [("engine.flange", "pump.flange_a"), ("pump.flange_b", "tc.pump"), ("tc.turbine", "housing.flange")],
+    )"#;
+    let sc = Scenario::parse(text, "stall.ron").unwrap();
+    let mut sim = Simulation::new(sc.build(text, "stall.ron").unwrap());
+    for k in 1..=4000 {
+        sim.step(k as f64 * 1e-3 - sim.time()).unwrap();
+    }
+    let w_stall = 144.4 * 200f64.sqrt() * std::f64::consts::PI / 30.0;
+    // Time constant J / (2 w / K^2) = 0.16 s: after 25 of them the transient is below rounding
+    // of the Newton tolerance; 1e-9 relative is that tolerance's order.
+    let w = speed(&sim, "pump");
+    assert!((w - w_stall).abs() < 1e-9 * w_stall, "pump {w} rad/s, expected {w_stall}");
+    let tc = element(&sim, "tc");
+    assert!((sim.element_torque(tc) - 400.0).abs() < 1e-6, "turbine torque {}", sim.element_torque(tc));
+    // All 200 N m of input power is heat in the oil.
+    let e = sim.energy();
+    assert!(e.residual().abs() < 1e-9 * e.scale(), "ledger residual {}", e.residual());
+}
+
+#[test]
+fn lock_up_clutch_locks_pump_and_turbine_exactly() {
+    let mut sim = load_element("ConverterLockUp");
+    let lockup = element(&sim, "lockup");
+    let mut events = Vec::new();
+    let mut ratio_at = Vec::new();
+    for k in 1..=6000 {
+        sim.step(k as f64 * 1e-3 - sim.time()).unwrap();
+        events.extend_from_slice(sim.events());
+        if k % 1000 == 0 {
+            ratio_at.push(speed(&sim, "turbine") / speed(&sim, "pump"));
+        }
+    }
+    // Converter only up to 4 s: the speed ratio climbs but stays below 1 (no torque at SR 1).
+    assert!(ratio_at.windows(2).take(3).all(|r| r[1] > r[0]), "{ratio_at:?}");
+    assert!(ratio_at[3] < 0.99, "{ratio_at:?}");
+    // The clutch engages from 4 s, slips, sticks once and stays stuck: zero slip to rounding.
+    let stuck: Vec<_> = events.iter().filter(|e| e.element == lockup && e.to.code() == 0).collect();
+    assert_eq!(stuck.len(), 1, "{events:?}");
+    assert!(stuck[0].time > 4.0 && stuck[0].time < 5.0, "{}", stuck[0].time);
+    let slip = speed(&sim, "turbine") - speed(&sim, "pump");
+    assert!(slip.abs() < 1e-9, "locked slip {slip}");
+    let e = sim.energy();
+    assert!(e.residual().abs() < 1e-9 * e.scale(), "ledger residual {}", e.residual());
+}

@@ -29,7 +29,7 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static GLOBAL: Counting = Counting;
 
-const SCENARIOS: [&str; 19] = [
+const SCENARIOS: [&str; 20] = [
     "CoupledClutches",
     "SimpleGearShift",
     "First",
@@ -49,6 +49,7 @@ const SCENARIOS: [&str; 19] = [
     "PositionSource",
     "ParallelClutches",
     "EngineRunUp",
+    "ConverterLockUp",
 ];
 
 #[test]

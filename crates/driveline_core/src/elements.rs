@@ -5,6 +5,7 @@
 //! ([`FrictionLaw`]). Node indices below `n_dof` are free coordinates; the rest are grounds.
 
 use crate::Table1D;
+use crate::converter::ConverterMap;
 use crate::torque_map::TorqueMap;
 use crate::tyre::MagicFormula;
 
@@ -435,6 +436,19 @@ pub enum Law {
         /// Index of the effective throttle signal (after idle control, cuts and reductions).
         throttle: usize,
     },
+    /// Torque converter (see [`crate::converter`]): the oil torques on `pump` and `turbine` at
+    /// their speeds relative to `support`, which takes the stator reaction. The reported
+    /// torque is the turbine torque; the element dissipates `-(T_p w_p + T_t w_t)`.
+    Converter {
+        /// Pump (impeller) node.
+        pump: usize,
+        /// Turbine node.
+        turbine: usize,
+        /// Housing node (a ground when the housing is fixed).
+        support: usize,
+        /// The map.
+        map: ConverterMap,
+    },
     /// Prescribed coupling torque from a signal between two flanges: `+tau` on `a`, `-tau` on
     /// `b` (the release ramp of a kinematic clutch). Dissipates `tau w_rel`.
     Coupling {
@@ -741,6 +755,25 @@ impl Law {
                     j.add_pair(flange, support, support, flange, 0.0, dtau);
                 }
                 LawOutput { tau, power: tau * wr, dissipation: 0.0 }
+            }
+            Law::Converter { pump, turbine, support, ref map } => {
+                let (wp, wt) = (w[pump] - w[support], w[turbine] - w[support]);
+                let c = map.eval(wp, wt);
+                f[pump] += c.pump;
+                f[turbine] += c.turbine;
+                f[support] -= c.pump + c.turbine;
+                if let Some(j) = jac {
+                    // Columns: pump, turbine, and the support through -(d/dw_p + d/dw_t).
+                    let n = j.n;
+                    let reaction = [-c.dpump[0] - c.dturbine[0], -c.dpump[1] - c.dturbine[1]];
+                    for (row, d) in [(pump, c.dpump), (turbine, c.dturbine), (support, reaction)] {
+                        Jacobian::add(j.dw, n, row, pump, d[0]);
+                        Jacobian::add(j.dw, n, row, turbine, d[1]);
+                        Jacobian::add(j.dw, n, row, support, -d[0] - d[1]);
+                    }
+                }
+                let power = c.pump * wp + c.turbine * wt;
+                LawOutput { tau: c.turbine, power, dissipation: -power }
             }
             Law::Coupling { a, b, signal } => {
                 let tau = sig[signal];

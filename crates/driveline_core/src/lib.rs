@@ -131,6 +131,7 @@
 //!   tips and a `ShiftBlocked` event says so. Match the speeds (clutch, blip) and it goes in.
 #![warn(missing_docs)]
 
+pub mod converter;
 pub mod elements;
 pub mod linalg;
 pub mod model;
@@ -144,6 +145,7 @@ pub mod torque_map;
 pub mod tyre;
 pub mod vehicle;
 
+pub use converter::{ConverterMap, ConverterSpec};
 pub use model::{Domain, ElementKind, ElementSpec, NetworkSpec};
 pub use network::{BuildError, Network};
 pub use output::CsvRecorder;

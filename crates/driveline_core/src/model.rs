@@ -2,7 +2,7 @@
 //! their flanges. This is what scenario files deserialise into and what the Bevy plugin gathers
 //! from entities; [`crate::Network::build`] turns it into something the solver can step.
 
-use crate::{MagicFormula, Signal, Table1D, TorqueMapSpec};
+use crate::{ConverterSpec, MagicFormula, Signal, Table1D, TorqueMapSpec};
 use serde::{Deserialize, Serialize};
 
 fn zero() -> f64 {
@@ -394,6 +394,17 @@ pub enum ElementKind {
         #[serde(default)]
         use_support: bool,
     },
+    /// Hydrodynamic torque converter (see [`crate::converter`]): flanges `pump` (impeller),
+    /// `turbine` and `support` (the housing that takes the stator reaction). The pump and
+    /// turbine inertias are separate [`ElementKind::Inertia`] elements; a lock-up clutch is a
+    /// [`ElementKind::Clutch`] between the same shafts.
+    TorqueConverter {
+        /// `K` and `TR` over the speed ratio.
+        map: ConverterSpec,
+        /// See [`ElementKind::Torque`].
+        #[serde(default)]
+        use_support: bool,
+    },
     /// Dog clutch, dynamic model with backlash (seed 004). Flanges `flange_a` (hub) and
     /// `flange_b` (ring). While `engaged > 0.5` the dogs are in: inside the free play
     /// `|phi| <= backlash/2` no torque, beyond it `tau = c (phi -+ backlash/2) + d w_rel`, with `phi`
@@ -495,6 +506,7 @@ impl ElementKind {
             ElementKind::Tyre { .. } => "Tyre",
             ElementKind::DogClutch { .. } => "DogClutch",
             ElementKind::LimitedSlip { .. } => "LimitedSlip",
+            ElementKind::TorqueConverter { .. } => "TorqueConverter",
         }
     }
 
@@ -547,6 +559,9 @@ impl ElementKind {
             ElementKind::Tyre { .. } => &[("wheel", Rotational, Required), ("ground", Translational, Required)],
             ElementKind::DogClutch { .. } | ElementKind::LimitedSlip { .. } => {
                 &[("flange_a", Rotational, Optional), ("flange_b", Rotational, Optional)]
+            }
+            ElementKind::TorqueConverter { .. } => {
+                &[("pump", Rotational, Required), ("turbine", Rotational, Required), ("support", Rotational, Support)]
             }
         }
     }
@@ -617,7 +632,8 @@ impl ElementKind {
             | ElementKind::LossyGear { use_support, .. }
             | ElementKind::Brake { use_support, .. }
             | ElementKind::BearingFriction { use_support, .. }
-            | ElementKind::Engine { use_support, .. } => *use_support,
+            | ElementKind::Engine { use_support, .. }
+            | ElementKind::TorqueConverter { use_support, .. } => *use_support,
             _ => false,
         }
     }

@@ -439,6 +439,7 @@ pub fn validate_element(name: &str, kind: &ElementKind) -> Result<(), BuildError
             check_opt(name, "s_start", *s_start)
         }
         Force { f } => f.validate().map_err(|m| BuildError::Signal { element: name.into(), message: m }),
+        TorqueConverter { map, .. } => map.validate().map_err(|m| param(name, format!("`map`: {m}"))),
         Engine { map, throttle, .. } => {
             map.build().map_err(|m| param(name, format!("`map`: {m}")))?;
             throttle.validate().map_err(|m| BuildError::Signal { element: name.into(), message: m })
@@ -785,6 +786,13 @@ impl Network {
                     // Validated above.
                     let map = map.build().map_err(|m| param(&e.name, m))?;
                     push_law(Law::Engine { flange: nd[0], support: nd[1], map, throttle: s }, &mut info);
+                }
+                ElementKind::TorqueConverter { map, .. } => {
+                    info.rel = Some(two(nd[0], nd[1]));
+                    push_law(
+                        Law::Converter { pump: nd[0], turbine: nd[1], support: nd[2], map: map.build() },
+                        &mut info,
+                    );
                 }
                 ElementKind::LimitedSlip { preload, power_ramp, coast_ramp, .. } => {
                     let row = two(nd[0], nd[1]);
