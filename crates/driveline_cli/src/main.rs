@@ -1,7 +1,8 @@
 //! `driveline`: simulate and check scenario files from the command line.
 
 use clap::{Parser, Subcommand};
-use driveline_core::{CsvRecorder, Scenario, Simulation, Vehicle};
+use driveline_core::automatic::GearboxSpec;
+use driveline_core::{CsvRecorder, Scenario, ScenarioError, Simulation, Vehicle};
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -33,10 +34,20 @@ enum Command {
         #[arg(long)]
         events: Option<PathBuf>,
     },
-    /// Validate a scenario or vehicle file: exit 0 if valid, 2 with messages if not.
+    /// Validate a scenario, vehicle or gearbox file: exit 0 if valid, 2 with messages if not.
     Check {
-        /// Scenario (`Scenario(...)`) or vehicle (`Vehicle(...)`) file (RON).
+        /// Scenario (`Scenario(...)`), vehicle (`Vehicle(...)`) or gearbox (`Gearbox(...)`) file (RON).
         file: PathBuf,
+    },
+    /// Print the gear ratios of a planetary gearbox, computed from its kinematics, as CSV
+    /// `gear,ratio` (input speed / output speed, reverse negative, 4 decimals).
+    Ratios {
+        /// Gearbox file (RON).
+        gearbox: PathBuf,
+        /// Also print, per gear, the torque each closed element carries per N m of input
+        /// torque and its capacity at full pressure (CSV `gear,element,torque_per_input,capacity_nm`).
+        #[arg(long)]
+        elements: bool,
     },
 }
 
@@ -46,6 +57,37 @@ fn main() -> ExitCode {
         Command::Check { file } => match check(&file) {
             Ok(summary) => {
                 println!("{}: ok: {summary}", file.display());
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("{e}");
+                ExitCode::from(2)
+            }
+        },
+        Command::Ratios { gearbox, elements } => match GearboxSpec::load(&gearbox).and_then(|g| {
+            let gears = g.analyse().map_err(|e| ScenarioError {
+                file: gearbox.display().to_string(),
+                line: 1,
+                col: 1,
+                message: e.message,
+            })?;
+            Ok((g, gears))
+        }) {
+            Ok((spec, gears)) => {
+                println!("gear,ratio");
+                for g in GearboxSpec::driving_gears(&gears) {
+                    println!("{},{:.4}", g.name, g.ratio);
+                }
+                if elements {
+                    println!();
+                    println!("gear,element,torque_per_input,capacity_nm");
+                    for g in GearboxSpec::driving_gears(&gears) {
+                        for (k, tf) in g.closed.iter().zip(&g.torque_factors) {
+                            let e = &spec.elements[*k];
+                            println!("{},{},{:.4},{:.0}", g.name, e.name, tf, e.capacity());
+                        }
+                    }
+                }
                 ExitCode::SUCCESS
             }
             Err(e) => {
@@ -65,7 +107,18 @@ fn main() -> ExitCode {
 
 /// Validates a scenario or vehicle file: a one-line summary, or the positioned error.
 fn check(file: &std::path::Path) -> Result<String, String> {
-    if is_vehicle(file) {
+    if file_kind(file) == "Gearbox" {
+        let g = GearboxSpec::load(file).map_err(|e| e.to_string())?;
+        let gears = g.analyse().map_err(|e| e.message)?;
+        return Ok(format!(
+            "gearbox '{}', {} sets, {} shift elements, {} gears",
+            g.name,
+            g.sets.len(),
+            g.elements.len(),
+            gears.len()
+        ));
+    }
+    if file_kind(file) == "Vehicle" {
         let v = Vehicle::load(file).map_err(|e| e.to_string())?;
         let net = v.simulation().network();
         Ok(format!(
@@ -88,9 +141,9 @@ fn check(file: &std::path::Path) -> Result<String, String> {
     }
 }
 
-/// A vehicle file starts (after comments) with `Vehicle(`.
-fn is_vehicle(path: &std::path::Path) -> bool {
-    let Ok(text) = std::fs::read_to_string(path) else { return false };
+/// The first word of a file after comments: `Scenario`, `Vehicle`, `Gearbox`.
+fn file_kind(path: &std::path::Path) -> String {
+    let Ok(text) = std::fs::read_to_string(path) else { return String::new() };
     let mut rest = text.as_str();
     loop {
         rest = rest.trim_start();
@@ -99,7 +152,7 @@ fn is_vehicle(path: &std::path::Path) -> bool {
         } else if let Some(r) = rest.strip_prefix("/*") {
             rest = r.split_once("*/").map_or("", |x| x.1);
         } else {
-            return rest.starts_with("Vehicle");
+            return rest.chars().take_while(|c| c.is_alphanumeric()).collect();
         }
     }
 }

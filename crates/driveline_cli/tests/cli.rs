@@ -100,3 +100,41 @@ fn simulate_writes_the_csv_contract() {
     let bad = driveline(&["simulate", "assets/scenarios/msl/CoupledClutches.ron", "--dt", "-1"]);
     assert_eq!(bad.status.code(), Some(2));
 }
+
+#[test]
+fn check_rejects_every_invalid_gearbox_with_a_position() {
+    let n = check_rejects_all("tests/gearboxes/invalid", true);
+    assert!(n >= 10, "only {n} invalid gearbox files");
+}
+
+#[test]
+fn ratios_prints_the_kinematic_gear_ratios_of_every_shipped_gearbox() {
+    for entry in std::fs::read_dir(root().join("assets/gearboxes")).unwrap() {
+        let path = entry.unwrap().path();
+        let out = driveline(&["ratios", path.to_str().unwrap()]);
+        assert!(out.status.success(), "{}: {}", path.display(), String::from_utf8_lossy(&out.stderr));
+        let text = String::from_utf8_lossy(&out.stdout);
+        let mut lines = text.lines();
+        assert_eq!(lines.next(), Some("gear,ratio"));
+        let rows: Vec<(String, f64)> = lines
+            .map(|l| {
+                let (g, r) = l.split_once(',').unwrap();
+                assert_eq!(r.split_once('.').map(|x| x.1.len()), Some(4), "4 decimals: {l}");
+                (g.to_string(), r.parse().unwrap())
+            })
+            .collect();
+        assert_eq!(rows[0].0, "1");
+        // Forward ratios fall gear by gear; reverse is negative.
+        let fwd: Vec<f64> = rows.iter().filter(|r| !r.0.starts_with('R')).map(|r| r.1).collect();
+        assert!(fwd.windows(2).all(|w| w[1] < w[0]), "{}: {rows:?}", path.display());
+        assert!(rows.iter().filter(|r| r.0.starts_with('R')).all(|r| r.1 < 0.0));
+    }
+    let out = driveline(&["ratios", "assets/gearboxes/zf_8hp70.ron"]);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "gear,ratio\n1,4.6957\n2,3.1304\n3,2.1039\n4,1.6667\n5,1.2845\n6,1.0000\n7,0.8392\n8,0.6667\nR,-3.2968\n"
+    );
+    let bad = driveline(&["ratios", "tests/gearboxes/invalid/gear_over_constrained.ron"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("over-constrained"));
+}

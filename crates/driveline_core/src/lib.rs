@@ -131,6 +131,7 @@
 //!   tips and a `ShiftBlocked` event says so. Match the speeds (clutch, blip) and it goes in.
 #![warn(missing_docs)]
 
+pub mod automatic;
 pub mod converter;
 pub mod elements;
 pub mod linalg;
