@@ -52,7 +52,7 @@ fn clutch_launch_bites_at_the_bite_point_and_locks_once_without_chatter() {
     let mut v = car("nissan_350z.ron");
     let mut input = DriverInput::default();
     engage(&mut v, &mut input, 1);
-    let bite = v.spec().clutch.bite_point;
+    let bite = v.spec().clutch.as_ref().unwrap().bite_point;
     // Hold 1800 rpm worth of throttle and let the pedal up over 3 s.
     input.throttle = 0.25;
     let t0 = v.simulation().time();
@@ -110,7 +110,7 @@ fn dog_blocks_at_the_tips_while_the_speed_difference_is_too_high_then_drops_in()
     // Rev the engine in neutral with the clutch engaged: idler 1 turns at n / 2.92.
     let mut input = DriverInput { throttle: 0.6, ..Default::default() };
     drive(&mut v, &mut input, 0.3, |_, _| {}, |_| {});
-    let w_max = v.spec().gearbox.dog.max_engage_speed;
+    let w_max = v.spec().gearbox.as_ref().unwrap().dog.max_engage_speed;
     let dog1 = element(&v, "dog1");
     let slip = |v: &Vehicle| v.simulation().element_relative(dog1).unwrap().1.abs();
     assert!(slip(&v) > w_max, "set-up: slip {} not above {w_max}", slip(&v));
@@ -132,7 +132,7 @@ fn dog_blocks_at_the_tips_while_the_speed_difference_is_too_high_then_drops_in()
                 // While blocked the sleeve rides on the tips: it may press into the compliant
                 // stop, but never reaches the overlap at which the dogs carry torque.
                 let z = v.telemetry().sleeves[0];
-                let dog = v.spec().gearbox.dog;
+                let dog = v.spec().gearbox.as_ref().unwrap().dog;
                 if !has(v, |k| *k == VehicleEventKind::DogEngaged { gear: 1 }) {
                     assert!(z < dog.clearance + dog.min_overlap, "sleeve at {z} passed the tips while blocked");
                     assert_eq!(v.simulation().element_torque(dog1), 0.0, "a blocked dog carries no torque");
@@ -154,9 +154,9 @@ fn synchroniser_time_matches_cone_torque_and_reflected_inertia() {
     let mut v = car("nissan_350z.ron");
     let mut input = DriverInput { clutch: 1.0, ..Default::default() };
     drive(&mut v, &mut input, 0.3, |_, _| {}, |_| {});
-    let gb = v.spec().gearbox.clone();
+    let gb = v.spec().gearbox.clone().unwrap();
     let sy = gb.synchro.unwrap();
-    let cl = v.spec().clutch.clone();
+    let cl = v.spec().clutch.clone().unwrap();
     // Hand calculation. Everything turning with the input shaft, reflected to idler 1
     // (ratio r1): the disc, the damper's input-shaft inertia (0.005 in the layout), every idler.
     let r1 = gb.ratios[0];
@@ -404,8 +404,8 @@ fn backlash_dog_model_engages_aligned_and_carries_the_seed_004_law() {
     use driveline::core::vehicle::DogModel;
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/vehicles/race_sequential.ron");
     let mut spec = Vehicle::parse(&std::fs::read_to_string(&path).unwrap(), "race").unwrap();
-    spec.gearbox.dog.model = DogModel::Backlash;
-    let dog = spec.gearbox.dog;
+    spec.gearbox.as_mut().unwrap().dog.model = DogModel::Backlash;
+    let dog = spec.gearbox.as_ref().unwrap().dog;
     let mut v = Vehicle::new(spec).unwrap();
     let dog1 = element(&v, "dog1");
     let pitch = std::f64::consts::TAU / dog.teeth as f64;
@@ -556,7 +556,7 @@ fn clutch_heat_balances_the_friction_work() {
     let mut v = car("nissan_350z.ron");
     let mut input = DriverInput::default();
     engage(&mut v, &mut input, 1);
-    let th = v.spec().clutch.thermal.clone();
+    let th = v.spec().clutch.as_ref().unwrap().thermal.clone();
     // A slow, slipping launch: several kJ into the plate.
     input.throttle = 0.4;
     let t0 = v.simulation().time();

@@ -156,6 +156,12 @@ impl TorqueMap {
         (t0 + s * (t1 - t0), d0 + s * (d1 - d0))
     }
 
+    /// Largest full-load torque over the map's speeds, N m.
+    pub fn peak_full_load(&self) -> f64 {
+        let top = (self.throttle.len() - 1) * self.speed.len();
+        self.torque[top..].iter().copied().fold(f64::NEG_INFINITY, f64::max)
+    }
+
     /// Torque at full throttle (the full-load curve), N m.
     pub fn full_load(&self, w: f64) -> f64 {
         self.eval(1.0, w).0

@@ -1,7 +1,8 @@
 //! Vehicle description -> rotational network. Every part becomes core elements solved by the
 //! same coupled step; the controllers only write the network's run-time inputs.
 
-use super::spec::{DifferentialSpec, DogModel, Drive, VehicleSpec};
+use super::spec::{ClutchSpec, DifferentialSpec, DogModel, Drive, GearboxSpec, VehicleSpec};
+use crate::automatic::AutomaticSpec;
 use crate::model::{ElementKind, ElementSpec, NetworkSpec};
 use crate::torque_map::RPM;
 use crate::{Signal, Table1D};
@@ -43,6 +44,17 @@ pub struct Layout {
     pub sleeves: usize,
     /// True for driven wheels, per [`WHEELS`].
     pub driven: [bool; 4],
+    /// The planetary automatic, if the vehicle has one.
+    pub automatic: Option<AutoLayout>,
+}
+
+/// Names in the network of a planetary automatic.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AutoLayout {
+    /// Prefix of the gearbox's elements.
+    pub prefix: String,
+    /// Network names of the shift elements, in the gearbox file's order.
+    pub elements: Vec<String>,
 }
 
 fn el(name: &str, kind: ElementKind) -> ElementSpec {
@@ -91,7 +103,9 @@ pub fn layout(v: &VehicleSpec, road: Road) -> Layout {
 
     // Engine: crankshaft, torque map, starter.
     let eng = &v.engine;
-    e.push(inertia("engine", eng.inertia, Some((0.0, eng.idle_rpm * RPM))));
+    // An automatic's impeller turns with the crankshaft.
+    let pump = v.automatic.as_ref().map_or(0.0, |a| a.pump_inertia);
+    e.push(inertia("engine", eng.inertia + pump, Some((0.0, eng.idle_rpm * RPM))));
     e.push(el(
         "engine_torque",
         ElementKind::Engine { map: eng.map.clone(), throttle: input("engine.throttle"), use_support: false },
@@ -100,88 +114,12 @@ pub fn layout(v: &VehicleSpec, road: Road) -> Layout {
     join("engine_torque.flange", "engine.flange_a");
     join("starter.flange", "engine.flange_a");
 
-    // Clutch, disc, optional torsional damper.
-    let cl = &v.clutch;
-    e.push(el(
-        "clutch",
-        ElementKind::Clutch {
-            mu_pos: cl.mu.clone(),
-            peak: cl.peak,
-            cgeo: cl.cgeo(),
-            fn_max: cl.clamp_force,
-            f_normalized: input("clutch.force"),
-            phi_rel_start: Some(0.0),
-            w_rel_start: Some(0.0),
-        },
-    ));
-    join("clutch.flange_a", "engine.flange_b");
-    e.push(inertia("disc", cl.disc_inertia, None));
-    join("clutch.flange_b", "disc.flange_a");
-    let input_shaft = if let Some(d) = &cl.damper {
-        e.push(el(
-            "clutch_damper",
-            ElementKind::SpringDamper {
-                c: d.stiffness,
-                d: d.damping,
-                phi_rel0: 0.0,
-                phi_rel_start: Some(0.0),
-                w_rel_start: Some(0.0),
-            },
-        ));
-        e.push(inertia("input_shaft", 0.005, None));
-        join("clutch_damper.flange_a", "disc.flange_b");
-        join("clutch_damper.flange_b", "input_shaft.flange_a");
-        "input_shaft.flange_b"
-    } else {
-        "disc.flange_b"
-    };
-
-    // Gearbox: one idler per gear, geared to the input shaft; dogs (and synchros) to the output.
-    let gb = &v.gearbox;
-    e.push(inertia("output", gb.output_inertia, None));
     let mut gears = Vec::new();
-    let mut list: Vec<(i32, f64)> = gb.ratios.iter().enumerate().map(|(k, r)| (k as i32 + 1, *r)).collect();
-    if let Some(r) = gb.reverse {
-        list.push((-1, r));
-    }
-    for (k, &(gear, ratio)) in list.iter().enumerate() {
-        let tag = if gear < 0 { "r".to_string() } else { gear.to_string() };
-        let (idler, dog, mesh) = (format!("idler{tag}"), format!("dog{tag}"), format!("gear{tag}"));
-        e.push(el(&mesh, ElementKind::IdealGear { ratio, use_support: false }));
-        e.push(inertia(&idler, gb.idler_inertia, None));
-        join(&format!("{mesh}.flange_a"), input_shaft);
-        join(&format!("{mesh}.flange_b"), &format!("{idler}.flange_a"));
-        match gb.dog.model {
-            DogModel::Friction => e.push(el(
-                &dog,
-                friction(&format!("{dog}.engagement"), Table1D::constant(1.0), 1.0, 1.0, gb.dog.max_torque),
-            )),
-            DogModel::Backlash => e.push(el(
-                &dog,
-                ElementKind::DogClutch {
-                    teeth: gb.dog.teeth,
-                    c: gb.dog.stiffness,
-                    d: gb.dog.damping,
-                    backlash: gb.dog.backlash_deg.to_radians(),
-                    offset: 0.0,
-                    engaged: input(&format!("{dog}.engagement")),
-                },
-            )),
-        }
-        join(&format!("{dog}.flange_a"), &format!("{idler}.flange_b"));
-        join(&format!("{dog}.flange_b"), "output.flange_a");
-        let synchro = gb.synchro.map(|s| {
-            let name = format!("synchro{tag}");
-            let cgeo = s.cone_radius / s.cone_angle_deg.to_radians().sin();
-            e.push(el(&name, friction(&format!("{name}.force"), Table1D::constant(s.mu), 1.0, cgeo, 1.0)));
-            join(&format!("{name}.flange_a"), &format!("{idler}.flange_b"));
-            join(&format!("{name}.flange_b"), "output.flange_a");
-            name
-        });
-        // Sleeves pair consecutive gears (1-2, 3-4, ...); reverse gets a sleeve of its own.
-        let (sleeve, side) =
-            if gear < 0 { (gb.ratios.len().div_ceil(2), 1.0) } else { (k / 2, if k % 2 == 0 { 1.0 } else { -1.0 }) };
-        gears.push(GearSlot { gear, ratio, sleeve, side, idler, dog, synchro });
+    let mut automatic = None;
+    if let (Some(cl), Some(gb)) = (&v.clutch, &v.gearbox) {
+        gears = manual(&mut e, &mut join, cl, gb);
+    } else if let Some(at) = &v.automatic {
+        automatic = Some(planetary(&mut e, &mut join, at));
     }
     let sleeves = gears.iter().map(|g| g.sleeve + 1).max().unwrap_or(0);
 
@@ -321,7 +259,138 @@ pub fn layout(v: &VehicleSpec, road: Road) -> Layout {
             }
         }
     }
-    Layout { spec: NetworkSpec { elements: e, connections: c }, gears, sleeves, driven }
+    Layout { spec: NetworkSpec { elements: e, connections: c }, gears, sleeves, driven, automatic }
+}
+
+/// Driver's clutch (with its disc and optional torsional damper) and a layshaft gearbox: one
+/// idler per gear geared to the input shaft, dogs (and synchros) to the `output` shaft.
+fn manual(
+    e: &mut Vec<ElementSpec>,
+    join: &mut dyn FnMut(&str, &str),
+    cl: &ClutchSpec,
+    gb: &GearboxSpec,
+) -> Vec<GearSlot> {
+    // Clutch, disc, optional torsional damper.
+    e.push(el(
+        "clutch",
+        ElementKind::Clutch {
+            mu_pos: cl.mu.clone(),
+            peak: cl.peak,
+            cgeo: cl.cgeo(),
+            fn_max: cl.clamp_force,
+            f_normalized: input("clutch.force"),
+            phi_rel_start: Some(0.0),
+            w_rel_start: Some(0.0),
+        },
+    ));
+    join("clutch.flange_a", "engine.flange_b");
+    e.push(inertia("disc", cl.disc_inertia, None));
+    join("clutch.flange_b", "disc.flange_a");
+    let input_shaft = if let Some(d) = &cl.damper {
+        e.push(el(
+            "clutch_damper",
+            ElementKind::SpringDamper {
+                c: d.stiffness,
+                d: d.damping,
+                phi_rel0: 0.0,
+                phi_rel_start: Some(0.0),
+                w_rel_start: Some(0.0),
+            },
+        ));
+        e.push(inertia("input_shaft", 0.005, None));
+        join("clutch_damper.flange_a", "disc.flange_b");
+        join("clutch_damper.flange_b", "input_shaft.flange_a");
+        "input_shaft.flange_b"
+    } else {
+        "disc.flange_b"
+    };
+
+    // Gearbox: one idler per gear, geared to the input shaft; dogs (and synchros) to the output.
+    e.push(inertia("output", gb.output_inertia, None));
+    let mut gears = Vec::new();
+    let mut list: Vec<(i32, f64)> = gb.ratios.iter().enumerate().map(|(k, r)| (k as i32 + 1, *r)).collect();
+    if let Some(r) = gb.reverse {
+        list.push((-1, r));
+    }
+    for (k, &(gear, ratio)) in list.iter().enumerate() {
+        let tag = if gear < 0 { "r".to_string() } else { gear.to_string() };
+        let (idler, dog, mesh) = (format!("idler{tag}"), format!("dog{tag}"), format!("gear{tag}"));
+        e.push(el(&mesh, ElementKind::IdealGear { ratio, use_support: false }));
+        e.push(inertia(&idler, gb.idler_inertia, None));
+        join(&format!("{mesh}.flange_a"), input_shaft);
+        join(&format!("{mesh}.flange_b"), &format!("{idler}.flange_a"));
+        match gb.dog.model {
+            DogModel::Friction => e.push(el(
+                &dog,
+                friction(&format!("{dog}.engagement"), Table1D::constant(1.0), 1.0, 1.0, gb.dog.max_torque),
+            )),
+            DogModel::Backlash => e.push(el(
+                &dog,
+                ElementKind::DogClutch {
+                    teeth: gb.dog.teeth,
+                    c: gb.dog.stiffness,
+                    d: gb.dog.damping,
+                    backlash: gb.dog.backlash_deg.to_radians(),
+                    offset: 0.0,
+                    engaged: input(&format!("{dog}.engagement")),
+                },
+            )),
+        }
+        join(&format!("{dog}.flange_a"), &format!("{idler}.flange_b"));
+        join(&format!("{dog}.flange_b"), "output.flange_a");
+        let synchro = gb.synchro.map(|s| {
+            let name = format!("synchro{tag}");
+            let cgeo = s.cone_radius / s.cone_angle_deg.to_radians().sin();
+            e.push(el(&name, friction(&format!("{name}.force"), Table1D::constant(s.mu), 1.0, cgeo, 1.0)));
+            join(&format!("{name}.flange_a"), &format!("{idler}.flange_b"));
+            join(&format!("{name}.flange_b"), "output.flange_a");
+            name
+        });
+        // Sleeves pair consecutive gears (1-2, 3-4, ...); reverse gets a sleeve of its own.
+        let (sleeve, side) =
+            if gear < 0 { (gb.ratios.len().div_ceil(2), 1.0) } else { (k / 2, if k % 2 == 0 { 1.0 } else { -1.0 }) };
+        gears.push(GearSlot { gear, ratio, sleeve, side, idler, dog, synchro });
+    }
+    gears
+}
+
+/// Torque converter with lock-up clutch, planetary gearbox (elements prefixed `gb_`), park
+/// pawl on the `output` shaft.
+fn planetary(e: &mut Vec<ElementSpec>, join: &mut dyn FnMut(&str, &str), at: &AutomaticSpec) -> AutoLayout {
+    let gb = at.gearbox().expect("validated: the gearbox is resolved");
+    e.push(el("converter", ElementKind::TorqueConverter { map: at.converter.clone(), use_support: false }));
+    e.push(inertia("turbine", at.turbine_inertia, Some((0.0, 0.0))));
+    join("converter.pump", "engine.flange_b");
+    join("converter.turbine", "turbine.flange_a");
+    let lu = &at.lockup;
+    e.push(el("lockup", friction("lockup.force", lu.mu.clone(), lu.peak, lu.cgeo(), lu.max_force)));
+    join("lockup.flange_a", "engine.flange_b");
+    join("lockup.flange_b", "turbine.flange_a");
+    let prefix = "gb_";
+    let (elements, connections, gb_in, gb_out) = gb.build(prefix);
+    e.extend(elements);
+    for (a, b) in &connections {
+        join(a, b);
+    }
+    join("turbine.flange_b", &gb_in);
+    e.push(inertia("output", at.output_inertia, None));
+    join(&gb_out, "output.flange_a");
+    e.push(el(
+        "park",
+        ElementKind::Brake {
+            mu_pos: Table1D::constant(1.0),
+            peak: 1.0,
+            cgeo: 1.0,
+            fn_max: at.park.holding_torque,
+            f_normalized: input("park.engage"),
+            use_support: false,
+        },
+    ));
+    join("park.flange_a", "output.flange_a");
+    AutoLayout {
+        prefix: prefix.to_string(),
+        elements: gb.elements.iter().map(|x| format!("{prefix}{}", x.name)).collect(),
+    }
 }
 
 /// A differential between `left` and `right` (inertia element names) driven at the flange

@@ -20,19 +20,23 @@
 //! The controllers read the driveline at the step start: they are sampled-data controllers
 //! with the step as their period, like the ECUs and TCUs they stand for.
 
+mod automatic;
 pub mod build;
 pub mod ecu;
 pub mod linkage;
+mod manual;
 pub mod spec;
 
+use crate::automatic::{ElementTelemetryArray, Selector, ShiftPhase, ShiftReport};
 use crate::network::BuildError;
 use crate::scenario::{ScenarioError, position_of};
 use crate::solver::{InputId, Simulation, StepError};
 use crate::torque_map::RPM;
 use crate::{FrictionMode, Network};
-pub use build::{G, GearSlot, Layout, Road, WHEELS};
+use automatic::AutoControl;
+pub use build::{AutoLayout, G, GearSlot, Layout, Road, WHEELS};
 use ecu::{Ecu, EcuEvent};
-use linkage::{LinkageEvent, SideView, Sleeve, SleeveParams};
+use manual::Manual;
 pub use spec::*;
 use std::path::Path;
 
@@ -49,10 +53,14 @@ pub struct DriverInput {
     pub parking_brake: f64,
     /// H-pattern gearbox: the gear the lever is moved to (-1 reverse, 0 neutral, 1.. forward).
     pub gear: i32,
-    /// Sequential gearbox: request one gear up (acted on when it turns true).
+    /// Sequential gearbox, or an automatic in manual mode: request one gear up (acted on when
+    /// it turns true).
     pub shift_up: bool,
-    /// Sequential gearbox: request one gear down (acted on when it turns true).
+    /// Sequential gearbox, or an automatic in manual mode: request one gear down (acted on
+    /// when it turns true).
     pub shift_down: bool,
+    /// Automatic: the selector (P, R, N, D, manual). Default park.
+    pub selector: Selector,
     /// Ignition switch.
     pub ignition: bool,
     /// Starter button.
@@ -71,6 +79,7 @@ impl Default for DriverInput {
             gear: 0,
             shift_up: false,
             shift_down: false,
+            selector: Selector::Park,
             ignition: true,
             starter: false,
             grade: 0.0,
@@ -119,12 +128,25 @@ pub enum VehicleEventKind {
         /// Gear.
         gear: i32,
     },
-    /// The shift to `gear` completed (dogs fully in) after `duration` seconds.
+    /// The shift to `gear` completed (dogs fully in, or the on-coming element of an automatic
+    /// locked and at full pressure) after `duration` seconds.
     ShiftCompleted {
         /// Gear.
         gear: i32,
         /// Time from the request, s.
         duration: f64,
+        /// An automatic's shift figures: phases, output torque dip and overshoot, jerk, flare,
+        /// energy and temperature per element.
+        report: Option<ShiftReport>,
+    },
+    /// Automatic: the selector is in P but the car is too fast for the park pawl, which
+    /// ratchets over the teeth.
+    ParkRatchet,
+    /// Automatic in manual mode: the gear asked for was refused (it does not exist, or the
+    /// engine would over-rev).
+    ShiftRefused {
+        /// Gear.
+        gear: i32,
     },
     /// The shift to `gear` did not complete within the timeout; the box went to neutral.
     ShiftAborted {
@@ -191,6 +213,20 @@ pub struct Telemetry {
     pub drive_torque: [f64; 4],
     /// Fuel used, g.
     pub fuel_used: f64,
+    /// Automatic: selector position.
+    pub selector: Selector,
+    /// Automatic: turbine (gearbox input) speed, rpm.
+    pub turbine_rpm: f64,
+    /// Automatic: converter turbine torque, N m.
+    pub converter_torque: f64,
+    /// Automatic: lock-up command, [0, 1].
+    pub lockup_engagement: f64,
+    /// Automatic: lock-up clutch stuck (engine and turbine locked together).
+    pub lockup_locked: bool,
+    /// Automatic: phase of the shift in progress.
+    pub shift_phase: ShiftPhase,
+    /// Automatic: every shift element, in the gearbox file's order.
+    pub elements: ElementTelemetryArray,
 }
 
 /// Why a vehicle could not be built or loaded.
@@ -202,12 +238,14 @@ pub enum VehicleError {
     /// The generated network did not build (a bug or an extreme parameter).
     #[error("the vehicle's driveline does not build: {0}")]
     Build(#[from] BuildError),
+    /// The automatic's gearbox file could not be read or is invalid.
+    #[error("{0}")]
+    Gearbox(ScenarioError),
 }
 
 struct Ids {
     engine: usize,
     engine_torque: usize,
-    clutch: usize,
     output: usize,
     body: Option<usize>,
     wheels: [usize; 4],
@@ -215,16 +253,18 @@ struct Ids {
     drive: [Option<usize>; 4],
     tyres: [usize; 4],
     brakes: [usize; 4],
-    dogs: Vec<usize>,
     throttle: InputId,
     starter: InputId,
-    clutch_force: InputId,
     grade: Option<InputId>,
     ground_in: Option<[InputId; 4]>,
     brake_in: [InputId; 4],
     load_in: [InputId; 4],
-    dog_in: Vec<InputId>,
-    synchro_in: Vec<Option<InputId>>,
+}
+
+/// The transmission's controllers.
+enum Trans {
+    Manual(Box<Manual>),
+    Automatic(Box<AutoControl>),
 }
 
 /// What [`VehicleControl::before_step`] hands to [`VehicleControl::after_step`].
@@ -234,13 +274,6 @@ pub struct PendingStep {
     throttle: f64,
     reduction: f64,
     clamp: f64,
-}
-
-#[derive(Debug, Clone, Copy)]
-struct Shift {
-    from: i32,
-    to: i32,
-    start: f64,
 }
 
 /// A running vehicle: its simulation and its controllers.
@@ -258,22 +291,12 @@ pub struct VehicleControl {
     ids: Ids,
     /// Time of the step being taken (event stamps).
     now: f64,
-    params: SleeveParams,
-    sleeves: Vec<Sleeve>,
+    trans: Trans,
     ecu: Ecu,
-    selected: i32,
-    shift: Option<Shift>,
-    /// Auto-clutch: time the last shift completed (release ramp).
-    released_at: f64,
-    last_up: bool,
-    last_down: bool,
-    temperature: f64,
-    last_clutch_power: f64,
     accel: f64,
     fuel: f64,
     telemetry: Telemetry,
     events: Vec<VehicleEvent>,
-    engagement: Vec<f64>,
     last_loads: [f64; 4],
     surface: [f64; 4],
     /// External road: `(ground speed, load, ground acceleration)` per wheel.
@@ -312,7 +335,11 @@ impl Vehicle {
         Self::with_road(spec, Road::External)
     }
 
-    fn with_road(spec: VehicleSpec, road: Road) -> Result<Self, VehicleError> {
+    fn with_road(mut spec: VehicleSpec, road: Road) -> Result<Self, VehicleError> {
+        // A gearbox file not yet loaded is read relative to the working directory.
+        if let Some(at) = &mut spec.automatic {
+            at.resolve(Path::new(".")).map_err(VehicleError::Gearbox)?;
+        }
         spec.validate().map_err(VehicleError::Spec)?;
         let layout = build::layout(&spec, road);
         let net = Network::build(&layout.spec)?;
@@ -339,12 +366,19 @@ impl Vehicle {
         Self::from_text(spec, &text, &file)
     }
 
-    /// Builds a parsed description, placing any error at its key in `text`.
-    pub fn from_text(spec: VehicleSpec, text: &str, file: &str) -> Result<Vehicle, ScenarioError> {
+    /// Builds a parsed description, placing any error at its key in `text`. An automatic's
+    /// gearbox file is read relative to `file`'s directory.
+    pub fn from_text(mut spec: VehicleSpec, text: &str, file: &str) -> Result<Vehicle, ScenarioError> {
+        if let Some(at) = &mut spec.automatic {
+            at.resolve(Path::new(file).parent().unwrap_or(Path::new(".")))?;
+        }
         Vehicle::new(spec).map_err(|e| {
+            if let VehicleError::Gearbox(g) = e {
+                return g;
+            }
             let (line, col) = match &e {
                 VehicleError::Spec(s) => locate(text, &s.path),
-                VehicleError::Build(_) => (1, 1),
+                VehicleError::Build(_) | VehicleError::Gearbox(_) => (1, 1),
             };
             ScenarioError { file: file.to_string(), line, col, message: e.to_string() }
         })
@@ -390,9 +424,13 @@ impl Vehicle {
     pub fn engaged_gear(&self) -> i32 {
         self.control.engaged_gear()
     }
-    /// Mode of the clutch.
+    /// Mode of the driver's clutch, or of an automatic's lock-up clutch.
     pub fn clutch_mode(&self) -> Option<FrictionMode> {
-        self.sim.element_mode(self.control.ids.clutch)
+        self.control.clutch_mode(&self.sim)
+    }
+    /// The automatic's transmission controller, if the vehicle has one.
+    pub fn tcu(&self) -> Option<&crate::automatic::Tcu> {
+        self.control.tcu()
     }
 
     /// Advances the vehicle by `dt` seconds with the driver's `input`: controllers, the coupled
@@ -419,7 +457,6 @@ impl VehicleControl {
         let ids = Ids {
             engine: find(net, "engine"),
             engine_torque: find(net, "engine_torque"),
-            clutch: find(net, "clutch"),
             output: find(net, "output"),
             body: (road == Road::Body).then(|| find(net, "body")),
             drive: WHEELS.map(|n| {
@@ -430,39 +467,25 @@ impl VehicleControl {
             wheels: w("wheel"),
             tyres: w("tyre"),
             brakes: w("brake"),
-            dogs: layout.gears.iter().map(|g| find(net, &g.dog)).collect(),
             throttle: id(sim, "engine.throttle"),
             starter: id(sim, "starter.torque"),
-            clutch_force: id(sim, "clutch.force"),
             grade: (road == Road::Body).then(|| id(sim, "grade.force")),
             ground_in: (road == Road::External).then(|| wi("ground", "speed")),
             brake_in: wi("brake", "command"),
             load_in: wi("tyre", "load"),
-            dog_in: layout.gears.iter().map(|g| id(sim, &format!("{}.engagement", g.dog))).collect(),
-            synchro_in: layout
-                .gears
-                .iter()
-                .map(|g| g.synchro.as_ref().map(|s| id(sim, &format!("{s}.force"))))
-                .collect(),
         };
-        let gb = &spec.gearbox;
-        let params = SleeveParams { linkage: gb.linkage, dog: gb.dog, synchro: gb.synchro, force: gb.shift_force };
-        let n_gears = layout.gears.len();
+        let trans = match (&spec.clutch, &spec.gearbox, &spec.automatic) {
+            (Some(cl), Some(gb), _) => Trans::Manual(Box::new(Manual::new(cl, gb, &layout, net, sim))),
+            (_, _, Some(at)) => Trans::Automatic(Box::new(AutoControl::new(at, &layout, spec.engine.inertia, sim))),
+            _ => panic!("vehicle spec has no transmission (it was not validated)"),
+        };
         Self {
-            sleeves: vec![Sleeve::default(); layout.sleeves],
+            trans,
             ecu: Ecu::new(&spec.engine),
-            selected: 0,
-            shift: None,
-            released_at: f64::NEG_INFINITY,
-            last_up: false,
-            last_down: false,
-            temperature: spec.clutch.thermal.ambient,
-            last_clutch_power: 0.0,
             accel: 0.0,
             fuel: 0.0,
             telemetry: Telemetry::default(),
             events: Vec::with_capacity(64),
-            engagement: vec![0.0; n_gears],
             last_loads: [0.0; 4],
             surface: [1.0; 4],
             contact: [(0.0, 0.0, 0.0); 4],
@@ -471,7 +494,6 @@ impl VehicleControl {
             spec,
             layout,
             ids,
-            params,
         }
     }
 
@@ -497,6 +519,13 @@ impl VehicleControl {
     /// Events of the last step.
     pub fn events(&self) -> &[VehicleEvent] {
         &self.events
+    }
+    /// The automatic's transmission controller, if the vehicle has one.
+    pub fn tcu(&self) -> Option<&crate::automatic::Tcu> {
+        match &self.trans {
+            Trans::Automatic(a) => Some(&a.tcu),
+            Trans::Manual(_) => None,
+        }
     }
     /// External road ([`Vehicle::new_external`]): the speed of the ground under wheel `k` along
     /// the wheel's heading, m/s, its acceleration, m/s^2 (the game's chassis acceleration; the
@@ -532,9 +561,7 @@ impl VehicleControl {
     }
 
     fn push(&mut self, kind: VehicleEventKind) {
-        if self.events.len() < self.events.capacity() {
-            self.events.push(VehicleEvent { time: self.now, kind });
-        }
+        push_event(&mut self.events, self.now, kind);
     }
 
     /// Tyre loads and the clutch before the first step.
@@ -550,7 +577,10 @@ impl VehicleControl {
         for k in 0..4 {
             set(sim, self.ids.load_in[k], loads[k]);
         }
-        set(sim, self.ids.clutch_force, 1.0);
+        match &mut self.trans {
+            Trans::Manual(m) => set(sim, m.ids.clutch_force, 1.0),
+            Trans::Automatic(a) => a.start(sim),
+        }
     }
 
     /// Normal loads per wheel at grade angle `theta` and acceleration `a` (load transfer
@@ -562,10 +592,6 @@ impl VehicleControl {
         let front = (b.front_weight * weight - transfer).max(0.0) / 2.0;
         let rear = ((1.0 - b.front_weight) * weight + transfer).max(0.0) / 2.0;
         [front, front, rear, rear]
-    }
-
-    fn gear_index(&self, gear: i32) -> Option<usize> {
-        self.layout.gears.iter().position(|g| g.gear == gear)
     }
 
     /// Input, control and actuation for a step of `dt` seconds: writes the simulation's inputs.
@@ -595,74 +621,23 @@ impl VehicleControl {
             self.push(VehicleEventKind::InputRejected);
         }
         let w_engine = sim.body_state(self.ids.engine).map_or(0.0, |s| s.1);
-        // 2. Control: gear selection.
-        let requested = match self.spec.gearbox.kind {
-            GearboxKind::Manual => inp.gear,
-            GearboxKind::Sequential => {
-                // The barrel order: R, N, 1, 2, ...
-                let g = self.selected;
-                let top = self.spec.gearbox.ratios.len() as i32;
-                let low = if self.spec.gearbox.reverse.is_some() { -1 } else { 0 };
-                let next = |g: i32| if g == -1 { 0 } else { (g + 1).min(top) };
-                let prev = |g: i32| if g <= 0 { low } else { g - 1 };
-                if inp.shift_up && !self.last_up {
-                    next(g)
-                } else if inp.shift_down && !self.last_down {
-                    prev(g)
-                } else {
-                    g
-                }
+        let v0 = self.vehicle_speed(sim);
+        // 2. Control: the shift controller or the TCU, then the engine controller.
+        let events = &mut self.events;
+        let mut push = |k| push_event(events, t, k);
+        let (throttle, reduction) = match &mut self.trans {
+            Trans::Manual(m) => {
+                let gb = self.spec.gearbox.as_ref().expect("manual");
+                let s = m.select(gb, &self.layout, sim, self.ids.output, &inp, t, w_engine, &mut push);
+                (s.throttle, s.reduction)
+            }
+            Trans::Automatic(a) => {
+                let at = self.spec.automatic.as_ref().expect("automatic");
+                let view = a.view(sim, &self.ids, &inp, t, dt, w_engine, v0, self.accel);
+                let r = a.control(at, &view, &mut push);
+                (inp.throttle, r)
             }
         };
-        self.last_up = inp.shift_up;
-        self.last_down = inp.shift_down;
-        let target = if requested == 0 || self.gear_index(requested).is_some() {
-            requested
-        } else {
-            if requested != self.selected {
-                self.push(VehicleEventKind::NoSuchGear { gear: requested });
-            }
-            self.selected
-        };
-        if target != self.selected {
-            let from = self.engaged_gear();
-            self.shift = Some(Shift { from, to: target, start: t });
-            self.selected = target;
-            self.push(VehicleEventKind::ShiftStarted { from, to: target });
-        }
-        let shifter = self.spec.gearbox.shifter;
-        // A sequential actuator gives up; a driver's hand keeps pushing.
-        if let Some(s) = self.shift
-            && self.spec.gearbox.kind == GearboxKind::Sequential
-            && t - s.start > shifter.timeout
-        {
-            self.push(VehicleEventKind::ShiftAborted { gear: s.to });
-            self.shift = None;
-            self.selected = 0;
-        }
-        // Torque reduction and blip.
-        let output_w = sim.body_state(self.ids.output).map_or(0.0, |s| s.1);
-        let mut reduction = 0.0;
-        let mut throttle = inp.throttle;
-        if let Some(s) = self.shift {
-            let up = s.to > s.from && s.from > 0;
-            let loaded_dog_out = self.spec.gearbox.kind == GearboxKind::Sequential;
-            if up && loaded_dog_out && shifter.ignition_cut {
-                reduction = 1.0;
-            }
-            let down = s.to > 0 && (s.to < s.from || s.from == 0);
-            if down
-                && shifter.auto_blip
-                && let Some(k) = self.gear_index(s.to)
-            {
-                let w_target = output_w * self.layout.gears[k].ratio;
-                if w_target > 0.0 {
-                    let blip = (3.0 * (w_target - w_engine) / w_target).clamp(0.0, 1.0);
-                    throttle = throttle.max(blip);
-                }
-            }
-        }
-        // Engine controller.
         let mut ev = [None; 3];
         let mut ne = 0;
         let out =
@@ -679,107 +654,29 @@ impl VehicleControl {
                 EcuEvent::LimiterCut => VehicleEventKind::LimiterCut,
             });
         }
-        // 3. Actuation: shift linkages.
-        let sel = self.gear_index(self.selected);
-        let sel_sleeve = sel.map(|k| self.layout.gears[k].sleeve);
-        let others_neutral = |sleeves: &[Sleeve], p: &SleeveParams, j: usize| {
-            sleeves.iter().enumerate().all(|(i, s)| i == j || s.is_neutral(p))
+        // 3. Actuation: linkages and the clutch pedal, or the automatic's pistons; brakes, loads.
+        let events = &mut self.events;
+        let mut push = |k| push_event(events, t, k);
+        let clamp = match &mut self.trans {
+            Trans::Manual(m) => {
+                let (cl, gb) =
+                    (self.spec.clutch.as_ref().expect("manual"), self.spec.gearbox.as_ref().expect("manual"));
+                let idle = self.spec.engine.idle_rpm;
+                m.actuate(cl, gb, idle, &self.layout, sim, &inp, t, dt, w_engine, &mut push)
+            }
+            Trans::Automatic(a) => a.actuate(sim),
         };
-        let full = self.params.full();
-        for j in 0..self.sleeves.len() {
-            let mut view = [SideView::default(); 2];
-            for (k, g) in self.layout.gears.iter().enumerate() {
-                if g.sleeve == j {
-                    let side = if g.side > 0.0 { 0 } else { 1 };
-                    let (phi, w) = sim.element_relative(self.ids.dogs[k]).unwrap_or((0.0, 0.0));
-                    // The dog's relative coordinate is output - idler; the linkage wants idler - output.
-                    view[side] =
-                        SideView { present: true, slip: -w, angle: -phi, torque: sim.element_torque(self.ids.dogs[k]) };
-                }
-            }
-            let target = match sel {
-                Some(k) if sel_sleeve == Some(j) && others_neutral(&self.sleeves, &self.params, j) => {
-                    self.layout.gears[k].side * (full + 0.002)
-                }
-                _ => 0.0,
-            };
-            let mut lev = [None; 4];
-            let mut nl = 0;
-            let o = self.sleeves[j].step(&self.params, target, view, dt, |e| {
-                if nl < 4 {
-                    lev[nl] = Some(e);
-                    nl += 1;
-                }
-            });
-            for (k, g) in self.layout.gears.iter().enumerate() {
-                if g.sleeve != j {
-                    continue;
-                }
-                let side = if g.side > 0.0 { 0 } else { 1 };
-                self.engagement[k] = o.engagement[side];
-                let _ = sim.set_input_id(self.ids.dog_in[k], o.engagement[side]);
-                if let Some(id) = self.ids.synchro_in[k] {
-                    let _ = sim.set_input_id(id, o.cone_force[side]);
-                }
-            }
-            for e in lev.into_iter().flatten() {
-                let side_of = |s: usize| {
-                    self.layout.gears.iter().find(|g| g.sleeve == j && (g.side > 0.0) == (s == 0)).map_or(0, |g| g.gear)
-                };
-                let kind = match e {
-                    LinkageEvent::Blocked(s) => VehicleEventKind::ShiftBlocked { gear: side_of(s) },
-                    LinkageEvent::Passed(s) => VehicleEventKind::DogEngaged { gear: side_of(s) },
-                    LinkageEvent::Indexed(s) => VehicleEventKind::SynchroIndexed { gear: side_of(s) },
-                };
-                self.push(kind);
-            }
-        }
-        if let Some(s) = self.shift {
-            let done = match self.gear_index(s.to) {
-                Some(k) => self.engagement[k] >= 1.0,
-                None => self.sleeves.iter().all(|sl| sl.is_neutral(&self.params)),
-            };
-            if done {
-                self.push(VehicleEventKind::ShiftCompleted { gear: s.to, duration: t + dt - s.start });
-                self.shift = None;
-                self.released_at = t + dt;
-            }
-        }
-        // Clutch pedal, auto-clutch, fade.
-        let cl = &self.spec.clutch;
-        let mut pedal = inp.clutch.clamp(0.0, 1.0);
-        if shifter.auto_clutch {
-            let idle = self.spec.engine.idle_rpm;
-            let n = w_engine / RPM;
-            let launch = ((n - 1.1 * idle) / 1200.0).clamp(0.0, 1.0);
-            // Launch and anti-stall: the clutch bites as the engine pulls above idle.
-            let mut auto = cl.bite_point * (1.0 - launch);
-            // An H-pattern box needs the clutch for every shift; a dog box shifts without it.
-            if self.shift.is_some() && self.spec.gearbox.kind == GearboxKind::Manual {
-                auto = 1.0;
-            } else if self.spec.gearbox.kind == GearboxKind::Manual {
-                // Let the pedal up linearly after a shift.
-                let since = ((t - self.released_at) / shifter.clutch_release_time).max(0.0);
-                auto = auto.max(1.0 - since);
-            }
-            pedal = pedal.max(auto);
-        }
-        let fade = cl.thermal.fade.as_ref().map_or(1.0, |f| f.eval(self.temperature));
-        let clamp = cl.clamp_fraction(pedal) * fade;
-        // Brakes.
         let wh = &self.spec.wheels;
         let brake = inp.brake.clamp(0.0, 1.0);
         let park = inp.parking_brake.clamp(0.0, 1.0);
         let rear_max = wh.rear_brake + wh.parking_brake;
         let rear = if rear_max > 0.0 { (brake * wh.rear_brake + park * wh.parking_brake) / rear_max } else { 0.0 };
-        // Loads and grade.
         let theta = inp.grade.atan();
         let loads =
             if self.ids.ground_in.is_some() { self.contact.map(|c| c.1) } else { self.loads(theta, self.accel) };
-        // 4. Inputs and the coupled solve.
+        // 4. Inputs for the coupled solve.
         set(sim, self.ids.throttle, out.throttle);
         set(sim, self.ids.starter, out.starter);
-        set(sim, self.ids.clutch_force, clamp);
         if let Some(g) = self.ids.grade {
             set(sim, g, -self.spec.body.mass * G * theta.sin());
         }
@@ -795,7 +692,6 @@ impl VehicleControl {
             set(sim, self.ids.load_in[k], loads[k] * self.surface[k]);
         }
         self.last_loads = loads;
-        let v0 = self.vehicle_speed(sim);
         Ok(PendingStep { v0, throttle: out.throttle, reduction, clamp })
     }
 
@@ -803,15 +699,10 @@ impl VehicleControl {
     pub fn after_step(&mut self, sim: &Simulation, p: PendingStep, dt: f64) {
         let PendingStep { v0, throttle, reduction, clamp } = p;
         self.now = sim.time();
-        let th = &self.spec.clutch.thermal;
-        let (heat_capacity, cooling, ambient) = (th.heat_capacity, th.cooling, th.ambient);
         // 5. Integrate heat and fuel; telemetry.
-        let p1 = sim.element_dissipation(self.ids.clutch);
-        let p = 0.5 * (p1 + self.last_clutch_power);
-        self.last_clutch_power = p1;
-        // Implicit in the cooling term: stable for any step.
-        self.temperature =
-            (self.temperature + dt / heat_capacity * (p + cooling * ambient)) / (1.0 + dt * cooling / heat_capacity);
+        if let Trans::Manual(m) = &mut self.trans {
+            m.after_step(self.spec.clutch.as_ref().expect("manual"), sim, dt);
+        }
         let v1 = self.vehicle_speed(sim);
         self.accel = (v1 - v0) / dt;
         if self.ids.body.is_none() {
@@ -835,9 +726,21 @@ impl VehicleControl {
         }
     }
 
-    /// Gear whose dogs are fully in, 0 if none.
+    /// Gear engaged: a manual box's gear whose dogs are fully in, an automatic's gear whose
+    /// elements are applied; 0 if none.
     pub fn engaged_gear(&self) -> i32 {
-        self.engagement.iter().position(|&e| e >= 1.0).map_or(0, |k| self.layout.gears[k].gear)
+        match &self.trans {
+            Trans::Manual(m) => m.engaged_gear(&self.layout),
+            Trans::Automatic(a) => a.tcu.gear(),
+        }
+    }
+
+    /// Mode of the driver's clutch, or of an automatic's lock-up clutch.
+    pub fn clutch_mode(&self, sim: &Simulation) -> Option<FrictionMode> {
+        match &self.trans {
+            Trans::Manual(m) => sim.element_mode(m.ids.clutch),
+            Trans::Automatic(a) => sim.element_mode(a.ids.lockup),
+        }
     }
 
     fn update_telemetry(&mut self, sim: &Simulation, throttle: f64, reduction: f64, clamp: f64) {
@@ -848,12 +751,7 @@ impl VehicleControl {
             engine_torque: sim.element_torque(ids.engine_torque),
             throttle,
             running: self.ecu.running,
-            clutch_slip: sim.element_relative(ids.clutch).map_or(0.0, |r| r.1),
-            clutch_torque: sim.element_torque(ids.clutch),
             clutch_engagement: clamp,
-            clutch_temperature: self.temperature,
-            clutch_power: sim.element_dissipation(ids.clutch),
-            selected_gear: self.selected,
             engaged_gear: self.engaged_gear(),
             torque_reduction: reduction,
             speed: self.vehicle_speed(sim),
@@ -862,8 +760,18 @@ impl VehicleControl {
             fuel_used: self.fuel,
             ..Telemetry::default()
         };
-        for (k, s) in self.sleeves.iter().take(6).enumerate() {
-            t.sleeves[k] = s.z;
+        match &self.trans {
+            Trans::Manual(m) => {
+                t.clutch_slip = sim.element_relative(m.ids.clutch).map_or(0.0, |r| r.1);
+                t.clutch_torque = sim.element_torque(m.ids.clutch);
+                t.clutch_temperature = m.temperature;
+                t.clutch_power = sim.element_dissipation(m.ids.clutch);
+                t.selected_gear = m.selected;
+                for (k, s) in m.sleeves().iter().take(6).enumerate() {
+                    t.sleeves[k] = s.z;
+                }
+            }
+            Trans::Automatic(a) => a.telemetry(sim, &mut t),
         }
         for k in 0..4 {
             t.wheel_speed[k] = sim.body_state(ids.wheels[k]).map_or(0.0, |s| s.1);
@@ -874,6 +782,13 @@ impl VehicleControl {
         }
         t.tyre_load = self.last_loads;
         self.telemetry = t;
+    }
+}
+
+/// Records an event unless the step's event buffer is full (it never grows while stepping).
+fn push_event(events: &mut Vec<VehicleEvent>, time: f64, kind: VehicleEventKind) {
+    if events.len() < events.capacity() {
+        events.push(VehicleEvent { time, kind });
     }
 }
 

@@ -54,10 +54,14 @@
 //!   torsional damper, heat.
 //! - `gearbox`: [`GearboxSpec`]: kind, ratios, dogs ([`DogSpec`]), synchronisers
 //!   ([`SynchroSpec`]), linkage ([`LinkageSpec`]), shift force, shifter options.
+//! - `automatic` (instead of `clutch` and `gearbox`): [`AutomaticSpec`]: a planetary gearbox
+//!   file, the torque converter and lock-up clutch, park pawl, shift schedule, shift control
+//!   and element heat (see [`crate::automatic`]).
 //! - `driveline`: [`DrivelineLayout`]: driven axles, final drive, differentials.
 //! - `wheels`: [`WheelSpec`]: radius, inertia, Magic Formula, rolling resistance, brakes.
 //! - `body`: [`BodySpec`]: mass, wheelbase, centre of gravity, weight split, drag.
 
+use crate::automatic::AutomaticSpec;
 use crate::tyre::MagicFormula;
 use crate::{Table1D, TorqueMapSpec};
 use serde::{Deserialize, Serialize};
@@ -73,10 +77,15 @@ pub struct VehicleSpec {
     pub source: String,
     /// The engine.
     pub engine: EngineSpec,
-    /// The driver's friction clutch.
-    pub clutch: ClutchSpec,
-    /// The gearbox.
-    pub gearbox: GearboxSpec,
+    /// The driver's friction clutch (manual and sequential gearboxes).
+    #[serde(default)]
+    pub clutch: Option<ClutchSpec>,
+    /// A manual or sequential gearbox (with `clutch`).
+    #[serde(default)]
+    pub gearbox: Option<GearboxSpec>,
+    /// A planetary automatic with torque converter, instead of `clutch` and `gearbox`.
+    #[serde(default)]
+    pub automatic: Option<AutomaticSpec>,
     /// Final drive, differentials and which axles are driven.
     pub driveline: DrivelineLayout,
     /// Wheels, tyres and brakes.
@@ -642,7 +651,7 @@ pub struct SpecError {
 }
 
 impl SpecError {
-    fn within(mut self, section: &'static str) -> Self {
+    pub(crate) fn within(mut self, section: &'static str) -> Self {
         self.path.insert(0, section);
         self
     }
@@ -676,8 +685,22 @@ impl VehicleSpec {
     /// Checks every parameter and the relations between them.
     pub fn validate(&self) -> Result<(), SpecError> {
         self.engine.validate().map_err(|e| e.within("engine"))?;
-        self.clutch.validate().map_err(|e| e.within("clutch"))?;
-        self.gearbox.validate().map_err(|e| e.within("gearbox"))?;
+        match (&self.clutch, &self.gearbox, &self.automatic) {
+            (Some(cl), Some(gb), None) => {
+                cl.validate().map_err(|e| e.within("clutch"))?;
+                gb.validate().map_err(|e| e.within("gearbox"))?;
+            }
+            (None, None, Some(at)) => {
+                at.validate(&self.engine.map, self.engine.rev_limiter.rpm).map_err(|e| e.within("automatic"))?;
+            }
+            _ => {
+                return Err(err(
+                    "name",
+                    "give either `clutch` and `gearbox` (a manual or sequential box) or `automatic`, not both or neither"
+                        .into(),
+                ));
+            }
+        }
         self.driveline_validate().map_err(|e| e.within("driveline"))?;
         self.wheels_validate().map_err(|e| e.within("wheels"))?;
         self.body_validate().map_err(|e| e.within("body"))

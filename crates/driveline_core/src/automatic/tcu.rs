@@ -1,0 +1,726 @@
+//! The transmission controller: range selection (P, R, N, D, manual), the shift schedule, the
+//! clutch-to-clutch shift sequence, lock-up and park pawl, and the per-shift report.
+//!
+//! # A clutch-to-clutch shift
+//! Adjacent gears differ by one element: the *off-going* one opens, the *on-coming* one closes.
+//! Which goes first depends on whether the input torque helps the speed change:
+//!
+//! - **On-coming first** (power-on upshift, coast downshift: the input speed must be pulled
+//!   against its load): *fill* (the on-coming piston strokes; the off-going holds
+//!   `hold_margin` times its share of the input torque), *torque phase* (the on-coming capacity
+//!   ramps to its share of the input torque in the new gear while the off-going capacity ramps
+//!   to zero, so the off-going is unloaded exactly when it opens: no tie-up, no flare),
+//!   *inertia phase* (the on-coming slips with its static share plus the torque that brings the
+//!   input inertia to the new synchronous speed in the time left, a time-to-go law; the engine
+//!   torque is reduced), *end* (the on-coming has locked: pressure to full).
+//! - **Off-going first** (power-on downshift, kickdown, coast upshift: the input torque itself
+//!   moves the speed the right way): *fill*, *inertia phase* (the off-going slips, holding its
+//!   share less the inertia torque of the time-to-go law, so the input runs to the new speed),
+//!   *torque phase* (at synchronism the on-coming takes the load and the off-going opens),
+//!   *end*.
+//!
+//! Element capacities are commanded as torques and turned into pressures through each
+//! element's `mu cgeo` and piston ([`super::hydraulics::Piston::pressure_for`]); the element
+//! torque shares per unit input torque come from the gearbox's kinematic analysis
+//! ([`super::GearInfo::torque_factors`]).
+
+use super::gearbox::{GearInfo, GearboxSpec};
+use super::hydraulics::Piston;
+use super::spec::AutomaticSpec;
+use crate::torque_map::RPM;
+
+/// Most shift elements a gearbox may have (telemetry arrays are this long).
+pub const MAX_ELEMENTS: usize = 8;
+
+/// One shift element as telemetry sees it.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ElementTelemetry {
+    /// The gearbox has this element.
+    pub present: bool,
+    /// Chamber pressure, Pa.
+    pub pressure: f64,
+    /// Normalised clamp force, [0, 1].
+    pub force: f64,
+    /// Torque, N m.
+    pub torque: f64,
+    /// Slip speed, rad/s.
+    pub slip: f64,
+    /// Plate temperature, deg C.
+    pub temperature: f64,
+    /// Stuck (locked).
+    pub locked: bool,
+}
+
+/// Telemetry of every shift element of a gearbox (unused slots have `present = false`).
+pub type ElementTelemetryArray = [ElementTelemetry; MAX_ELEMENTS];
+
+/// The selector lever (or buttons) of an automatic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Selector {
+    /// Park: neutral with the park pawl.
+    #[default]
+    Park,
+    /// Reverse.
+    Reverse,
+    /// Neutral.
+    Neutral,
+    /// Drive: the schedule picks the gear.
+    Drive,
+    /// Manual: the driver picks the gear with shift up / shift down (paddles).
+    Manual,
+}
+
+/// What the controller sees at the start of a step (all from the last step's solution).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct TcuInput {
+    /// Time, s.
+    pub time: f64,
+    /// Step, s.
+    pub dt: f64,
+    /// Driver's accelerator pedal, [0, 1].
+    pub pedal: f64,
+    /// Selector position.
+    pub selector: Selector,
+    /// Paddle up (acted on when it turns true).
+    pub up: bool,
+    /// Paddle down (acted on when it turns true).
+    pub down: bool,
+    /// Engine speed, rad/s.
+    pub w_engine: f64,
+    /// Turbine (gearbox input) speed, rad/s.
+    pub w_input: f64,
+    /// Gearbox output speed, rad/s.
+    pub w_output: f64,
+    /// Static input torque estimate, N m (converter turbine torque plus what the lock-up passes).
+    pub input_torque: f64,
+    /// Slip speed of each element (`w_a - w_b`), rad/s.
+    pub slip: [f64; MAX_ELEMENTS],
+    /// Whether each element is stuck.
+    pub stuck: [bool; MAX_ELEMENTS],
+    /// Friction power of each element, W.
+    pub power: [f64; MAX_ELEMENTS],
+    /// Lock-up clutch stuck.
+    pub lockup_stuck: bool,
+    /// Lock-up friction power, W.
+    pub lockup_power: f64,
+    /// Vehicle speed, m/s.
+    pub speed: f64,
+    /// Vehicle acceleration, m/s^2.
+    pub accel: f64,
+    /// Sum of the drive torques at the wheels, N m.
+    pub wheel_torque: f64,
+    /// Largest tyre slip speed of a driven wheel, m/s.
+    pub wheel_slip: f64,
+}
+
+/// What the controller commands for the step.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct TcuOutput {
+    /// Normalised clamp force of each shift element, [0, 1].
+    pub force: [f64; MAX_ELEMENTS],
+    /// Normalised lock-up clamp force, [0, 1].
+    pub lockup: f64,
+    /// Park pawl engaged (1) or not (0).
+    pub park: f64,
+    /// Engine torque reduction request, [0, 1].
+    pub reduction: f64,
+}
+
+/// The phase of a shift in progress.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ShiftPhase {
+    /// No shift.
+    #[default]
+    None,
+    /// The on-coming piston strokes.
+    Fill,
+    /// Load moves from the off-going to the on-coming element.
+    Torque,
+    /// The slipping element brings the input to the new speed.
+    Inertia,
+    /// The on-coming element is locked; its pressure rises to full.
+    End,
+    /// A garage shift (from N or P into a gear): the gear's elements are applied.
+    Garage,
+}
+
+/// Figures of one completed shift.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ShiftReport {
+    /// Gear before (-1 reverse, 0 neutral).
+    pub from: i32,
+    /// Gear after.
+    pub to: i32,
+    /// The input torque drove (power on) at the start.
+    pub power_on: bool,
+    /// Fill phase, s.
+    pub fill: f64,
+    /// Torque phase, s.
+    pub torque_phase: f64,
+    /// Inertia phase, s.
+    pub inertia_phase: f64,
+    /// End phase, s.
+    pub end_phase: f64,
+    /// Whole shift, s.
+    pub duration: f64,
+    /// Wheel drive torque at the start, N m.
+    pub output_torque_start: f64,
+    /// Lowest wheel drive torque during the shift, N m (below 0 in a power-on shift = tie-up).
+    pub output_torque_min: f64,
+    /// Largest drop of the wheel drive torque below its start value, N m.
+    pub output_torque_dip: f64,
+    /// Largest wheel drive torque above both its start and its end value, N m.
+    pub output_torque_overshoot: f64,
+    /// Largest |jerk| of the vehicle, m/s^3.
+    pub peak_jerk: f64,
+    /// Largest input speed above the old gear's synchronous speed (upshift) or the new one's
+    /// (downshift), rpm: flare.
+    pub flare_rpm: f64,
+    /// Friction energy per shift element, J.
+    pub energy: [f64; MAX_ELEMENTS],
+    /// Highest element temperature during the shift, deg C.
+    pub peak_temperature: f64,
+}
+
+/// Something the controller did.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum TcuEvent {
+    /// A shift began.
+    Started {
+        /// Gear before.
+        from: i32,
+        /// Gear after.
+        to: i32,
+    },
+    /// A shift completed.
+    Completed(ShiftReport),
+    /// The park pawl ratchets: too fast to engage.
+    ParkRatchet,
+    /// A manual-mode request was refused (the engine would over-rev or the gear does not exist).
+    Refused {
+        /// Gear asked for.
+        gear: i32,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Shift {
+    from: usize,
+    to: usize,
+    off: Option<usize>,
+    on: [Option<usize>; 3],
+    oncoming_first: bool,
+    phase: ShiftPhase,
+    phase_start: f64,
+    start: f64,
+    /// Input speed change to make, rad/s (signed, new - old sync at the start).
+    report: ShiftReport,
+    last_accel: f64,
+    inertia_deadline: f64,
+}
+
+/// The controller state.
+#[derive(Debug, Clone)]
+pub struct Tcu {
+    gears: Vec<GearInfo>,
+    /// Forward gear indices into `gears`, 1st first.
+    forward: Vec<usize>,
+    reverse: Option<usize>,
+    neutral: usize,
+    park_gear: usize,
+    pistons: Vec<Piston>,
+    commands: Vec<f64>,
+    temperature: Vec<f64>,
+    last_power: Vec<f64>,
+    /// Gear whose elements are applied (or being applied).
+    current: usize,
+    shift: Option<Shift>,
+    last_shift_end: f64,
+    lockup: f64,
+    lockup_on: bool,
+    last_up: bool,
+    last_down: bool,
+    last_pedal: f64,
+    ratchet_reported: bool,
+    /// Input-side inertia with the lock-up open / closed, kg m^2.
+    j_open: f64,
+    j_locked: f64,
+    phase: ShiftPhase,
+}
+
+fn gear_number(g: &GearInfo, forward: &[usize], idx: usize) -> i32 {
+    if g.neutral {
+        0
+    } else if g.ratio < 0.0 {
+        -1
+    } else {
+        forward.iter().position(|&k| k == idx).map_or(0, |p| p as i32 + 1)
+    }
+}
+
+impl Tcu {
+    /// A controller for `spec` (validated, gearbox resolved), starting in the neutral gear with
+    /// `engine_inertia` on the crankshaft.
+    pub fn new(spec: &AutomaticSpec, engine_inertia: f64) -> Self {
+        let gb = spec.gearbox().expect("validated: the gearbox is resolved");
+        let gears = gb.analyse().expect("validated");
+        let forward: Vec<usize> =
+            gears.iter().enumerate().filter(|(_, g)| !g.neutral && g.ratio > 0.0).map(|(k, _)| k).collect();
+        let reverse = gears.iter().position(|g| !g.neutral && g.ratio < 0.0);
+        let neutral = gears.iter().position(|g| g.name == "N").or_else(|| gears.iter().position(|g| g.neutral));
+        let park_gear = gears.iter().position(|g| g.name == "P");
+        // A box without N or P gets an all-open neutral.
+        let mut gears = gears;
+        let neutral = neutral.unwrap_or_else(|| {
+            gears.push(GearInfo {
+                name: "N".into(),
+                closed: Vec::new(),
+                ratio: 0.0,
+                neutral: true,
+                speeds: Vec::new(),
+                torque_factors: Vec::new(),
+            });
+            gears.len() - 1
+        });
+        let n = gb.elements.len();
+        let mut pistons = vec![Piston::default(); n];
+        for &k in &gears[neutral].closed {
+            pistons[k] = Piston::applied(&gb.elements[k]);
+        }
+        let shafts = gb.shafts_resolved();
+        let j_in =
+            shafts.iter().find(|s| s.name == gb.input || s.members.contains(&gb.input)).map_or(0.0, |s| s.inertia);
+        let j_open = spec.turbine_inertia + j_in;
+        Self {
+            forward,
+            reverse,
+            park_gear: park_gear.unwrap_or(neutral),
+            neutral,
+            commands: pistons.iter().map(|p| p.pressure).collect(),
+            temperature: vec![spec.thermal.oil; n],
+            last_power: vec![0.0; n],
+            pistons,
+            current: neutral,
+            shift: None,
+            last_shift_end: f64::NEG_INFINITY,
+            lockup: 0.0,
+            lockup_on: false,
+            last_up: false,
+            last_down: false,
+            last_pedal: 0.0,
+            ratchet_reported: false,
+            j_open,
+            j_locked: j_open + engine_inertia + spec.pump_inertia,
+            phase: ShiftPhase::None,
+            gears,
+        }
+    }
+
+    /// Gear whose elements are applied: 1.. forward, -1 reverse, 0 neutral.
+    pub fn gear(&self) -> i32 {
+        gear_number(&self.gears[self.current], &self.forward, self.current)
+    }
+    /// Gear being shifted to, if a shift is in progress.
+    pub fn target(&self) -> Option<i32> {
+        self.shift.map(|s| gear_number(&self.gears[s.to], &self.forward, s.to))
+    }
+    /// Phase of the shift in progress.
+    pub fn phase(&self) -> ShiftPhase {
+        self.phase
+    }
+    /// Element temperatures, deg C.
+    pub fn temperatures(&self) -> &[f64] {
+        &self.temperature
+    }
+    /// Element chamber pressures, Pa.
+    pub fn pressure(&self, k: usize) -> f64 {
+        self.pistons.get(k).map_or(0.0, |p| p.pressure)
+    }
+    /// Lock-up command, [0, 1].
+    pub fn lockup(&self) -> f64 {
+        self.lockup
+    }
+    /// Ratio of the gear applied (0 in neutral).
+    pub fn ratio(&self) -> f64 {
+        self.gears[self.current].ratio
+    }
+    /// Ratio of forward gear `g` (1-based).
+    pub fn forward_ratio(&self, g: usize) -> Option<f64> {
+        self.forward.get(g.wrapping_sub(1)).map(|&k| self.gears[k].ratio)
+    }
+
+    /// Share of the input torque element `e` carries in gear `g` (0 if it is open there).
+    fn factor(&self, g: usize, e: usize) -> f64 {
+        let gi = &self.gears[g];
+        gi.closed.iter().position(|&k| k == e).map_or(0.0, |p| gi.torque_factors.get(p).map_or(0.0, |f| f.abs()))
+    }
+
+    /// The gear the selector and schedule ask for.
+    fn wanted(&mut self, spec: &AutomaticSpec, inp: &TcuInput, events: &mut impl FnMut(TcuEvent)) -> usize {
+        let up_edge = inp.up && !self.last_up;
+        let down_edge = inp.down && !self.last_down;
+        match inp.selector {
+            Selector::Park => self.park_gear,
+            Selector::Neutral => self.neutral,
+            Selector::Reverse => self.reverse.unwrap_or(self.neutral),
+            Selector::Drive | Selector::Manual => {
+                let pos = self.forward.iter().position(|&k| k == self.current);
+                let Some(p) = pos else {
+                    // Coming from N, P or R: the gear that suits the speed.
+                    return self.gear_for_speed(spec, inp);
+                };
+                if self.shift.is_some() || inp.time - self.last_shift_end < spec.schedule.min_time_in_gear {
+                    return self.current;
+                }
+                let s = &spec.schedule;
+                let n_in = inp.w_output * self.gears[self.current].ratio / RPM;
+                let max_rpm = s.upshift_rpm.y_range().1;
+                if inp.selector == Selector::Manual {
+                    let want = if up_edge {
+                        p + 1
+                    } else if down_edge && p > 0 {
+                        p - 1
+                    } else if p > 0 && n_in < 0.8 * s.downshift_rpm.eval(0.0) {
+                        p - 1 // keep the engine from lugging
+                    } else {
+                        p
+                    };
+                    if want >= self.forward.len() {
+                        events(TcuEvent::Refused { gear: want as i32 + 1 });
+                        return self.current;
+                    }
+                    if want < p && inp.w_output * self.gears[self.forward[want]].ratio / RPM > max_rpm {
+                        events(TcuEvent::Refused { gear: want as i32 + 1 });
+                        return self.current;
+                    }
+                    return self.forward[want];
+                }
+                if inp.wheel_slip > s.wheelspin_slip {
+                    return self.current;
+                }
+                let th = inp.pedal;
+                // Kickdown: a stamp past the kickdown throttle goes as low as the engine allows,
+                // in one single-swap shift.
+                if th >= s.kickdown_throttle && self.last_pedal < s.kickdown_throttle && p > 0 {
+                    let mut best = p;
+                    for q in (0..p).rev() {
+                        let n = inp.w_output * self.gears[self.forward[q]].ratio / RPM;
+                        if n < 0.85 * max_rpm && self.swap(self.current, self.forward[q]).is_some() {
+                            best = q;
+                        } else if n >= 0.85 * max_rpm {
+                            break;
+                        }
+                    }
+                    if best < p {
+                        return self.forward[best];
+                    }
+                }
+                if n_in > s.upshift_rpm.eval(th) && p + 1 < self.forward.len() {
+                    self.forward[p + 1]
+                } else if n_in < s.downshift_rpm.eval(th) && p > 0 {
+                    self.forward[p - 1]
+                } else {
+                    self.current
+                }
+            }
+        }
+    }
+
+    /// Highest forward gear whose turbine speed stays above the downshift line.
+    fn gear_for_speed(&self, spec: &AutomaticSpec, inp: &TcuInput) -> usize {
+        let down = spec.schedule.downshift_rpm.eval(inp.pedal);
+        let mut best = self.forward[0];
+        for &k in &self.forward {
+            if inp.w_output * self.gears[k].ratio / RPM > 1.2 * down {
+                best = k;
+            }
+        }
+        best
+    }
+
+    /// The (off-going, on-coming) pair of a single-swap shift.
+    fn swap(&self, from: usize, to: usize) -> Option<(usize, usize)> {
+        let a = &self.gears[from].closed;
+        let b = &self.gears[to].closed;
+        let off: Vec<usize> = a.iter().copied().filter(|k| !b.contains(k)).collect();
+        let on: Vec<usize> = b.iter().copied().filter(|k| !a.contains(k)).collect();
+        (off.len() == 1 && on.len() == 1).then(|| (off[0], on[0]))
+    }
+
+    /// One control step: selector, schedule, shift sequence, lock-up, park; then the pistons
+    /// and the element heat. `events` receives what happened.
+    pub fn step(&mut self, spec: &AutomaticSpec, inp: &TcuInput, mut events: impl FnMut(TcuEvent)) -> TcuOutput {
+        let gb: &GearboxSpec = spec.gearbox().expect("validated");
+        let dt = inp.dt;
+        let t = inp.time;
+        let n = gb.elements.len();
+        let want = self.wanted(spec, inp, &mut events);
+        self.last_up = inp.up;
+        self.last_down = inp.down;
+        self.last_pedal = inp.pedal;
+
+        // Start a shift.
+        if self.shift.is_none() && want != self.current {
+            let from_g = gear_number(&self.gears[self.current], &self.forward, self.current);
+            let to_g = gear_number(&self.gears[want], &self.forward, want);
+            let both_driving = !self.gears[self.current].neutral && !self.gears[want].neutral;
+            let swap = if both_driving { self.swap(self.current, want) } else { None };
+            let mut report = ShiftReport {
+                from: from_g,
+                to: to_g,
+                power_on: inp.input_torque > 0.0,
+                output_torque_start: inp.wheel_torque,
+                output_torque_min: inp.wheel_torque,
+                ..ShiftReport::default()
+            };
+            report.peak_temperature = self.temperature.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            let shift = if let Some((off, on)) = swap {
+                let up = self.gears[want].ratio.abs() < self.gears[self.current].ratio.abs();
+                let power_on = inp.input_torque > 0.0;
+                Shift {
+                    from: self.current,
+                    to: want,
+                    off: Some(off),
+                    on: [Some(on), None, None],
+                    oncoming_first: up == power_on,
+                    phase: ShiftPhase::Fill,
+                    phase_start: t,
+                    start: t,
+                    report,
+                    last_accel: inp.accel,
+                    inertia_deadline: 0.0,
+                }
+            } else {
+                // Garage shift (or a multi-element change): release what the new gear does not
+                // use, apply what it does over the garage time.
+                let mut on = [None; 3];
+                for (slot, k) in self.gears[want]
+                    .closed
+                    .iter()
+                    .filter(|k| !self.gears[self.current].closed.contains(k))
+                    .take(3)
+                    .enumerate()
+                {
+                    on[slot] = Some(*k);
+                }
+                Shift {
+                    from: self.current,
+                    to: want,
+                    off: None,
+                    on,
+                    oncoming_first: true,
+                    phase: ShiftPhase::Garage,
+                    phase_start: t,
+                    start: t,
+                    report,
+                    last_accel: inp.accel,
+                    inertia_deadline: 0.0,
+                }
+            };
+            events(TcuEvent::Started { from: from_g, to: to_g });
+            self.shift = Some(shift);
+        }
+
+        // Element pressure commands.
+        let line = |k: usize| gb.elements[k].max_pressure;
+        let t_s = inp.input_torque.abs();
+        let j_in = if inp.lockup_stuck { self.j_locked } else { self.j_open };
+        let mut reduction = 0.0;
+        let c = spec.shift;
+        let mut done = false;
+        if let Some(mut s) = self.shift {
+            // Every element not involved: as in the gear shifted from (and to).
+            for k in 0..n {
+                let involved = s.off == Some(k) || s.on.contains(&Some(k));
+                if !involved {
+                    self.commands[k] = if self.gears[s.to].closed.contains(&k) { line(k) } else { 0.0 };
+                }
+            }
+            let elapsed = t - s.phase_start;
+            let hold = |this: &Self, g: usize, e: usize| c.hold_margin * this.factor(g, e) * t_s;
+            // Input speed now, and the synchronous speed of the gear shifted to.
+            let w_target = inp.w_output * self.gears[s.to].ratio;
+            let w_old = inp.w_output * self.gears[s.from].ratio;
+            match s.phase {
+                ShiftPhase::Garage => {
+                    let ramp = (elapsed / c.garage_time).min(1.0);
+                    for k in s.on.iter().flatten() {
+                        let e = &gb.elements[*k];
+                        let kiss = Piston::kiss_pressure(e);
+                        self.commands[*k] = if self.pistons[*k].fill < 1.0 {
+                            kiss * 1.05
+                        } else {
+                            kiss + ramp * ramp * (e.max_pressure - kiss)
+                        };
+                    }
+                    let all_in = s.on.iter().flatten().all(|k| self.pistons[*k].fill >= 1.0);
+                    if (all_in && ramp >= 1.0) || elapsed > c.timeout {
+                        done = true;
+                    }
+                }
+                ShiftPhase::Fill => {
+                    let (off, on) = (s.off.unwrap_or(0), s.on[0].unwrap_or(0));
+                    let e = &gb.elements[on];
+                    self.commands[on] = Piston::kiss_pressure(e) * 1.05;
+                    let floor = 0.05 * gb.elements[off].capacity();
+                    self.commands[off] = Piston::pressure_for(&gb.elements[off], hold(self, s.from, off).max(floor));
+                    if self.pistons[on].fill >= 1.0 {
+                        s.report.fill = elapsed;
+                        s.phase = if s.oncoming_first { ShiftPhase::Torque } else { ShiftPhase::Inertia };
+                        s.phase_start = t;
+                        s.inertia_deadline = t + c.inertia_phase;
+                    }
+                }
+                ShiftPhase::Torque => {
+                    let (off, on) = (s.off.unwrap_or(0), s.on[0].unwrap_or(0));
+                    let x = (elapsed / c.torque_phase).min(1.0);
+                    let on_cap = x * self.factor(s.to, on) * t_s;
+                    self.commands[on] = Piston::pressure_for(&gb.elements[on], on_cap)
+                        .max(Piston::kiss_pressure(&gb.elements[on]) * 1.05);
+                    let off_cap = (1.0 - x) * hold(self, s.from, off);
+                    self.commands[off] = if x >= 1.0 { 0.0 } else { Piston::pressure_for(&gb.elements[off], off_cap) };
+                    if x >= 1.0 {
+                        s.report.torque_phase = elapsed;
+                        if s.oncoming_first {
+                            s.phase = ShiftPhase::Inertia;
+                            s.inertia_deadline = t + c.inertia_phase;
+                        } else {
+                            s.phase = ShiftPhase::End;
+                        }
+                        s.phase_start = t;
+                    }
+                }
+                ShiftPhase::Inertia => {
+                    let (off, on) = (s.off.unwrap_or(0), s.on[0].unwrap_or(0));
+                    let to_go = (s.inertia_deadline - t).max(0.05);
+                    // Inertia torque that brings the input to the new speed in the time left.
+                    let j_torque = j_in * (inp.w_input - w_target).abs() / to_go;
+                    if s.oncoming_first {
+                        if s.report.power_on {
+                            reduction = c.torque_reduction;
+                        }
+                        let cap = self.factor(s.to, on) * (t_s * (1.0 - reduction) + j_torque);
+                        self.commands[on] = Piston::pressure_for(&gb.elements[on], cap);
+                        self.commands[off] = 0.0;
+                        if inp.stuck[on] || elapsed > c.timeout {
+                            s.report.inertia_phase = elapsed;
+                            s.phase = ShiftPhase::End;
+                            s.phase_start = t;
+                        }
+                    } else {
+                        let cap = self.factor(s.from, off) * (t_s - j_torque).max(0.0);
+                        self.commands[off] = Piston::pressure_for(&gb.elements[off], cap);
+                        self.commands[on] = Piston::kiss_pressure(&gb.elements[on]) * 1.05;
+                        // Synchronism: the on-coming element's slip has (nearly) vanished.
+                        let near = (inp.w_input - w_target).abs() < 0.02 * (w_old - w_target).abs().max(5.0);
+                        if near || inp.stuck[on] || elapsed > c.timeout {
+                            s.report.inertia_phase = elapsed;
+                            s.phase = ShiftPhase::Torque;
+                            s.phase_start = t;
+                        }
+                    }
+                }
+                ShiftPhase::End => {
+                    let on = s.on[0].unwrap_or(0);
+                    let x = (elapsed / c.end_phase).min(1.0);
+                    let base = Piston::pressure_for(&gb.elements[on], self.factor(s.to, on) * t_s * c.hold_margin);
+                    self.commands[on] = base + x * (line(on) - base);
+                    if let Some(off) = s.off {
+                        self.commands[off] = 0.0;
+                    }
+                    if s.report.power_on && s.oncoming_first {
+                        reduction = c.torque_reduction * (1.0 - x);
+                    }
+                    if x >= 1.0 {
+                        s.report.end_phase = elapsed;
+                        done = true;
+                    }
+                }
+                ShiftPhase::None => {}
+            }
+            // Report: flare, torque dip and overshoot, jerk.
+            let upshift = self.gears[s.to].ratio.abs() < self.gears[s.from].ratio.abs();
+            let sync = if upshift { w_old } else { w_target };
+            let r = &mut s.report;
+            r.flare_rpm = r.flare_rpm.max((inp.w_input - sync) * inp.w_input.signum() / RPM);
+            r.output_torque_min = r.output_torque_min.min(inp.wheel_torque);
+            r.output_torque_dip = r.output_torque_dip.max(r.output_torque_start - inp.wheel_torque);
+            r.output_torque_overshoot = r.output_torque_overshoot.max(inp.wheel_torque - r.output_torque_start);
+            if dt > 0.0 {
+                r.peak_jerk = r.peak_jerk.max(((inp.accel - s.last_accel) / dt).abs());
+            }
+            s.last_accel = inp.accel;
+            for k in 0..n.min(MAX_ELEMENTS) {
+                r.energy[k] += 0.5 * (inp.power[k] + self.last_power[k]) * dt;
+            }
+            r.peak_temperature =
+                r.peak_temperature.max(self.temperature.iter().copied().fold(f64::NEG_INFINITY, f64::max));
+            if s.phase == ShiftPhase::Fill && t - s.start > c.timeout {
+                done = true;
+            }
+            if done {
+                r.duration = t + dt - s.start;
+                // Overshoot above the end value, too: the larger of start and end is the base.
+                r.output_torque_overshoot = (r.output_torque_overshoot + r.output_torque_start
+                    - inp.wheel_torque.max(r.output_torque_start))
+                .max(0.0);
+                let report = *r;
+                self.current = s.to;
+                self.shift = None;
+                self.last_shift_end = t + dt;
+                for k in 0..n {
+                    self.commands[k] = if self.gears[self.current].closed.contains(&k) { line(k) } else { 0.0 };
+                }
+                events(TcuEvent::Completed(report));
+                self.phase = ShiftPhase::None;
+            } else {
+                self.phase = s.phase;
+                self.shift = Some(s);
+            }
+        } else {
+            for k in 0..n {
+                self.commands[k] = if self.gears[self.current].closed.contains(&k) { line(k) } else { 0.0 };
+            }
+            self.phase = ShiftPhase::None;
+        }
+
+        // Lock-up: closes in D/M from `min_gear` above `on_rpm`, opens below `off_rpm`, in
+        // neutral and during garage shifts; ramps over `apply_time`.
+        let l = &spec.lockup;
+        let gear = self.gear();
+        let n_in = inp.w_input / RPM;
+        let driving = matches!(inp.selector, Selector::Drive | Selector::Manual) && gear >= l.min_gear as i32;
+        if !driving || n_in < l.off_rpm || self.phase == ShiftPhase::Garage {
+            self.lockup_on = false;
+        } else if n_in > l.on_rpm && self.shift.is_none() {
+            self.lockup_on = true;
+        }
+        let rate = dt / l.apply_time;
+        self.lockup = if self.lockup_on { (self.lockup + rate).min(1.0) } else { (self.lockup - 4.0 * rate).max(0.0) };
+
+        // Park pawl.
+        let mut park = 0.0;
+        if inp.selector == Selector::Park {
+            if inp.speed.abs() * 3.6 <= spec.park.max_engage_kmh {
+                park = 1.0;
+                self.ratchet_reported = false;
+            } else if !self.ratchet_reported {
+                self.ratchet_reported = true;
+                events(TcuEvent::ParkRatchet);
+            }
+        }
+
+        // Pistons and heat.
+        let mut out = TcuOutput { lockup: self.lockup, park, reduction, ..TcuOutput::default() };
+        let th = spec.thermal;
+        for k in 0..n.min(MAX_ELEMENTS) {
+            out.force[k] = self.pistons[k].step(&gb.elements[k], self.commands[k], c.pressure_lag, dt);
+            let p = 0.5 * (inp.power[k] + self.last_power[k]);
+            self.last_power[k] = inp.power[k];
+            // Implicit in the cooling term: stable at any step.
+            self.temperature[k] = (self.temperature[k] + dt / th.heat_capacity * (p + th.cooling * th.oil))
+                / (1.0 + dt * th.cooling / th.heat_capacity);
+        }
+        out
+    }
+}

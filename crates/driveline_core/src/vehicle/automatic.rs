@@ -1,0 +1,166 @@
+//! The glue between a vehicle's network and its transmission controller ([`Tcu`]): what the
+//! controller reads from the last solution, and the inputs it writes.
+
+use super::{Ids, Layout, Telemetry, VehicleEventKind, find, id, set};
+use crate::automatic::{AutomaticSpec, MAX_ELEMENTS, Tcu, TcuEvent, TcuInput, TcuOutput};
+use crate::converter::ConverterMap;
+use crate::solver::{InputId, Simulation};
+use crate::torque_map::RPM;
+use crate::{DriverInput, FrictionMode};
+
+/// Element and input handles of the automatic.
+pub(crate) struct AutoIds {
+    pub elements: Vec<usize>,
+    force_in: Vec<InputId>,
+    pub lockup: usize,
+    lockup_in: InputId,
+    park_in: InputId,
+    converter: usize,
+    turbine: usize,
+}
+
+/// A planetary automatic's controller with its network handles.
+pub(crate) struct AutoControl {
+    pub tcu: Tcu,
+    pub ids: AutoIds,
+    map: ConverterMap,
+    driven: [bool; 4],
+    out: TcuOutput,
+}
+
+impl AutoControl {
+    pub fn new(at: &AutomaticSpec, layout: &Layout, engine_inertia: f64, sim: &Simulation) -> Self {
+        let net = sim.network();
+        let names = &layout.automatic.as_ref().expect("an automatic layout").elements;
+        let ids = AutoIds {
+            elements: names.iter().map(|n| find(net, n)).collect(),
+            force_in: names.iter().map(|n| id(sim, &format!("{n}.force"))).collect(),
+            lockup: find(net, "lockup"),
+            lockup_in: id(sim, "lockup.force"),
+            park_in: id(sim, "park.engage"),
+            converter: find(net, "converter"),
+            turbine: find(net, "turbine"),
+        };
+        Self {
+            tcu: Tcu::new(at, engine_inertia),
+            ids,
+            map: at.converter.build(),
+            driven: layout.driven,
+            out: TcuOutput::default(),
+        }
+    }
+
+    /// Start inputs: the neutral gear's elements applied, lock-up open, pawl in.
+    pub fn start(&mut self, sim: &mut Simulation) {
+        for (k, &i) in self.ids.force_in.iter().enumerate() {
+            let applied = self.tcu.pressure(k) > 0.0;
+            set(sim, i, if applied { 1.0 } else { 0.0 });
+        }
+        set(sim, self.ids.lockup_in, 0.0);
+        set(sim, self.ids.park_in, 1.0);
+    }
+
+    /// What the controller sees: the last solution's speeds, torques, modes and powers.
+    #[allow(clippy::too_many_arguments)]
+    pub fn view(
+        &self,
+        sim: &Simulation,
+        ids: &Ids,
+        inp: &DriverInput,
+        t: f64,
+        dt: f64,
+        w_engine: f64,
+        speed: f64,
+        accel: f64,
+    ) -> TcuInput {
+        let w = |e: usize| sim.body_state(e).map_or(0.0, |s| s.1);
+        let w_input = w(self.ids.turbine);
+        let lockup_stuck = sim.element_mode(self.ids.lockup) == Some(FrictionMode::Stuck);
+        let turbine = sim.element_torque(self.ids.converter);
+        // Static input torque: the converter's turbine torque plus what the lock-up passes (the
+        // engine's torque less the pump's load when it is stuck, its friction torque when it
+        // slips); the engine's inertia torque is left out on purpose.
+        let through_lockup = if lockup_stuck {
+            sim.element_torque(ids.engine_torque) + self.map.eval(w_engine, w_input).pump
+        } else {
+            -sim.element_torque(self.ids.lockup)
+        };
+        let mut v = TcuInput {
+            time: t,
+            dt,
+            pedal: inp.throttle.clamp(0.0, 1.0),
+            selector: inp.selector,
+            up: inp.shift_up,
+            down: inp.shift_down,
+            w_engine,
+            w_input,
+            w_output: w(ids.output),
+            input_torque: turbine + through_lockup,
+            lockup_stuck,
+            lockup_power: sim.element_dissipation(self.ids.lockup),
+            speed,
+            accel,
+            ..TcuInput::default()
+        };
+        for (k, &e) in self.ids.elements.iter().take(MAX_ELEMENTS).enumerate() {
+            v.slip[k] = sim.element_relative(e).map_or(0.0, |r| r.1);
+            v.stuck[k] = sim.element_mode(e) == Some(FrictionMode::Stuck);
+            v.power[k] = sim.element_dissipation(e);
+        }
+        for k in 0..4 {
+            v.wheel_torque += ids.drive[k].map_or(0.0, |e| -sim.element_torque(e));
+            if self.driven[k] {
+                v.wheel_slip = v.wheel_slip.max(sim.element_relative(ids.tyres[k]).map_or(0.0, |r| r.1.abs()));
+            }
+        }
+        v
+    }
+
+    /// Runs the controller; returns the engine torque reduction it asks for.
+    pub fn control(&mut self, at: &AutomaticSpec, view: &TcuInput, push: &mut dyn FnMut(VehicleEventKind)) -> f64 {
+        self.out = self.tcu.step(at, view, |e| {
+            push(match e {
+                TcuEvent::Started { from, to } => VehicleEventKind::ShiftStarted { from, to },
+                TcuEvent::Completed(r) => {
+                    VehicleEventKind::ShiftCompleted { gear: r.to, duration: r.duration, report: Some(r) }
+                }
+                TcuEvent::ParkRatchet => VehicleEventKind::ParkRatchet,
+                TcuEvent::Refused { gear } => VehicleEventKind::ShiftRefused { gear },
+            })
+        });
+        self.out.reduction
+    }
+
+    /// Writes the element, lock-up and pawl forces; returns the lock-up command.
+    pub fn actuate(&self, sim: &mut Simulation) -> f64 {
+        for (k, &i) in self.ids.force_in.iter().enumerate().take(MAX_ELEMENTS) {
+            set(sim, i, self.out.force[k]);
+        }
+        set(sim, self.ids.lockup_in, self.out.lockup);
+        set(sim, self.ids.park_in, self.out.park);
+        self.out.lockup
+    }
+
+    pub fn telemetry(&self, sim: &Simulation, t: &mut Telemetry) {
+        t.turbine_rpm = sim.body_state(self.ids.turbine).map_or(0.0, |s| s.1) / RPM;
+        t.converter_torque = sim.element_torque(self.ids.converter);
+        t.lockup_engagement = self.tcu.lockup();
+        t.lockup_locked = sim.element_mode(self.ids.lockup) == Some(FrictionMode::Stuck);
+        t.shift_phase = self.tcu.phase();
+        t.selected_gear = self.tcu.target().unwrap_or(self.tcu.gear());
+        t.clutch_slip = sim.element_relative(self.ids.lockup).map_or(0.0, |r| r.1);
+        t.clutch_torque = sim.element_torque(self.ids.lockup);
+        t.clutch_power = sim.element_dissipation(self.ids.lockup);
+        for (k, &e) in self.ids.elements.iter().take(MAX_ELEMENTS).enumerate() {
+            t.elements[k] = crate::automatic::ElementTelemetry {
+                present: true,
+                pressure: self.tcu.pressure(k),
+                force: self.out.force[k],
+                torque: sim.element_torque(e),
+                slip: sim.element_relative(e).map_or(0.0, |r| r.1),
+                temperature: self.tcu.temperatures()[k],
+                locked: sim.element_mode(e) == Some(FrictionMode::Stuck),
+            };
+        }
+    }
+}
