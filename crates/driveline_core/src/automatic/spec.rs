@@ -139,6 +139,9 @@ impl Default for ParkSpec {
 pub struct ScheduleSpec {
     /// Upshift turbine speed over throttle [0, 1], rpm. Default 1600 rpm at 0 to 6000 at 1.
     pub upshift_rpm: Table1D,
+    /// Own upshift lines for some gears: `(gear, turbine rpm over throttle)`, e.g. overdrive
+    /// gears left early. Default none.
+    pub upshift_by_gear: Vec<(u32, Table1D)>,
     /// Downshift turbine speed over throttle [0, 1], rpm. Default 1000 rpm at 0 to 2600 at 1.
     pub downshift_rpm: Table1D,
     /// Throttle above which a pedal stamp is a kickdown. Default 0.9.
@@ -153,6 +156,7 @@ impl Default for ScheduleSpec {
     fn default() -> Self {
         Self {
             upshift_rpm: Table1D::new(vec![(0.0, 1600.0), (0.5, 2600.0), (1.0, 6000.0)]).expect("sorted"),
+            upshift_by_gear: Vec::new(),
             downshift_rpm: Table1D::new(vec![(0.0, 1000.0), (0.5, 1300.0), (1.0, 2600.0)]).expect("sorted"),
             kickdown_throttle: 0.9,
             min_time_in_gear: 0.6,
@@ -219,6 +223,13 @@ pub struct ElementThermalSpec {
 impl Default for ElementThermalSpec {
     fn default() -> Self {
         Self { heat_capacity: 600.0, cooling: 20.0, oil: 90.0, limit: 250.0 }
+    }
+}
+
+impl ScheduleSpec {
+    /// The upshift line out of forward gear `gear` (1-based).
+    pub fn upshift(&self, gear: usize) -> &Table1D {
+        self.upshift_by_gear.iter().find(|(g, _)| *g as usize == gear).map_or(&self.upshift_rpm, |(_, t)| t)
     }
 }
 
@@ -299,36 +310,49 @@ impl AutomaticSpec {
         .map_err(|e: SpecError| e.within("park"))?;
         let s = &self.schedule;
         (|| {
-            for (key, t) in [("upshift_rpm", &s.upshift_rpm), ("downshift_rpm", &s.downshift_rpm)] {
+            let fwd: Vec<f64> = gears.iter().filter(|g| !g.neutral && g.ratio > 0.0).map(|g| g.ratio).collect();
+            let lines = std::iter::once(("upshift_rpm", &s.upshift_rpm, 0u32))
+                .chain(s.upshift_by_gear.iter().map(|(g, t)| ("upshift_by_gear", t, *g)))
+                .chain(std::iter::once(("downshift_rpm", &s.downshift_rpm, 0u32)));
+            for (key, t, g) in lines {
                 t.validate().map_err(|e| err(key, format!("`{key}`: {e}")))?;
                 if t.y_range().0 <= 0.0 {
                     return Err(err(key, format!("`{key}` speeds must be > 0 rpm")));
                 }
-            }
-            if s.upshift_rpm.y_range().1 > rev_limit_rpm {
-                return Err(err(
-                    "upshift_rpm",
-                    format!(
-                        "`upshift_rpm` reaches {} rpm, above the rev limiter ({rev_limit_rpm} rpm): the box would never upshift at full throttle",
-                        s.upshift_rpm.y_range().1
-                    ),
-                ));
-            }
-            // Hysteresis: right after an upshift k -> k+1 at the upshift line, the turbine runs
-            // at up * r_{k+1} / r_k and must be above the downshift line, or the box hunts.
-            let fwd: Vec<f64> = gears.iter().filter(|g| !g.neutral && g.ratio > 0.0).map(|g| g.ratio).collect();
-            let step = fwd.windows(2).map(|w| w[1] / w[0]).fold(1.0f64, f64::min);
-            for k in 0..=20 {
-                let th = k as f64 / 20.0;
-                let (up, down) = (s.upshift_rpm.eval(th), s.downshift_rpm.eval(th));
-                if down >= 0.95 * up * step {
+                if key != "downshift_rpm" && t.y_range().1 > rev_limit_rpm {
                     return Err(err(
-                        "downshift_rpm",
+                        key,
                         format!(
-                            "at throttle {th:.2} the downshift line ({down:.0} rpm) is not below the turbine speed after the largest upshift step ({:.0} rpm = {up:.0} x {step:.3}, less 5 %): the box would hunt",
-                            up * step
+                            "`{key}` reaches {} rpm, above the rev limiter ({rev_limit_rpm} rpm): the box would never upshift at full throttle",
+                            t.y_range().1
                         ),
                     ));
+                }
+                if key == "upshift_by_gear" && !(g >= 1 && (g as usize) < fwd.len()) {
+                    return Err(err(
+                        key,
+                        format!("`upshift_by_gear` names gear {g}; it must be a forward gear below the top one (1..{})", fwd.len() - 1),
+                    ));
+                }
+            }
+            // Hysteresis: right after an upshift k -> k+1 at its upshift line, the turbine runs
+            // at up * r_{k+1} / r_k and must be above the downshift line, or the box hunts.
+            for (k, w) in fwd.windows(2).enumerate() {
+                let step = w[1] / w[0];
+                for j in 0..=20 {
+                    let th = j as f64 / 20.0;
+                    let (up, down) = (s.upshift(k + 1).eval(th), s.downshift_rpm.eval(th));
+                    if down >= 0.95 * up * step {
+                        return Err(err(
+                            "downshift_rpm",
+                            format!(
+                                "at throttle {th:.2} the downshift line ({down:.0} rpm) is not below the turbine speed after the {}-{} upshift ({:.0} rpm = {up:.0} x {step:.3}, less 5 %): the box would hunt",
+                                k + 1,
+                                k + 2,
+                                up * step
+                            ),
+                        ));
+                    }
                 }
             }
             if !(s.kickdown_throttle > 0.0 && s.kickdown_throttle <= 1.0) {

@@ -171,7 +171,7 @@ pub struct ShiftReport {
     pub output_torque_dip: f64,
     /// Largest wheel drive torque above both its start and its end value, N m.
     pub output_torque_overshoot: f64,
-    /// Largest |jerk| of the vehicle, m/s^3.
+    /// Largest |jerk| of the vehicle (acceleration low-passed at 8 Hz), m/s^3.
     pub peak_jerk: f64,
     /// Largest input speed above the old gear's synchronous speed (upshift) or the new one's
     /// (downshift), rpm: flare.
@@ -215,8 +215,11 @@ struct Shift {
     start: f64,
     /// Input speed change to make, rad/s (signed, new - old sync at the start).
     report: ShiftReport,
-    last_accel: f64,
+    /// Low-passed acceleration, m/s^2, and its value one step ago (jerk).
+    accel_filtered: f64,
     inertia_deadline: f64,
+    /// Input speed error at the start of the inertia phase, rad/s.
+    dw0: f64,
 }
 
 /// The controller state.
@@ -415,7 +418,7 @@ impl Tcu {
                         return self.forward[best];
                     }
                 }
-                if n_in > s.upshift_rpm.eval(th) && p + 1 < self.forward.len() {
+                if n_in > s.upshift(p + 1).eval(th) && p + 1 < self.forward.len() {
                     self.forward[p + 1]
                 } else if n_in < s.downshift_rpm.eval(th) && p > 0 {
                     self.forward[p - 1]
@@ -487,8 +490,9 @@ impl Tcu {
                     phase_start: t,
                     start: t,
                     report,
-                    last_accel: inp.accel,
+                    accel_filtered: inp.accel,
                     inertia_deadline: 0.0,
+                    dw0: 0.0,
                 }
             } else {
                 // Garage shift (or a multi-element change): release what the new gear does not
@@ -513,8 +517,9 @@ impl Tcu {
                     phase_start: t,
                     start: t,
                     report,
-                    last_accel: inp.accel,
+                    accel_filtered: inp.accel,
                     inertia_deadline: 0.0,
+                    dw0: 0.0,
                 }
             };
             events(TcuEvent::Started { from: from_g, to: to_g });
@@ -569,6 +574,7 @@ impl Tcu {
                         s.phase = if s.oncoming_first { ShiftPhase::Torque } else { ShiftPhase::Inertia };
                         s.phase_start = t;
                         s.inertia_deadline = t + c.inertia_phase;
+                        s.dw0 = (inp.w_input - w_target).abs();
                     }
                 }
                 ShiftPhase::Torque => {
@@ -584,6 +590,7 @@ impl Tcu {
                         if s.oncoming_first {
                             s.phase = ShiftPhase::Inertia;
                             s.inertia_deadline = t + c.inertia_phase;
+                            s.dw0 = (inp.w_input - w_target).abs();
                         } else {
                             s.phase = ShiftPhase::End;
                         }
@@ -592,14 +599,17 @@ impl Tcu {
                 }
                 ShiftPhase::Inertia => {
                     let (off, on) = (s.off.unwrap_or(0), s.on[0].unwrap_or(0));
-                    let to_go = (s.inertia_deadline - t).max(0.05);
-                    // Inertia torque that brings the input to the new speed in the time left.
-                    let j_torque = j_in * (inp.w_input - w_target).abs() / to_go;
+                    // Inertia torque that brings the input to the new speed in the time left; at
+                    // least half the mean rate of the whole phase, so it arrives in finite time.
+                    let to_go = (s.inertia_deadline - t).max(0.02);
+                    let rate = ((inp.w_input - w_target).abs() / to_go).max(0.5 * s.dw0 / c.inertia_phase);
+                    let j_torque = j_in * rate;
                     if s.oncoming_first {
                         if s.report.power_on {
                             reduction = c.torque_reduction;
                         }
-                        let cap = self.factor(s.to, on) * (t_s * (1.0 - reduction) + j_torque);
+                        // `t_s` is measured: it already carries the effect of the reduction.
+                        let cap = self.factor(s.to, on) * (t_s + j_torque);
                         self.commands[on] = Piston::pressure_for(&gb.elements[on], cap);
                         self.commands[off] = 0.0;
                         if inp.stuck[on] || elapsed > c.timeout {
@@ -642,14 +652,20 @@ impl Tcu {
             let upshift = self.gears[s.to].ratio.abs() < self.gears[s.from].ratio.abs();
             let sync = if upshift { w_old } else { w_target };
             let r = &mut s.report;
-            r.flare_rpm = r.flare_rpm.max((inp.w_input - sync) * inp.w_input.signum() / RPM);
+            if s.off.is_some() {
+                r.flare_rpm = r.flare_rpm.max((inp.w_input - sync) * inp.w_input.signum() / RPM);
+            }
             r.output_torque_min = r.output_torque_min.min(inp.wheel_torque);
             r.output_torque_dip = r.output_torque_dip.max(r.output_torque_start - inp.wheel_torque);
             r.output_torque_overshoot = r.output_torque_overshoot.max(inp.wheel_torque - r.output_torque_start);
+            // Jerk of the acceleration low-passed at 8 Hz (the ride-comfort band; the raw
+            // per-step difference is dominated by tyre and shaft ringing).
             if dt > 0.0 {
-                r.peak_jerk = r.peak_jerk.max(((inp.accel - s.last_accel) / dt).abs());
+                let a = 1.0 - (-dt * 2.0 * std::f64::consts::PI * 8.0).exp();
+                let filtered = s.accel_filtered + a * (inp.accel - s.accel_filtered);
+                r.peak_jerk = r.peak_jerk.max(((filtered - s.accel_filtered) / dt).abs());
+                s.accel_filtered = filtered;
             }
-            s.last_accel = inp.accel;
             for k in 0..n.min(MAX_ELEMENTS) {
                 r.energy[k] += 0.5 * (inp.power[k] + self.last_power[k]) * dt;
             }

@@ -1,0 +1,73 @@
+//! A full-throttle launch of the 8HP sedan through all eight gears, printing every shift's
+//! figures (phases, output torque dip, flare, jerk, element energy and temperature).
+//!
+//! `cargo run --release --example automatic_launch`
+
+use driveline::core::automatic::Selector;
+use driveline::core::vehicle::VehicleEventKind;
+use driveline::core::{DriverInput, Vehicle};
+use std::path::Path;
+
+fn main() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/vehicles/sedan_8hp.ron");
+    let mut car = Vehicle::load(&path).unwrap_or_else(|e| panic!("{e}"));
+    let dt = 1e-3;
+    let verbose = std::env::args().any(|a| a == "--verbose");
+    let mut input = DriverInput { selector: Selector::Drive, brake: 1.0, ..DriverInput::default() };
+    for k in 0..40_000 {
+        let t = k as f64 * dt;
+        if t >= 1.0 {
+            input.brake = 0.0;
+            input.throttle = 1.0;
+        }
+        car.step(&input, dt).unwrap_or_else(|e| panic!("t {t}: {e}"));
+        let tm = car.telemetry();
+        if verbose && k % 50 == 0 {
+            println!(
+                "t {:6.2} gear {} sel {} phase {:?} eng {:5.0} turb {:5.0} v {:5.1} km/h lockup {:.2} {} Tw {:6.0}",
+                tm.time,
+                tm.engaged_gear,
+                tm.selected_gear,
+                tm.shift_phase,
+                tm.engine_rpm,
+                tm.turbine_rpm,
+                tm.speed * 3.6,
+                tm.lockup_engagement,
+                tm.lockup_locked,
+                tm.drive_torque.iter().sum::<f64>()
+            );
+            for e in tm.elements.iter().filter(|e| e.present) {
+                print!("  [{:.2} {:6.0} {:6.1}{}]", e.force, e.torque, e.slip, if e.locked { "L" } else { "" });
+            }
+            println!("  conv {:.0}", tm.converter_torque);
+        }
+        for e in car.events() {
+            match e.kind {
+                VehicleEventKind::ShiftCompleted { report: Some(r), .. } => println!(
+                    "{:6.3} s  {} -> {}: {:.0} ms (fill {:.0}, torque {:.0}, inertia {:.0}, end {:.0}); output torque {:.0} -> min {:.0} (dip {:.0}, overshoot {:.0}) N m; flare {:.0} rpm; jerk {:.0} m/s^3; peak {:.0} C",
+                    e.time,
+                    r.from,
+                    r.to,
+                    r.duration * 1e3,
+                    r.fill * 1e3,
+                    r.torque_phase * 1e3,
+                    r.inertia_phase * 1e3,
+                    r.end_phase * 1e3,
+                    r.output_torque_start,
+                    r.output_torque_min,
+                    r.output_torque_dip,
+                    r.output_torque_overshoot,
+                    r.flare_rpm,
+                    r.peak_jerk,
+                    r.peak_temperature
+                ),
+                VehicleEventKind::ShiftCompleted { .. } => {}
+                k => println!("{:6.3} s  {k:?}", e.time),
+            }
+        }
+        if car.telemetry().engaged_gear == 8 && t > 5.0 {
+            println!("8th gear at {:.2} s, {:.0} km/h", t, car.telemetry().speed * 3.6);
+            break;
+        }
+    }
+}
