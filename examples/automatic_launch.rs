@@ -22,7 +22,11 @@ fn main() {
         }
         car.step(&input, dt).unwrap_or_else(|e| panic!("t {t}: {e}"));
         let tm = car.telemetry();
-        if verbose && k % 50 == 0 {
+        if verbose
+            && (k % 50 == 0
+                || (car.telemetry().shift_phase != driveline::core::automatic::ShiftPhase::None && k % 10 == 0)
+                || (t > 24.1 && t < 24.3))
+        {
             println!(
                 "t {:6.2} gear {} sel {} phase {:?} eng {:5.0} turb {:5.0} v {:5.1} km/h lockup {:.2} {} Tw {:6.0}",
                 tm.time,

@@ -93,6 +93,8 @@ pub struct TcuInput {
     pub w_output: f64,
     /// Static input torque estimate, N m (converter turbine torque plus what the lock-up passes).
     pub input_torque: f64,
+    /// Engine torque the pedal asks for at the present engine speed (the map), N m.
+    pub demand_torque: f64,
     /// Slip speed of each element (`w_a - w_b`), rad/s.
     pub slip: [f64; MAX_ELEMENTS],
     /// Whether each element is stuck.
@@ -220,6 +222,8 @@ struct Shift {
     inertia_deadline: f64,
     /// Input speed error at the start of the inertia phase, rad/s.
     dw0: f64,
+    /// Off-going first: the off-going capacity at the end of the inertia phase, N m.
+    off_cap: f64,
 }
 
 /// The controller state.
@@ -244,6 +248,8 @@ pub struct Tcu {
     last_up: bool,
     last_down: bool,
     last_pedal: f64,
+    /// A kickdown asked for and not yet started.
+    kickdown: bool,
     ratchet_reported: bool,
     /// Input-side inertia with the lock-up open / closed, kg m^2.
     j_open: f64,
@@ -311,6 +317,7 @@ impl Tcu {
             last_up: false,
             last_down: false,
             last_pedal: 0.0,
+            kickdown: false,
             ratchet_reported: false,
             j_open,
             j_locked: j_open + engine_inertia + spec.pump_inertia,
@@ -362,6 +369,13 @@ impl Tcu {
     fn wanted(&mut self, spec: &AutomaticSpec, inp: &TcuInput, events: &mut impl FnMut(TcuEvent)) -> usize {
         let up_edge = inp.up && !self.last_up;
         let down_edge = inp.down && !self.last_down;
+        // A pedal stamp past the kickdown throttle is remembered until it can be acted on.
+        let kd = spec.schedule.kickdown_throttle;
+        if inp.pedal >= kd && self.last_pedal < kd {
+            self.kickdown = true;
+        } else if inp.pedal < kd {
+            self.kickdown = false;
+        }
         match inp.selector {
             Selector::Park => self.park_gear,
             Selector::Neutral => self.neutral,
@@ -372,7 +386,9 @@ impl Tcu {
                     // Coming from N, P or R: the gear that suits the speed.
                     return self.gear_for_speed(spec, inp);
                 };
-                if self.shift.is_some() || inp.time - self.last_shift_end < spec.schedule.min_time_in_gear {
+                // A kickdown need not wait out the time in gear, only a shift in progress.
+                let settled = inp.time - self.last_shift_end >= spec.schedule.min_time_in_gear;
+                if self.shift.is_some() || !(settled || self.kickdown) {
                     return self.current;
                 }
                 let s = &spec.schedule;
@@ -404,7 +420,8 @@ impl Tcu {
                 let th = inp.pedal;
                 // Kickdown: a stamp past the kickdown throttle goes as low as the engine allows,
                 // in one single-swap shift.
-                if th >= s.kickdown_throttle && self.last_pedal < s.kickdown_throttle && p > 0 {
+                if self.kickdown && p > 0 {
+                    self.kickdown = false;
                     let mut best = p;
                     for q in (0..p).rev() {
                         let n = inp.w_output * self.gears[self.forward[q]].ratio / RPM;
@@ -478,14 +495,24 @@ impl Tcu {
             };
             report.peak_temperature = self.temperature.iter().copied().fold(f64::NEG_INFINITY, f64::max);
             let shift = if let Some((off, on)) = swap {
-                let up = self.gears[want].ratio.abs() < self.gears[self.current].ratio.abs();
-                let power_on = inp.input_torque > 0.0;
+                // The input speed moves by dw towards the new gear (dir its sign). The input
+                // torque helps when dir T_in > 0; when it cannot make the change within the
+                // target inertia phase by itself (power-on upshift, coast downshift, and a coast
+                // upshift against weak engine braking), the on-coming element goes first and
+                // pulls the speed over.
+                let dw = inp.w_output * (self.gears[want].ratio - self.gears[self.current].ratio);
+                let j_in = if inp.lockup_stuck { self.j_locked } else { self.j_open };
+                // With the lock-up closed the input torque is about to become the demand (a pedal
+                // stamp has not reached the shafts yet); through the converter, the measurement.
+                let t_in = if inp.lockup_stuck { inp.demand_torque } else { inp.input_torque };
+                let helps = dw.signum() * t_in;
+                let oncoming_first = helps < j_in * dw.abs() / spec.shift.inertia_phase;
                 Shift {
                     from: self.current,
                     to: want,
                     off: Some(off),
                     on: [Some(on), None, None],
-                    oncoming_first: up == power_on,
+                    oncoming_first,
                     phase: ShiftPhase::Fill,
                     phase_start: t,
                     start: t,
@@ -493,6 +520,7 @@ impl Tcu {
                     accel_filtered: inp.accel,
                     inertia_deadline: 0.0,
                     dw0: 0.0,
+                    off_cap: 0.0,
                 }
             } else {
                 // Garage shift (or a multi-element change): release what the new gear does not
@@ -520,6 +548,7 @@ impl Tcu {
                     accel_filtered: inp.accel,
                     inertia_deadline: 0.0,
                     dw0: 0.0,
+                    off_cap: 0.0,
                 }
             };
             events(TcuEvent::Started { from: from_g, to: to_g });
@@ -580,10 +609,17 @@ impl Tcu {
                 ShiftPhase::Torque => {
                     let (off, on) = (s.off.unwrap_or(0), s.on[0].unwrap_or(0));
                     let x = (elapsed / c.torque_phase).min(1.0);
-                    let on_cap = x * self.factor(s.to, on) * t_s;
+                    // On-coming first: the handover at constant speeds, matched so that the
+                    // off-going is unloaded as it opens. Off-going first: the input is still
+                    // running to the new speed; the on-coming takes the load with margin (it
+                    // pulls the same way, then holds at synchronism) as the off-going lets go.
+                    let (on_cap, off_cap) = if s.oncoming_first {
+                        (x * self.factor(s.to, on) * t_s, (1.0 - x) * hold(self, s.from, off))
+                    } else {
+                        (x * hold(self, s.to, on), (1.0 - x) * s.off_cap)
+                    };
                     self.commands[on] = Piston::pressure_for(&gb.elements[on], on_cap)
                         .max(Piston::kiss_pressure(&gb.elements[on]) * 1.05);
-                    let off_cap = (1.0 - x) * hold(self, s.from, off);
                     self.commands[off] = if x >= 1.0 { 0.0 } else { Piston::pressure_for(&gb.elements[off], off_cap) };
                     if x >= 1.0 {
                         s.report.torque_phase = elapsed;
@@ -601,15 +637,20 @@ impl Tcu {
                     let (off, on) = (s.off.unwrap_or(0), s.on[0].unwrap_or(0));
                     // Inertia torque that brings the input to the new speed in the time left; at
                     // least half the mean rate of the whole phase, so it arrives in finite time.
+                    let dw = (inp.w_input - w_target).abs();
                     let to_go = (s.inertia_deadline - t).max(0.02);
-                    let rate = ((inp.w_input - w_target).abs() / to_go).max(0.5 * s.dw0 / c.inertia_phase);
+                    let rate = (dw / to_go).max(0.5 * s.dw0 / c.inertia_phase);
                     let j_torque = j_in * rate;
+                    // Input torque in the direction the speed must move (measured: it already
+                    // carries the effect of any torque reduction).
+                    let dir = (w_target - inp.w_input).signum();
+                    let helping = dir * inp.input_torque;
                     if s.oncoming_first {
                         if s.report.power_on {
                             reduction = c.torque_reduction;
                         }
-                        // `t_s` is measured: it already carries the effect of the reduction.
-                        let cap = self.factor(s.to, on) * (t_s + j_torque);
+                        // The on-coming element pulls: J a = T_in + dir C / f.
+                        let cap = self.factor(s.to, on) * (j_torque - helping).max(0.0);
                         self.commands[on] = Piston::pressure_for(&gb.elements[on], cap);
                         self.commands[off] = 0.0;
                         if inp.stuck[on] || elapsed > c.timeout {
@@ -618,12 +659,14 @@ impl Tcu {
                             s.phase_start = t;
                         }
                     } else {
-                        let cap = self.factor(s.from, off) * (t_s - j_torque).max(0.0);
+                        // The off-going element holds back: J a = T_in - dir C / f.
+                        let cap = self.factor(s.from, off) * (helping - j_torque).max(0.0);
+                        s.off_cap = cap;
                         self.commands[off] = Piston::pressure_for(&gb.elements[off], cap);
                         self.commands[on] = Piston::kiss_pressure(&gb.elements[on]) * 1.05;
-                        // Synchronism: the on-coming element's slip has (nearly) vanished.
-                        let near = (inp.w_input - w_target).abs() < 0.02 * (w_old - w_target).abs().max(5.0);
-                        if near || inp.stuck[on] || elapsed > c.timeout {
+                        // The last quarter of the way: hand over while the speed still closes in,
+                        // so the on-coming holds it at synchronism instead of letting it flare.
+                        if dw < 0.25 * s.dw0 || inp.stuck[on] || elapsed > c.timeout {
                             s.report.inertia_phase = elapsed;
                             s.phase = ShiftPhase::Torque;
                             s.phase_start = t;

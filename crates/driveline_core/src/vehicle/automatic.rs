@@ -1,11 +1,13 @@
 //! The glue between a vehicle's network and its transmission controller ([`Tcu`]): what the
 //! controller reads from the last solution, and the inputs it writes.
 
+use super::EngineSpec;
 use super::{Ids, Layout, Telemetry, VehicleEventKind, find, id, set};
 use crate::automatic::{AutomaticSpec, MAX_ELEMENTS, Tcu, TcuEvent, TcuInput, TcuOutput};
 use crate::converter::ConverterMap;
 use crate::solver::{InputId, Simulation};
 use crate::torque_map::RPM;
+use crate::torque_map::TorqueMap;
 use crate::{DriverInput, FrictionMode};
 
 /// Element and input handles of the automatic.
@@ -26,10 +28,13 @@ pub(crate) struct AutoControl {
     map: ConverterMap,
     driven: [bool; 4],
     out: TcuOutput,
+    engine_map: TorqueMap,
 }
 
 impl AutoControl {
-    pub fn new(at: &AutomaticSpec, layout: &Layout, engine_inertia: f64, sim: &Simulation) -> Self {
+    pub fn new(at: &AutomaticSpec, layout: &Layout, engine: &EngineSpec, sim: &Simulation) -> Self {
+        let engine_map = engine.map.build().expect("validated");
+        let engine_inertia = engine.inertia;
         let net = sim.network();
         let names = &layout.automatic.as_ref().expect("an automatic layout").elements;
         let ids = AutoIds {
@@ -47,6 +52,7 @@ impl AutoControl {
             map: at.converter.build(),
             driven: layout.driven,
             out: TcuOutput::default(),
+            engine_map,
         }
     }
 
@@ -96,6 +102,7 @@ impl AutoControl {
             w_input,
             w_output: w(ids.output),
             input_torque: turbine + through_lockup,
+            demand_torque: self.engine_map.eval(inp.throttle.clamp(0.0, 1.0), w_engine).0,
             lockup_stuck,
             lockup_power: sim.element_dissipation(self.ids.lockup),
             speed,

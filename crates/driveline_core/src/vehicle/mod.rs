@@ -476,7 +476,7 @@ impl VehicleControl {
         };
         let trans = match (&spec.clutch, &spec.gearbox, &spec.automatic) {
             (Some(cl), Some(gb), _) => Trans::Manual(Box::new(Manual::new(cl, gb, &layout, net, sim))),
-            (_, _, Some(at)) => Trans::Automatic(Box::new(AutoControl::new(at, &layout, spec.engine.inertia, sim))),
+            (_, _, Some(at)) => Trans::Automatic(Box::new(AutoControl::new(at, &layout, &spec.engine, sim))),
             _ => panic!("vehicle spec has no transmission (it was not validated)"),
         };
         Self {

