@@ -1,5 +1,7 @@
 //! Criterion benches of whole vehicles: ns per fixed step of the manual road car (engine,
-//! clutch, 6-speed synchromesh box, LSD, four wheels and tyres, body) and the race car.
+//! clutch, 6-speed synchromesh box, LSD, four wheels and tyres, body), the race car, and the 8HP
+//! sedan (engine, converter with lock-up, 4 planetary sets, 5 shift elements, park pawl, final
+//! drive, open diff, wheels, body), cruising and during a clutch-to-clutch shift.
 //!
 //! Run with `cargo bench --bench vehicle`; CI runs them once as smoke tests and never asserts
 //! times.
@@ -54,5 +56,57 @@ fn step_vehicle(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, step_vehicle);
+/// The 8HP sedan in D: a launch at `throttle` from a standstill in D for `seconds`.
+fn sedan_after(seconds: f64, throttle: f64) -> (Vehicle, DriverInput) {
+    use driveline::core::automatic::Selector;
+    let mut v = car("sedan_8hp.ron");
+    let mut input = DriverInput { selector: Selector::Drive, brake: 1.0, ..Default::default() };
+    for k in 0..(seconds / 1e-3) as usize {
+        if k == 1000 {
+            input.brake = 0.0;
+            input.throttle = throttle;
+        }
+        v.step(&input, 1e-3).expect("warm-up step");
+    }
+    (v, input)
+}
+
+fn step_automatic(c: &mut Criterion) {
+    let mut g = c.benchmark_group("vehicle_step_1ms");
+    g.bench_function("sedan_8hp.ron/cruise_locked_up", |b| {
+        let (mut v, input) = sedan_after(25.0, 0.3);
+        b.iter(|| v.step(black_box(&input), 1e-3).unwrap())
+    });
+    // Steps inside the 1-2 full-throttle upshift (fill, torque, inertia and end phases): the
+    // window is replayed from a fresh car as often as criterion asks; only the shift's steps
+    // are timed.
+    g.bench_function("sedan_8hp.ron/during_upshift", |b| {
+        b.iter_custom(|iters| {
+            let mut total = std::time::Duration::ZERO;
+            let mut left = iters;
+            while left > 0 {
+                let (mut v, input) = sedan_after(4.0, 1.0);
+                // Run to the start of the shift.
+                while v.tcu().unwrap().target().is_none() {
+                    v.step(&input, 1e-3).unwrap();
+                }
+                let t0 = std::time::Instant::now();
+                let mut n = 0;
+                while left > 0 && v.tcu().unwrap().target().is_some() {
+                    v.step(black_box(&input), 1e-3).unwrap();
+                    left -= 1;
+                    n += 1;
+                }
+                total += t0.elapsed();
+                if n == 0 {
+                    break;
+                }
+            }
+            total
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, step_vehicle, step_automatic);
 criterion_main!(benches);

@@ -177,3 +177,43 @@ fn kickdown_drops_gears_in_one_shift() {
     assert!(first.flare_rpm < 300.0, "flare {:.0} rpm", first.flare_rpm);
     assert!(car.telemetry().acceleration > 1.0, "{} m/s^2 after kickdown", car.telemetry().acceleration);
 }
+
+#[test]
+fn park_holds_drive_creeps_reverse_backs_up_and_park_ratchets_at_speed() {
+    let idle = |selector, grade| DriverInput { selector, grade, ..DriverInput::default() };
+    // P on a 15 % grade with the brakes off: the pawl holds the car still (a stuck element:
+    // exactly no motion).
+    let mut car = sedan();
+    run(&mut car, 3.0, |_, _| idle(Selector::Park, 0.15), |_| false);
+    assert_eq!(car.telemetry().speed, 0.0, "parked car moved");
+    assert_eq!(car.telemetry().engaged_gear, 0);
+    // D at idle on the flat, brakes off: the converter's stall torque creeps the car forward at
+    // a walking pace (it is the converter, not a creep fudge).
+    let mut car = sedan();
+    run(&mut car, 10.0, |_, _| idle(Selector::Drive, 0.0), |_| false);
+    let v = car.telemetry().speed * 3.6;
+    println!("creep {v:.1} km/h in gear {}", car.telemetry().engaged_gear);
+    assert!((2.0..15.0).contains(&v), "creep {v:.1} km/h");
+    assert!(car.telemetry().running);
+    // R at idle: backwards.
+    let mut car = sedan();
+    let (reports, _) = run(&mut car, 6.0, |_, _| idle(Selector::Reverse, 0.0), |_| false);
+    assert_eq!(car.telemetry().engaged_gear, -1);
+    assert!(car.telemetry().speed < -0.3, "{} m/s in reverse", car.telemetry().speed);
+    assert_eq!(reports.first().map(|r| r.to), Some(-1), "garage shift into reverse");
+    // Moving forward, P is refused by the pawl: it ratchets and the car rolls on.
+    let mut car = sedan();
+    run(
+        &mut car,
+        8.0,
+        |t, _| DriverInput {
+            selector: Selector::Drive,
+            throttle: if t > 1.0 { 0.5 } else { 0.0 },
+            ..DriverInput::default()
+        },
+        |c| c.telemetry().speed > 8.0,
+    );
+    let (_, kinds) = run(&mut car, 0.5, |_, _| idle(Selector::Park, 0.0), |_| false);
+    assert!(kinds.contains(&VehicleEventKind::ParkRatchet), "{kinds:?}");
+    assert!(car.telemetry().speed > 5.0);
+}

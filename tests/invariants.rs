@@ -247,3 +247,60 @@ fn vehicle_steps_do_not_allocate() {
     assert_eq!(COUNT.with(Cell::get), 0, "a vehicle step allocated");
     assert!(events > 5, "the drive should shift and lock: {events} events");
 }
+
+/// A scripted drive of the 8HP sedan: a garage shift into D, a full-throttle launch through
+/// the first upshifts (clutch-to-clutch, with lock-up), lift-off and a stop.
+fn scripted_automatic_drive(mut each: impl FnMut(&driveline::core::Vehicle, usize)) -> driveline::core::Vehicle {
+    use driveline::core::automatic::Selector;
+    use driveline::core::{DriverInput, Vehicle};
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/vehicles/sedan_8hp.ron");
+    let mut v = Vehicle::load(&path).unwrap_or_else(|e| panic!("{e}"));
+    let mut input = DriverInput { selector: Selector::Drive, brake: 1.0, ..Default::default() };
+    for k in 0..14000 {
+        let t = k as f64 * 1e-3;
+        input.brake = if !(1.0..9.0).contains(&t) { 0.6 } else { 0.0 };
+        input.throttle = if (1.0..9.0).contains(&t) { 1.0 } else { 0.0 };
+        v.step(&input, 1e-3).unwrap();
+        each(&v, k);
+    }
+    v
+}
+
+#[test]
+fn automatic_vehicle_keeps_the_contracts() {
+    // Energy: converter, lock-up, five shift elements, park pawl and tyres all booked.
+    let v = scripted_automatic_drive(|_, _| {});
+    let e = v.simulation().energy();
+    let rel = e.residual().abs() / e.scale();
+    println!("automatic: residual {:e} J of {:e} J ({rel:e}), dissipated {} J", e.residual(), e.scale(), e.dissipated);
+    assert!(rel < 1e-9, "residual {} J of {} J", e.residual(), e.scale());
+    // Determinism: two runs, bit for bit.
+    let mut a = Vec::new();
+    let mut b = Vec::new();
+    let probe = |v: &driveline::core::Vehicle, out: &mut Vec<u64>| {
+        let t = v.telemetry();
+        out.extend([t.engine_rpm, t.turbine_rpm, t.speed, t.converter_torque].map(f64::to_bits));
+        out.extend(t.elements.iter().map(|e| e.torque.to_bits()));
+    };
+    scripted_automatic_drive(|v, _| probe(v, &mut a));
+    scripted_automatic_drive(|v, _| probe(v, &mut b));
+    assert!(a == b, "two runs of the same drive differ");
+    // No allocation after the first step, shifts included.
+    let mut shifts = 0;
+    scripted_automatic_drive(|v, k| {
+        if k == 0 {
+            COUNT.with(|c| c.set(0));
+            ARMED.with(|a| a.set(true));
+        }
+        shifts += v
+            .events()
+            .iter()
+            .filter(|e| matches!(e.kind, driveline::core::vehicle::VehicleEventKind::ShiftCompleted { .. }))
+            .count();
+        if k == 13999 {
+            ARMED.with(|a| a.set(false));
+        }
+    });
+    assert_eq!(COUNT.with(Cell::get), 0, "an automatic vehicle step allocated");
+    assert!(shifts >= 3, "the drive should shift: {shifts} shifts");
+}

@@ -203,3 +203,40 @@ fn a_spawned_vehicle_drives_like_the_core_vehicle_bit_for_bit() {
     assert_eq!(ecs.engine_rpm.to_bits(), c.engine_rpm.to_bits());
     assert_eq!(ecs.engaged_gear, 1);
 }
+
+#[test]
+fn a_spawned_automatic_shifts_like_the_core_one_and_reports_its_shifts() {
+    use driveline::bevy::prelude::VehicleMessage;
+    use driveline::core::automatic::Selector;
+    use driveline::core::vehicle::{Road, Vehicle, VehicleEventKind};
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/vehicles/sedan_8hp.ron");
+    let mut core = Vehicle::load(&path).unwrap();
+    let mut app = create_app();
+    // The loaded description carries its gearbox inline: the ECS needs no file.
+    let root = spawn_vehicle(app.world_mut(), core.spec().clone(), Road::Body).unwrap();
+    let mut input = driveline::core::DriverInput { selector: Selector::Drive, brake: 1.0, ..Default::default() };
+    let mut reports = Vec::new();
+    for k in 0..6000 {
+        if k == 1000 {
+            input.brake = 0.0;
+            input.throttle = 1.0;
+        }
+        core.step(&input, 1e-3).unwrap();
+        app.world_mut().get_mut::<VehicleInput>(root).unwrap().0 = input;
+        fixed_step(&mut app, Duration::from_millis(1));
+        for m in app.world_mut().resource_mut::<Messages<VehicleMessage>>().drain() {
+            assert_eq!(m.vehicle, root);
+            if let VehicleEventKind::ShiftCompleted { report: Some(r), .. } = m.event.kind {
+                reports.push(r);
+            }
+        }
+    }
+    let ecs = app.world().get::<VehicleTelemetry>(root).unwrap().0;
+    let c = core.telemetry();
+    assert!(c.engaged_gear >= 2, "gear {}", c.engaged_gear);
+    assert_eq!(ecs.speed.to_bits(), c.speed.to_bits());
+    assert_eq!(ecs.turbine_rpm.to_bits(), c.turbine_rpm.to_bits());
+    assert_eq!(ecs.engaged_gear, c.engaged_gear);
+    // The garage shift into 1st and the 1-2 upshift, with their figures.
+    assert!(reports.iter().any(|r| r.from == 1 && r.to == 2 && r.duration > 0.0), "{reports:?}");
+}

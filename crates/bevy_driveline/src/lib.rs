@@ -79,7 +79,7 @@ use driveline_core::{
 
 /// Common imports.
 pub mod prelude {
-    pub use crate::vehicle::{VehicleController, VehicleInput, VehicleTelemetry, spawn_vehicle};
+    pub use crate::vehicle::{VehicleController, VehicleInput, VehicleMessage, VehicleTelemetry, spawn_vehicle};
     pub use crate::{
         BodyState, Connections, CouplingState, Driveline, DrivelineBuildFailed, DrivelineCorePlugin, DrivelineInputs,
         DrivelineParts, DrivelinePlugins, DrivelineSolveSchedule, DrivelineStepFailed, DrivelineSystems,
@@ -143,7 +143,8 @@ impl Plugin for DrivelineCorePlugin {
         }
         app.add_message::<FrictionModeChanged>()
             .add_message::<DrivelineBuildFailed>()
-            .add_message::<DrivelineStepFailed>();
+            .add_message::<DrivelineStepFailed>()
+            .add_message::<vehicle::VehicleMessage>();
         app.configure_sets(
             self.schedule,
             (

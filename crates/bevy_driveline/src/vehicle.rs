@@ -40,6 +40,17 @@ impl VehicleController {
     }
 }
 
+/// A vehicle event (a shift started or completed with its figures, a blocked dog, a stall, a
+/// pawl that ratchets...), sent after the step it happened in. An automatic's
+/// `VehicleEventKind::ShiftCompleted` carries its [`driveline_core::automatic::ShiftReport`].
+#[derive(Message, Debug, Clone, Copy, PartialEq)]
+pub struct VehicleMessage {
+    /// The vehicle's root entity.
+    pub vehicle: Entity,
+    /// What happened, and when.
+    pub event: VehicleEvent,
+}
+
 /// What the driver asks for this step (write it in [`crate::DrivelineSystems::Input`] or
 /// `Control`).
 #[derive(Component, Debug, Clone, Copy, Default, PartialEq)]
@@ -52,7 +63,11 @@ pub struct VehicleTelemetry(pub Telemetry);
 /// Spawns a vehicle: a [`Driveline`] root with its controllers, input and telemetry, and one
 /// part entity per element of its network. Fails with the validation message on a bad
 /// description.
-pub fn spawn_vehicle(world: &mut World, spec: VehicleSpec, road: Road) -> Result<Entity, String> {
+pub fn spawn_vehicle(world: &mut World, mut spec: VehicleSpec, road: Road) -> Result<Entity, String> {
+    // An automatic's gearbox file not loaded yet is read relative to the working directory.
+    if let Some(at) = &mut spec.automatic {
+        at.resolve(std::path::Path::new(".")).map_err(|e| e.to_string())?;
+    }
     spec.validate().map_err(|e| format!("{}: {}", e.path.join("."), e.message))?;
     let layout = build::layout(&spec, road);
     let root = world
@@ -101,15 +116,19 @@ pub(crate) fn vehicle_before_step(
 /// Heat, fuel and telemetry after the coupled step.
 pub(crate) fn vehicle_after_step(
     time: Res<bevy_time::Time>,
-    mut roots: Query<(&mut VehicleController, &mut VehicleTelemetry, &DrivelineCache)>,
+    mut roots: Query<(Entity, &mut VehicleController, &mut VehicleTelemetry, &DrivelineCache)>,
+    mut messages: MessageWriter<VehicleMessage>,
 ) {
     let dt = time.delta_secs_f64();
-    for (mut vc, mut tele, cache) in &mut roots {
+    for (root, mut vc, mut tele, cache) in &mut roots {
         let Some(sim) = cache.simulation() else { continue };
         let vc = &mut *vc;
         if let (Some(control), Some(p)) = (vc.control.as_mut(), vc.pending.take()) {
             control.after_step(sim, p, dt);
             tele.0 = *control.telemetry();
+            for e in control.events() {
+                messages.write(VehicleMessage { vehicle: root, event: *e });
+            }
         }
     }
 }

@@ -121,10 +121,13 @@ fn check(file: &std::path::Path) -> Result<String, String> {
     if file_kind(file) == "Vehicle" {
         let v = Vehicle::load(file).map_err(|e| e.to_string())?;
         let net = v.simulation().network();
+        let gears = match v.tcu() {
+            Some(t) => format!("automatic, {} forward gears", t.forward_gears()),
+            None => format!("{} gears", v.layout().gears.len()),
+        };
         Ok(format!(
-            "vehicle '{}', {} gears, {} elements, {} free coordinates, {} friction elements",
+            "vehicle '{}', {gears}, {} elements, {} free coordinates, {} friction elements",
             v.spec().name,
-            v.layout().gears.len(),
             net.elements.len(),
             net.n_dof,
             net.friction.len()

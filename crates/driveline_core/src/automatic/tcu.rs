@@ -354,6 +354,10 @@ impl Tcu {
     pub fn ratio(&self) -> f64 {
         self.gears[self.current].ratio
     }
+    /// Number of forward gears.
+    pub fn forward_gears(&self) -> usize {
+        self.forward.len()
+    }
     /// Ratio of forward gear `g` (1-based).
     pub fn forward_ratio(&self, g: usize) -> Option<f64> {
         self.forward.get(g.wrapping_sub(1)).map(|&k| self.gears[k].ratio)
@@ -395,12 +399,12 @@ impl Tcu {
                 let n_in = inp.w_output * self.gears[self.current].ratio / RPM;
                 let max_rpm = s.upshift_rpm.y_range().1;
                 if inp.selector == Selector::Manual {
+                    // A paddle down, or the engine about to lug: one gear down.
+                    let lugging = n_in < 0.8 * s.downshift_rpm.eval(0.0);
                     let want = if up_edge {
                         p + 1
-                    } else if down_edge && p > 0 {
+                    } else if p > 0 && (down_edge || lugging) {
                         p - 1
-                    } else if p > 0 && n_in < 0.8 * s.downshift_rpm.eval(0.0) {
-                        p - 1 // keep the engine from lugging
                     } else {
                         p
                     };
@@ -462,9 +466,12 @@ impl Tcu {
     fn swap(&self, from: usize, to: usize) -> Option<(usize, usize)> {
         let a = &self.gears[from].closed;
         let b = &self.gears[to].closed;
-        let off: Vec<usize> = a.iter().copied().filter(|k| !b.contains(k)).collect();
-        let on: Vec<usize> = b.iter().copied().filter(|k| !a.contains(k)).collect();
-        (off.len() == 1 && on.len() == 1).then(|| (off[0], on[0]))
+        let mut off = a.iter().copied().filter(|k| !b.contains(k));
+        let mut on = b.iter().copied().filter(|k| !a.contains(k));
+        match (off.next(), off.next(), on.next(), on.next()) {
+            (Some(x), None, Some(y), None) => Some((x, y)),
+            _ => None,
+        }
     }
 
     /// One control step: selector, schedule, shift sequence, lock-up, park; then the pistons

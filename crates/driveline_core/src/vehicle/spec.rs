@@ -695,7 +695,7 @@ impl VehicleSpec {
             }
             _ => {
                 return Err(err(
-                    "name",
+                    if self.automatic.is_some() { "automatic" } else { "name" },
                     "give either `clutch` and `gearbox` (a manual or sequential box) or `automatic`, not both or neither"
                         .into(),
                 ));
