@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The README's demo command: builds the CLI and runs the CoupledClutches and SimpleGearShift
 # scenarios headless, printing the located mode changes and the final speeds, then drives the
-# shipped vehicles (launch, synchromesh and dog-box shifts, a hill start) and prints their events.
+# shipped vehicles (launch, synchromesh and dog-box shifts, a hill start) and prints their events,
+# prints the 8HP's gear ratios from its tooth counts, and runs the 8HP sedan through eight gears.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --locked --release -p driveline_cli
@@ -19,3 +20,9 @@ echo "CSV written to $out"
 echo
 echo "== Vehicles: the manual road car, the sequential race car and the diesel truck, headless"
 cargo run --locked --release --example drive_car
+echo
+echo "== ZF 8HP70: gear ratios from the teeth, the connections and the shift matrix"
+./target/release/driveline ratios assets/gearboxes/zf_8hp70.ron
+echo
+echo "== The 8HP sedan at full throttle: every clutch-to-clutch shift's figures"
+cargo run --locked --release --example automatic_launch

@@ -69,6 +69,7 @@
 //! | `Tyre` | rolls (`R w = v`) up to `D F_z`; slides on the falling Magic Formula branch (see [`tyre`]) |
 //! | `DogClutch` | engaged: `tau = c x + d w_rel` beyond the half backlash, `x` from the nearest gap centre |
 //! | `LimitedSlip` | clutch pack, limit `(preload + ramp |T_in|)/2`, `T_in` from gear constraint torques |
+//! | `TorqueConverter` | `T_p = (w_p/K(SR))^2`, `T_t = TR(SR) T_p`, housing takes `T_p - T_t`; coupling in coast (see [`converter`]) |
 //!
 //! ## Vehicles
 //! [`vehicle`] builds a whole car from a `Vehicle(...)` file (engine, driver clutch, manual or
@@ -95,6 +96,38 @@
 //!     car.step(&input, 1e-3).unwrap();
 //! }
 //! assert!(car.telemetry().speed > 1.0);
+//! ```
+//!
+//! ## Automatic transmissions
+//! [`automatic`] builds planetary gearboxes from tooth counts, permanent connections and a shift
+//! matrix (`assets/gearboxes/*.ron`): [`automatic::GearboxSpec::analyse`] gives every gear's
+//! ratio and element torque shares from the Willis equations, and rejects gears that leave a
+//! free degree of freedom or lock the box. No ratio is stored: in the network each set is an
+//! `IdealPlanetary`, each shift element a wet `Clutch` or `Brake`, and a gear is whatever the
+//! closed elements leave. A vehicle's `automatic` section puts the box behind a
+//! [`converter`] with a lock-up clutch and a park pawl; the transmission controller
+//! ([`automatic::tcu`]) picks gears from shift lines over throttle and output speed, kicks down,
+//! and shifts clutch-to-clutch (fill, torque phase, inertia phase with torque reduction, end),
+//! reporting each shift's phases, output-torque dip, jerk, flare and element heat.
+//!
+//! ```
+//! use driveline_core::automatic::Selector;
+//! use driveline_core::{DriverInput, Vehicle};
+//! let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../assets/vehicles/sedan_8hp.ron");
+//! let mut car = Vehicle::load(&path).unwrap();
+//! // D with the brake held: the garage shift applies first gear; the converter stalls.
+//! let mut input = DriverInput { selector: Selector::Drive, brake: 1.0, ..Default::default() };
+//! for _ in 0..1000 {
+//!     car.step(&input, 1e-3).unwrap();
+//! }
+//! assert_eq!(car.engaged_gear(), 1);
+//! // Full throttle: off it goes, and the box shifts up by itself.
+//! input.brake = 0.0;
+//! input.throttle = 1.0;
+//! for _ in 0..5000 {
+//!     car.step(&input, 1e-3).unwrap();
+//! }
+//! assert!(car.engaged_gear() >= 2);
 //! ```
 //!
 //! ## Friction as the solver sees it
@@ -126,6 +159,10 @@
 //!   car, fill a [`DriverInput`] and call [`Vehicle::step`].
 //! - *Does a braked car creep on a hill?* No: brakes and tyres are friction elements; stuck,
 //!   they hold exactly (no viscous stand-in), for as long as you like.
+//! - *My automatic's gear ratio is not the published one.* Ratios come from the teeth, the
+//!   connections and the shift matrix; `driveline ratios FILE --elements` prints them with each
+//!   element's torque share, and `driveline check` names a gear that is under- or
+//!   over-constrained.
 //! - *Why does my dog box refuse a gear?* The dogs drop in only below `max_engage_speed` (and,
 //!   with the backlash model, when a dog faces a gap); otherwise the sleeve is blocked at the
 //!   tips and a `ShiftBlocked` event says so. Match the speeds (clutch, blip) and it goes in.
