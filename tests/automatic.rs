@@ -217,3 +217,78 @@ fn park_holds_drive_creeps_reverse_backs_up_and_park_ratchets_at_speed() {
     assert!(kinds.contains(&VehicleEventKind::ParkRatchet), "{kinds:?}");
     assert!(car.telemetry().speed > 5.0);
 }
+
+#[test]
+fn lock_up_holds_its_controlled_slip_then_locks() {
+    use driveline::core::automatic::{LockupMode, ShiftPhase};
+    let mut car = sedan();
+    let mut slips = Vec::new();
+    let mut locked_steps = 0;
+    let mut since = 0.0;
+    run(
+        &mut car,
+        40.0,
+        |t, _| DriverInput {
+            selector: Selector::Drive,
+            brake: if t < 1.0 { 1.0 } else { 0.0 },
+            throttle: if t < 1.0 { 0.0 } else { 0.22 },
+            ..DriverInput::default()
+        },
+        |c| {
+            let t = c.telemetry();
+            if t.lockup_mode == LockupMode::Slip && t.shift_phase == ShiftPhase::None {
+                since += DT;
+                // Past the apply ramp and the loop's settling.
+                if since > 1.0 {
+                    slips.push(t.engine_rpm - t.turbine_rpm);
+                }
+            } else {
+                since = 0.0;
+            }
+            if t.lockup_mode == LockupMode::Locked && t.lockup_locked {
+                locked_steps += 1;
+            }
+            false
+        },
+    );
+    assert!(slips.len() > 300, "only {} controlled-slip samples", slips.len());
+    let mean = slips.iter().sum::<f64>() / slips.len() as f64;
+    let worst = slips.iter().map(|s| (s - 40.0).abs()).fold(0.0, f64::max);
+    println!("controlled slip: {} samples, mean {mean:.1} rpm, worst error {worst:.1} rpm", slips.len());
+    // Target 40 rpm; the PI loop holds it within a few rpm once settled.
+    assert!((mean - 40.0).abs() < 5.0, "mean slip {mean:.1} rpm");
+    assert!(worst < 20.0, "slip strayed {worst:.1} rpm from 40");
+    assert!(locked_steps > 1000, "the lock-up never locked fully ({locked_steps} steps)");
+}
+
+#[test]
+fn manual_mode_follows_the_paddles() {
+    let mut car = sedan();
+    // Off in D, then manual: paddle up twice at part throttle.
+    run(
+        &mut car,
+        4.0,
+        |t, _| DriverInput {
+            selector: Selector::Drive,
+            brake: if t < 1.0 { 1.0 } else { 0.0 },
+            throttle: if t < 1.0 { 0.0 } else { 0.3 },
+            ..DriverInput::default()
+        },
+        |_| false,
+    );
+    let start = car.telemetry().engaged_gear;
+    let (reports, kinds) = run(
+        &mut car,
+        6.0,
+        |t, _| {
+            // Two short presses, 2 s apart (each shorter than a shift).
+            let up = (0.5..0.52).contains(&t) || (2.5..2.52).contains(&t);
+            DriverInput { selector: Selector::Manual, throttle: 0.3, shift_up: up, ..DriverInput::default() }
+        },
+        |_| false,
+    );
+    // Manual mode holds the gear otherwise: exactly the two requested upshifts.
+    let ups: Vec<(i32, i32)> = reports.iter().map(|r| (r.from, r.to)).collect();
+    assert_eq!(ups, vec![(start, start + 1), (start + 1, start + 2)], "{kinds:?}");
+    assert_eq!(car.telemetry().engaged_gear, start + 2);
+}

@@ -13,6 +13,6 @@ pub use spec::{
     AutomaticSpec, ElementThermalSpec, GearboxSource, LockupSpec, ParkSpec, ScheduleSpec, ShiftControlSpec,
 };
 pub use tcu::{
-    ElementTelemetry, ElementTelemetryArray, MAX_ELEMENTS, Selector, ShiftPhase, ShiftReport, Tcu, TcuEvent, TcuInput,
-    TcuOutput,
+    ElementTelemetry, ElementTelemetryArray, LockupMode, MAX_ELEMENTS, Selector, ShiftPhase, ShiftReport, Tcu,
+    TcuEvent, TcuInput, TcuOutput,
 };

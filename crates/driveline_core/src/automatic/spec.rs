@@ -86,6 +86,14 @@ pub struct LockupSpec {
     pub off_rpm: f64,
     /// Time to ramp from open to full apply, s. Default 0.4 (a soft, slipping engagement).
     pub apply_time: f64,
+    /// Controlled slip between `on_rpm` and `lock_rpm`: the engine runs this far above the
+    /// turbine, rpm (0: no slip control, the clutch closes fully at `on_rpm`). Default 40.
+    pub slip_rpm: f64,
+    /// Turbine speed above which the lock-up closes fully, rpm. Default 1800.
+    pub lock_rpm: f64,
+    /// Proportional gain of the slip controller, N m per rad/s (the integral gain is five times
+    /// it, per second). Default 4.
+    pub slip_gain: f64,
 }
 
 impl Default for LockupSpec {
@@ -101,6 +109,9 @@ impl Default for LockupSpec {
             on_rpm: 1400.0,
             off_rpm: 1100.0,
             apply_time: 0.4,
+            slip_rpm: 40.0,
+            lock_rpm: 1800.0,
+            slip_gain: 4.0,
         }
     }
 }
@@ -300,7 +311,20 @@ impl AutomaticSpec {
             if l.off_rpm >= l.on_rpm {
                 return Err(err("off_rpm", format!("`off_rpm` {} must be below `on_rpm` {}", l.off_rpm, l.on_rpm)));
             }
-            pos("apply_time", l.apply_time)
+            pos("apply_time", l.apply_time)?;
+            if !(l.slip_rpm.is_finite() && l.slip_rpm >= 0.0) {
+                return Err(err("slip_rpm", format!("`slip_rpm` is {}; it must be >= 0 rpm", l.slip_rpm)));
+            }
+            if !(l.lock_rpm.is_finite() && l.lock_rpm >= l.on_rpm) {
+                return Err(err(
+                    "lock_rpm",
+                    format!("`lock_rpm` {} must be at least `on_rpm` {}", l.lock_rpm, l.on_rpm),
+                ));
+            }
+            if !(l.slip_gain.is_finite() && l.slip_gain >= 0.0) {
+                return Err(err("slip_gain", format!("`slip_gain` is {}; it must be >= 0", l.slip_gain)));
+            }
+            Ok(())
         })()
         .map_err(|e: SpecError| e.within("lockup"))?;
         (|| {

@@ -128,6 +128,18 @@ pub struct TcuOutput {
     pub reduction: f64,
 }
 
+/// What the lock-up clutch is asked to do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LockupMode {
+    /// Open: the converter alone.
+    #[default]
+    Open,
+    /// Controlled slip: the engine runs a set slip above the turbine.
+    Slip,
+    /// Closed: engine and turbine locked together.
+    Locked,
+}
+
 /// The phase of a shift in progress.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ShiftPhase {
@@ -245,6 +257,9 @@ pub struct Tcu {
     last_shift_end: f64,
     lockup: f64,
     lockup_on: bool,
+    lockup_mode: LockupMode,
+    /// Controlled-slip PI integral, N m.
+    slip_integral: f64,
     last_up: bool,
     last_down: bool,
     last_pedal: f64,
@@ -314,6 +329,8 @@ impl Tcu {
             last_shift_end: f64::NEG_INFINITY,
             lockup: 0.0,
             lockup_on: false,
+            lockup_mode: LockupMode::Open,
+            slip_integral: 0.0,
             last_up: false,
             last_down: false,
             last_pedal: 0.0,
@@ -349,6 +366,10 @@ impl Tcu {
     /// Lock-up command, [0, 1].
     pub fn lockup(&self) -> f64 {
         self.lockup
+    }
+    /// What the lock-up clutch is asked to do.
+    pub fn lockup_mode(&self) -> LockupMode {
+        self.lockup_mode
     }
     /// Ratio of the gear applied (0 in neutral).
     pub fn ratio(&self) -> f64 {
@@ -762,7 +783,30 @@ impl Tcu {
             self.lockup_on = true;
         }
         let rate = dt / l.apply_time;
-        self.lockup = if self.lockup_on { (self.lockup + rate).min(1.0) } else { (self.lockup - 4.0 * rate).max(0.0) };
+        let slip = inp.w_engine - inp.w_input;
+        let target = if !self.lockup_on {
+            self.slip_integral = 0.0;
+            self.lockup_mode = LockupMode::Open;
+            0.0
+        } else if l.slip_rpm > 0.0 && n_in < l.lock_rpm {
+            // Controlled slip: the capacity carries the engine's demand torque, trimmed by a PI
+            // loop on the slip error (damps the driveline like a soft coupling, at a small loss).
+            self.lockup_mode = LockupMode::Slip;
+            let cap_max = (l.mu.eval(0.0) * l.cgeo() * l.max_force).max(1e-9);
+            let e = slip - l.slip_rpm * RPM;
+            let (kp, ki) = (l.slip_gain, l.slip_gain * 5.0);
+            self.slip_integral = (self.slip_integral + ki * e * dt).clamp(-cap_max, cap_max);
+            ((inp.demand_torque.max(0.0) + kp * e + self.slip_integral) / cap_max).clamp(0.0, 1.0)
+        } else {
+            self.lockup_mode = LockupMode::Locked;
+            1.0
+        };
+        // Applies no faster than `apply_time` from open to full; releases four times as fast.
+        self.lockup = if target > self.lockup {
+            (self.lockup + rate).min(target)
+        } else {
+            (self.lockup - 4.0 * rate).max(target)
+        };
 
         // Park pawl.
         let mut park = 0.0;

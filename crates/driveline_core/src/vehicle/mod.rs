@@ -223,6 +223,8 @@ pub struct Telemetry {
     pub lockup_engagement: f64,
     /// Automatic: lock-up clutch stuck (engine and turbine locked together).
     pub lockup_locked: bool,
+    /// Automatic: what the lock-up is asked to do (open, controlled slip, locked).
+    pub lockup_mode: crate::automatic::LockupMode,
     /// Automatic: phase of the shift in progress.
     pub shift_phase: ShiftPhase,
     /// Automatic: every shift element, in the gearbox file's order.
