@@ -22,6 +22,7 @@
 
 mod automatic;
 pub mod build;
+pub mod driver;
 pub mod ecu;
 pub mod linkage;
 mod manual;

@@ -180,6 +180,9 @@ pub struct FuelMapSpec {
     pub torque: Vec<f64>,
     /// `rate[i][j]` at `rpm[i]`, `torque[j]`, g/s (>= 0).
     pub grams_per_s: Vec<Vec<f64>>,
+    /// Fuel density, g/L (> 0). Default 745 (petrol; diesel is about 832).
+    #[serde(default = "default_density")]
+    pub density: f64,
 }
 
 /// The driver's dry clutch: geometry, diaphragm characteristic, optional torsional damper and
@@ -810,8 +813,13 @@ impl EngineSpec {
     }
 }
 
+fn default_density() -> f64 {
+    745.0
+}
+
 impl FuelMapSpec {
     fn validate(&self) -> Result<(), SpecError> {
+        pos("density", self.density)?;
         for (key, v) in [("rpm", &self.rpm), ("torque", &self.torque)] {
             if v.is_empty() || v.windows(2).any(|w| w[1] <= w[0]) || v.iter().any(|x| !x.is_finite()) {
                 return Err(err("fuel", format!("fuel map `{key}` must be finite and strictly increasing")));

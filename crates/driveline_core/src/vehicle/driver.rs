@@ -1,0 +1,421 @@
+//! Drive cycles and the driver who follows them: a speed trace ([`Cycle`]) and a driver model
+//! ([`Driver`]) that turns the trace into pedals, clutch and gear choices for any shipped
+//! vehicle: automatic (selector in D), manual (clutch and lever) or sequential (shift pulses).
+//!
+//! # The driver
+//! - **Speed**: a two-degree-of-freedom controller on the acceleration the trace asks for:
+//!   `a = a_trace(t + preview) + kp (v_trace - v) + ki int (v_trace - v)`, then throttle
+//!   `a / a_throttle` or brake `-a / a_brake` (anti-windup: the integral stops while a pedal
+//!   saturates). The trace is read `preview` ahead, as a human driver reads the road.
+//! - **Manual gearbox**: clutch down and neutral while stopped; first gear and a clutch release
+//!   that follows the engine speed for the launch (no stall); upshift above `upshift_rpm`
+//!   (raised with the pedal), downshift below `downshift_rpm`; each shift is clutch down,
+//!   throttle off, the lever, wait for the dogs, clutch up over `clutch_release`; clutch down
+//!   again below walking pace.
+//! - **Sequential gearbox**: the same choices, given as shift pulses; the box's auto-clutch does
+//!   launches and stops.
+
+use super::{DriverInput, GearboxKind, Telemetry, VehicleSpec};
+use crate::automatic::Selector;
+
+/// A speed trace: time, s, and speed, m/s; linear between samples, 0 outside.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cycle {
+    /// Name (file stem).
+    pub name: String,
+    /// Sample times, s, increasing.
+    pub time: Vec<f64>,
+    /// Speeds, m/s, >= 0.
+    pub speed: Vec<f64>,
+}
+
+impl Cycle {
+    /// Parses `time_s,speed_mps` CSV (a header line, then one sample per line); errors name
+    /// the line.
+    pub fn parse(text: &str, name: &str) -> Result<Cycle, String> {
+        let mut time = Vec::new();
+        let mut speed = Vec::new();
+        for (k, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if line.is_empty() || (k == 0 && line.starts_with(|c: char| c.is_alphabetic())) {
+                continue;
+            }
+            let mut it = line.split(',');
+            let (Some(a), Some(b), None) = (it.next(), it.next(), it.next()) else {
+                return Err(format!("{name}:{}: expected `time_s,speed_mps`, got `{line}`", k + 1));
+            };
+            let t: f64 = a.trim().parse().map_err(|_| format!("{name}:{}: time `{a}` is not a number", k + 1))?;
+            let v: f64 = b.trim().parse().map_err(|_| format!("{name}:{}: speed `{b}` is not a number", k + 1))?;
+            if !t.is_finite() || !v.is_finite() || v < 0.0 {
+                return Err(format!("{name}:{}: time and speed must be finite, speed >= 0 m/s", k + 1));
+            }
+            if time.last().is_some_and(|&p| t <= p) {
+                return Err(format!("{name}:{}: time {t} s does not increase", k + 1));
+            }
+            time.push(t);
+            speed.push(v);
+        }
+        if time.len() < 2 {
+            return Err(format!("{name}: a cycle needs at least two samples"));
+        }
+        Ok(Cycle { name: name.to_string(), time, speed })
+    }
+
+    /// Duration, s.
+    pub fn duration(&self) -> f64 {
+        self.time[self.time.len() - 1]
+    }
+
+    /// Speed at `t`, m/s (linear; held at the ends).
+    pub fn speed_at(&self, t: f64) -> f64 {
+        let k = self.time.partition_point(|&x| x <= t);
+        if k == 0 {
+            return self.speed[0];
+        }
+        if k >= self.time.len() {
+            return self.speed[self.speed.len() - 1];
+        }
+        let (t0, t1) = (self.time[k - 1], self.time[k]);
+        let s = (t - t0) / (t1 - t0);
+        self.speed[k - 1] + s * (self.speed[k] - self.speed[k - 1])
+    }
+
+    /// Distance of the trace, m (trapezoidal).
+    pub fn distance(&self) -> f64 {
+        self.time.windows(2).zip(self.speed.windows(2)).map(|(t, v)| 0.5 * (v[0] + v[1]) * (t[1] - t[0])).sum()
+    }
+}
+
+/// Driver tuning. Defaults suit every shipped vehicle.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DriverParams {
+    /// How far ahead the trace is read, s. Default 0.8.
+    pub preview: f64,
+    /// Speed error gain, 1/s. Default 1.2.
+    pub kp: f64,
+    /// Integral gain, 1/s^2. Default 0.3.
+    pub ki: f64,
+    /// Acceleration at full throttle used to scale the pedal, m/s^2. Default 2.5.
+    pub a_throttle: f64,
+    /// Deceleration at full brake, m/s^2. Default 8.
+    pub a_brake: f64,
+    /// Manual boxes: upshift engine speed at light throttle, rpm. Default 2300.
+    pub upshift_rpm: f64,
+    /// Added to the upshift speed at full throttle, rpm. Default 2500.
+    pub upshift_rpm_full: f64,
+    /// Manual boxes: downshift engine speed, rpm. Default 1300.
+    pub downshift_rpm: f64,
+    /// Manual boxes: time to let the clutch up after a shift, s. Default 0.35.
+    pub clutch_release: f64,
+}
+
+impl Default for DriverParams {
+    fn default() -> Self {
+        Self {
+            preview: 0.8,
+            kp: 1.2,
+            ki: 0.3,
+            a_throttle: 2.5,
+            a_brake: 8.0,
+            upshift_rpm: 2300.0,
+            upshift_rpm_full: 2500.0,
+            downshift_rpm: 1300.0,
+            clutch_release: 0.35,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Phase {
+    /// Clutch down, waiting (stopped or rolling to a stop).
+    Stopped,
+    /// Moving off in first: the clutch follows the engine speed.
+    Launch,
+    /// Clutch up.
+    Driving,
+    /// Clutch down, lever to `gear`, until the dogs are in.
+    Shifting,
+    /// Clutch coming up after a shift, since `t`.
+    Releasing(f64),
+}
+
+/// The driver model (see the module docs).
+#[derive(Debug, Clone)]
+pub struct Driver {
+    params: DriverParams,
+    integral: f64,
+    gear: i32,
+    phase: Phase,
+    kind: Option<GearboxKind>,
+    top: i32,
+    idle_rpm: f64,
+    redline: f64,
+    last_shift: f64,
+    pulse: bool,
+}
+
+impl Driver {
+    /// A driver for `spec`'s vehicle.
+    pub fn new(spec: &VehicleSpec, params: DriverParams) -> Self {
+        let kind = spec.gearbox.as_ref().map(|g| g.kind);
+        let top = spec.gearbox.as_ref().map_or(1, |g| g.ratios.len() as i32);
+        Self {
+            params,
+            integral: 0.0,
+            gear: 0,
+            phase: Phase::Stopped,
+            kind,
+            top,
+            idle_rpm: spec.engine.idle_rpm,
+            redline: spec.engine.rev_limiter.rpm,
+            last_shift: f64::NEG_INFINITY,
+            pulse: false,
+        }
+    }
+
+    /// The input for the step starting at `tel.time`, following `cycle`.
+    pub fn input(&mut self, cycle: &Cycle, tel: &Telemetry, dt: f64) -> DriverInput {
+        let p = self.params;
+        let t = tel.time;
+        let v = tel.speed;
+        let target = cycle.speed_at(t);
+        let ahead = cycle.speed_at(t + p.preview);
+        let a_ff = (ahead - target) / p.preview;
+        let e = target - v;
+        let mut a = a_ff + p.kp * e + self.integral;
+        let stopping = target < 0.05 && ahead < 0.05;
+        if stopping {
+            // Hold the car with the brake; forget the integral.
+            self.integral = 0.0;
+            a = a.min(-0.15 * p.a_brake);
+        }
+        let throttle = (a / p.a_throttle).clamp(0.0, 1.0);
+        let brake = (-a / p.a_brake).clamp(0.0, 1.0);
+        // Anti-windup: integrate only while no pedal saturates.
+        if !stopping && throttle < 1.0 && brake < 1.0 {
+            self.integral = (self.integral + p.ki * e * dt).clamp(-p.a_brake, p.a_throttle);
+        }
+        let mut input = DriverInput { throttle, brake, selector: Selector::Drive, ..DriverInput::default() };
+        match self.kind {
+            None => {}
+            Some(kind) => self.gearbox(kind, tel, target, ahead, &mut input),
+        }
+        input
+    }
+
+    fn gearbox(&mut self, kind: GearboxKind, tel: &Telemetry, target: f64, ahead: f64, input: &mut DriverInput) {
+        let p = self.params;
+        let t = tel.time;
+        let rpm = tel.engine_rpm;
+        let engaged = tel.engaged_gear;
+        let want_move = ahead > 0.3 || target > 0.3;
+        let sequential = kind == GearboxKind::Sequential;
+        let up_rpm = (p.upshift_rpm + p.upshift_rpm_full * input.throttle).min(0.92 * self.redline);
+        match self.phase {
+            Phase::Stopped => {
+                input.clutch = 1.0;
+                input.throttle = 0.0;
+                self.gear = if want_move { 1 } else { 0 };
+                if want_move && engaged == 1 {
+                    self.phase = Phase::Launch;
+                }
+            }
+            Phase::Launch => {
+                self.gear = 1;
+                // Release as the engine pulls above idle; never below it (no stall).
+                let pull = ((rpm - 1.05 * self.idle_rpm) / 900.0).clamp(0.0, 1.0);
+                input.clutch = 1.0 - 0.45 - 0.55 * pull;
+                input.throttle = input.throttle.max(0.18);
+                if pull >= 1.0 || (tel.clutch_slip.abs() < 2.0 && tel.speed > 1.0) {
+                    self.phase = Phase::Releasing(t);
+                }
+                if !want_move {
+                    self.phase = Phase::Stopped;
+                }
+            }
+            Phase::Driving | Phase::Releasing(_) => {
+                if let Phase::Releasing(since) = self.phase {
+                    let x = ((t - since) / p.clutch_release).clamp(0.0, 1.0);
+                    input.clutch = 0.6 * (1.0 - x);
+                    if x >= 1.0 {
+                        self.phase = Phase::Driving;
+                    }
+                }
+                let settled = t - self.last_shift > 1.0;
+                if !want_move && tel.speed < 2.5 || (rpm < 0.95 * self.idle_rpm && self.gear == 1) {
+                    self.phase = Phase::Stopped;
+                    input.clutch = 1.0;
+                } else if settled && rpm > up_rpm && self.gear < self.top {
+                    self.gear += 1;
+                    self.start_shift(t, input);
+                } else if settled && rpm < p.downshift_rpm && self.gear > 1 {
+                    self.gear -= 1;
+                    self.start_shift(t, input);
+                }
+            }
+            Phase::Shifting => {
+                input.clutch = 1.0;
+                input.throttle = 0.0;
+                if engaged == self.gear {
+                    self.phase = Phase::Releasing(t);
+                } else if t - self.last_shift > 2.0 {
+                    // Refused (blocked dogs): try again from the clutch.
+                    self.phase = Phase::Releasing(t);
+                }
+            }
+        }
+        if sequential {
+            // The lever is a barrel: pulse towards the wanted gear, one step at a time; the
+            // box's auto-clutch launches and stops the car.
+            input.clutch = 0.0;
+            let pulse_due = !self.pulse && engaged != self.gear && tel.selected_gear == engaged;
+            if pulse_due {
+                input.shift_up = self.gear > engaged;
+                input.shift_down = self.gear < engaged;
+            }
+            self.pulse = input.shift_up || input.shift_down;
+            if self.phase == Phase::Shifting && engaged == self.gear {
+                self.phase = Phase::Driving;
+            }
+            if matches!(self.phase, Phase::Launch | Phase::Releasing(_)) {
+                self.phase = Phase::Driving;
+            }
+            if self.phase == Phase::Stopped && want_move && engaged == 1 {
+                self.phase = Phase::Driving;
+            }
+            if self.phase != Phase::Shifting && self.phase != Phase::Stopped {
+                input.throttle = input.throttle.max(if tel.speed < 2.0 && want_move { 0.2 } else { 0.0 });
+            }
+        } else {
+            input.gear = self.gear;
+        }
+    }
+
+    fn start_shift(&mut self, t: f64, input: &mut DriverInput) {
+        self.phase = Phase::Shifting;
+        self.last_shift = t;
+        if self.kind == Some(GearboxKind::Manual) {
+            input.clutch = 1.0;
+            input.throttle = 0.0;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cycles_parse_and_interpolate() {
+        let c = Cycle::parse("time_s,speed_mps\n0,0\n1,2\n3,2\n", "t").unwrap();
+        assert_eq!(c.speed_at(0.5), 1.0);
+        assert_eq!(c.speed_at(2.0), 2.0);
+        assert_eq!(c.speed_at(10.0), 2.0);
+        assert!((c.distance() - 5.0).abs() < 1e-12);
+        assert!(Cycle::parse("time_s,speed_mps\n0,0\n0,1\n", "t").unwrap_err().contains("t:3"));
+        assert!(Cycle::parse("time_s,speed_mps\n0,-1\n1,1\n", "t").unwrap_err().contains(">= 0"));
+        assert!(Cycle::parse("time_s,speed_mps\n0,x\n", "t").unwrap_err().contains("not a number"));
+    }
+}
+
+/// What a drive-cycle run measured (the `--summary-json` contract of `driveline run`; field
+/// names are stable).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct CycleSummary {
+    /// Vehicle name.
+    pub vehicle: String,
+    /// Cycle name.
+    pub cycle: String,
+    /// Distance driven, km.
+    pub distance_km: f64,
+    /// Distance of the trace, km.
+    pub cycle_distance_km: f64,
+    /// Simulated time, s.
+    pub duration_s: f64,
+    /// Root-mean-square speed error against the trace, km/h.
+    pub rms_speed_error_kmh: f64,
+    /// Largest speed error, km/h.
+    pub max_speed_error_kmh: f64,
+    /// Completed gear shifts.
+    pub shifts: u32,
+    /// Engine stalls.
+    pub stalls: u32,
+    /// Fuel used, litres (when the engine has a fuel map).
+    pub fuel_l: Option<f64>,
+    /// Friction energy per element that dissipated any, kJ, in network order.
+    pub energy_dissipated_kj: Vec<(String, f64)>,
+    /// Simulated time over wall time.
+    pub realtime_factor: f64,
+    /// Fixed steps taken.
+    pub steps: u64,
+    /// Step, s.
+    pub dt: f64,
+}
+
+/// Drives `vehicle` over `cycle` with `driver` at step `dt`, calling `each` after every step;
+/// returns the run's figures.
+pub fn drive_cycle(
+    vehicle: &mut super::Vehicle,
+    cycle: &Cycle,
+    driver: &mut Driver,
+    dt: f64,
+    mut each: impl FnMut(&super::Vehicle, &DriverInput),
+) -> Result<CycleSummary, crate::solver::StepError> {
+    use super::VehicleEventKind;
+    let wall = std::time::Instant::now();
+    let n_el = vehicle.simulation().network().elements.len();
+    let mut energy = vec![0.0; n_el];
+    let mut last_power: Vec<f64> = (0..n_el).map(|e| vehicle.simulation().element_dissipation(e)).collect();
+    let (mut sq, mut max_err, mut samples) = (0.0, 0.0f64, 0u64);
+    let (mut shifts, mut stalls) = (0u32, 0u32);
+    let steps = (cycle.duration() / dt).round() as u64;
+    let x0 = vehicle.telemetry().distance;
+    for _ in 0..steps {
+        let input = driver.input(cycle, vehicle.telemetry(), dt);
+        vehicle.step(&input, dt)?;
+        let tel = vehicle.telemetry();
+        let err = (tel.speed - cycle.speed_at(tel.time)) * 3.6;
+        sq += err * err;
+        max_err = max_err.max(err.abs());
+        samples += 1;
+        for e in vehicle.events() {
+            match e.kind {
+                VehicleEventKind::ShiftCompleted { .. } => shifts += 1,
+                VehicleEventKind::Stalled => stalls += 1,
+                _ => {}
+            }
+        }
+        let sim = vehicle.simulation();
+        for (k, (acc, last)) in energy.iter_mut().zip(last_power.iter_mut()).enumerate() {
+            let p = sim.element_dissipation(k);
+            *acc += 0.5 * (p + *last) * dt;
+            *last = p;
+        }
+        each(vehicle, &input);
+    }
+    let tel = vehicle.telemetry();
+    let net = vehicle.simulation().network();
+    let wall_s = wall.elapsed().as_secs_f64().max(1e-9);
+    Ok(CycleSummary {
+        vehicle: vehicle.spec().name.clone(),
+        cycle: cycle.name.clone(),
+        distance_km: (tel.distance - x0) / 1000.0,
+        cycle_distance_km: cycle.distance() / 1000.0,
+        duration_s: steps as f64 * dt,
+        rms_speed_error_kmh: (sq / samples.max(1) as f64).sqrt(),
+        max_speed_error_kmh: max_err,
+        shifts,
+        stalls,
+        fuel_l: vehicle.spec().engine.fuel.as_ref().map(|f| tel.fuel_used / f.density),
+        energy_dissipated_kj: net
+            .elements
+            .iter()
+            .zip(&energy)
+            .filter(|(_, e)| **e > 1e-6)
+            .map(|(el, e)| (el.name.clone(), e / 1000.0))
+            .collect(),
+        realtime_factor: steps as f64 * dt / wall_s,
+        steps,
+        dt,
+    })
+}
