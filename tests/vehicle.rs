@@ -622,6 +622,7 @@ fn fuel_use_integrates_the_fuel_map_and_stops_with_the_ignition() {
         rpm: vec![1000.0, 7000.0],
         torque: vec![0.0, 400.0],
         grams_per_s: vec![vec![0.3, 4.0], vec![2.0, 25.0]],
+        density: 745.0,
     };
     spec.engine.fuel = Some(map.clone());
     let mut v = Vehicle::new(spec).unwrap();

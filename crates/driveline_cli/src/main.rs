@@ -1,4 +1,7 @@
-//! `driveline`: simulate and check scenario files from the command line.
+//! `driveline`: simulate and check scenario, vehicle and gearbox files, print gear ratios, and
+//! run vehicles over drive cycles, from the command line.
+
+mod run;
 
 use clap::{Parser, Subcommand};
 use driveline_core::automatic::GearboxSpec;
@@ -39,6 +42,31 @@ enum Command {
         /// Scenario (`Scenario(...)`), vehicle (`Vehicle(...)`) or gearbox (`Gearbox(...)`) file (RON).
         file: PathBuf,
     },
+    /// Drive a vehicle over a drive cycle with the driver model: telemetry CSV, plots, summary.
+    Run {
+        /// Vehicle file (RON).
+        vehicle: PathBuf,
+        /// Cycle: udds, hwfet, us06, nedc, wltc3b, ftp75, artemis_urban, artemis_rural,
+        /// artemis_motorway130, artemis_motorway150, or a `time_s,speed_mps` CSV file.
+        #[arg(long)]
+        cycle: String,
+        /// Fixed step, s.
+        #[arg(long, default_value_t = 1e-3)]
+        dt: f64,
+        /// Telemetry CSV (every signal).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Telemetry rows per simulated second.
+        #[arg(long, default_value_t = 100.0)]
+        rate: f64,
+        /// Plot of speed against the trace, engine speed, gear and clutch (.svg or .png).
+        #[arg(long)]
+        plot: Option<PathBuf>,
+        /// Summary JSON: distance_km, duration_s, rms_speed_error_kmh, max_speed_error_kmh,
+        /// shifts, stalls, fuel_l, energy_dissipated_kj, realtime_factor, steps, ...
+        #[arg(long)]
+        summary_json: Option<PathBuf>,
+    },
     /// Print the gear ratios of a planetary gearbox, computed from its kinematics, as CSV
     /// `gear,ratio` (input speed / output speed, reverse negative, 4 decimals).
     Ratios {
@@ -64,6 +92,29 @@ fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         },
+        Command::Run { vehicle, cycle, dt, out, rate, plot, summary_json } => {
+            match run::run(run::RunOptions { vehicle, cycle, dt, out, rate, plot, summary_json }) {
+                Ok(s) => {
+                    println!(
+                        "{} on {}: {:.2} km in {:.0} s, rms speed error {:.2} km/h (max {:.1}), {} shifts, {} stalls, {:.0}x real time",
+                        s.vehicle,
+                        s.cycle,
+                        s.distance_km,
+                        s.duration_s,
+                        s.rms_speed_error_kmh,
+                        s.max_speed_error_kmh,
+                        s.shifts,
+                        s.stalls,
+                        s.realtime_factor
+                    );
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("{e}");
+                    ExitCode::from(2)
+                }
+            }
+        }
         Command::Ratios { gearbox, elements } => match GearboxSpec::load(&gearbox).and_then(|g| {
             let gears = g.analyse().map_err(|e| ScenarioError {
                 file: gearbox.display().to_string(),

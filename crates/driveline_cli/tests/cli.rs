@@ -138,3 +138,72 @@ fn ratios_prints_the_kinematic_gear_ratios_of_every_shipped_gearbox() {
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("over-constrained"));
 }
+
+#[test]
+fn run_writes_telemetry_plots_and_a_stable_summary() {
+    let dir = std::env::temp_dir().join(format!("driveline-run-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // A short trace: pull away, cruise at 30 km/h, stop.
+    let cycle = dir.join("short.csv");
+    let mut text = String::from("time_s,speed_mps\n");
+    for t in 0..=40 {
+        let v = match t {
+            0..=2 => 0.0,
+            3..=12 => (t - 2) as f64 * 0.833,
+            13..=28 => 8.33,
+            29..=37 => 8.33 - (t - 28) as f64 * 0.925,
+            _ => 0.0,
+        };
+        text.push_str(&format!("{t},{}\n", v.max(0.0)));
+    }
+    std::fs::write(&cycle, text).unwrap();
+    for vehicle in ["assets/vehicles/sedan_8hp.ron", "assets/vehicles/nissan_350z.ron"] {
+        let (csv, svg, png, json) = (dir.join("t.csv"), dir.join("p.svg"), dir.join("p.png"), dir.join("s.json"));
+        for plot in [&svg, &png] {
+            let out = driveline(&[
+                "run",
+                vehicle,
+                "--cycle",
+                cycle.to_str().unwrap(),
+                "--out",
+                csv.to_str().unwrap(),
+                "--plot",
+                plot.to_str().unwrap(),
+                "--summary-json",
+                json.to_str().unwrap(),
+            ]);
+            assert!(out.status.success(), "{vehicle}: {}", String::from_utf8_lossy(&out.stderr));
+            assert!(std::fs::metadata(plot).unwrap().len() > 10_000, "{} is empty", plot.display());
+        }
+        let summary: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        // The schema other tools read.
+        for key in [
+            "vehicle",
+            "cycle",
+            "distance_km",
+            "cycle_distance_km",
+            "duration_s",
+            "rms_speed_error_kmh",
+            "max_speed_error_kmh",
+            "shifts",
+            "stalls",
+            "fuel_l",
+            "energy_dissipated_kj",
+            "realtime_factor",
+            "steps",
+            "dt",
+        ] {
+            assert!(summary.get(key).is_some(), "{vehicle}: no `{key}` in {summary}");
+        }
+        assert_eq!(summary["steps"], 40_000);
+        assert!(summary["energy_dissipated_kj"].is_object());
+        assert!(summary["rms_speed_error_kmh"].as_f64().unwrap() < 2.0, "{summary}");
+        let telemetry = std::fs::read_to_string(&csv).unwrap();
+        let mut lines = telemetry.lines();
+        assert!(lines.next().unwrap().starts_with("time,target_kmh,speed_kmh,"));
+        assert_eq!(lines.count(), 4000, "100 rows per simulated second");
+    }
+    let bad = driveline(&["run", "assets/vehicles/sedan_8hp.ron", "--cycle", "nowhere"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("not a built-in cycle"));
+}

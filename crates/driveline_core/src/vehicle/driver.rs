@@ -342,7 +342,9 @@ pub struct CycleSummary {
     pub stalls: u32,
     /// Fuel used, litres (when the engine has a fuel map).
     pub fuel_l: Option<f64>,
-    /// Friction energy per element that dissipated any, kJ, in network order.
+    /// Friction energy per element that dissipated any, kJ, in network order (a JSON object
+    /// `{"element": kJ}`).
+    #[serde(serialize_with = "as_map")]
     pub energy_dissipated_kj: Vec<(String, f64)>,
     /// Simulated time over wall time.
     pub realtime_factor: f64,
@@ -350,6 +352,15 @@ pub struct CycleSummary {
     pub steps: u64,
     /// Step, s.
     pub dt: f64,
+}
+
+fn as_map<S: serde::Serializer>(v: &[(String, f64)], s: S) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeMap;
+    let mut m = s.serialize_map(Some(v.len()))?;
+    for (k, x) in v {
+        m.serialize_entry(k, x)?;
+    }
+    m.end()
 }
 
 /// Drives `vehicle` over `cycle` with `driver` at step `dt`, calling `each` after every step;
