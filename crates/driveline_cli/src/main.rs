@@ -66,6 +66,13 @@ enum Command {
         /// shifts, stalls, fuel_l, energy_dissipated_kj, realtime_factor, steps, ...
         #[arg(long)]
         summary_json: Option<PathBuf>,
+        /// Stream telemetry over UDP to this address (packet layout in
+        /// `driveline_core::vehicle::udp`).
+        #[arg(long)]
+        udp: Option<std::net::SocketAddr>,
+        /// UDP packets per simulated second.
+        #[arg(long, default_value_t = 60.0)]
+        udp_rate: f64,
     },
     /// Print the gear ratios of a planetary gearbox, computed from its kinematics, as CSV
     /// `gear,ratio` (input speed / output speed, reverse negative, 4 decimals).
@@ -92,8 +99,8 @@ fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         },
-        Command::Run { vehicle, cycle, dt, out, rate, plot, summary_json } => {
-            match run::run(run::RunOptions { vehicle, cycle, dt, out, rate, plot, summary_json }) {
+        Command::Run { vehicle, cycle, dt, out, rate, plot, summary_json, udp, udp_rate } => {
+            match run::run(run::RunOptions { vehicle, cycle, dt, out, rate, plot, summary_json, udp, udp_rate }) {
                 Ok(s) => {
                     println!(
                         "{} on {}: {:.2} km in {:.0} s, rms speed error {:.2} km/h (max {:.1}), {} shifts, {} stalls, {:.0}x real time",

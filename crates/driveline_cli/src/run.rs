@@ -3,6 +3,7 @@
 
 use driveline_core::Vehicle;
 use driveline_core::vehicle::driver::{Cycle, CycleSummary, Driver, DriverParams, drive_cycle};
+use driveline_core::vehicle::udp::UdpTelemetry;
 use driveline_core::vehicle::{DriverInput, Telemetry};
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -43,6 +44,8 @@ pub struct RunOptions {
     pub rate: f64,
     pub plot: Option<PathBuf>,
     pub summary_json: Option<PathBuf>,
+    pub udp: Option<std::net::SocketAddr>,
+    pub udp_rate: f64,
 }
 
 /// One plotted sample.
@@ -137,12 +140,19 @@ pub fn run(o: RunOptions) -> Result<CycleSummary, String> {
         b.set_message(format!("{} on {}", car.spec().name, cycle.name));
         b
     });
+    let mut udp = match o.udp {
+        Some(a) => Some(UdpTelemetry::new(a, o.udp_rate).map_err(|e| format!("--udp {a}: {e}"))?),
+        None => None,
+    };
     let mut samples: Vec<Sample> = Vec::with_capacity((steps / plot_every + 1) as usize);
     let mut k = 0u64;
     let mut io_error = None;
     let summary = drive_cycle(&mut car, &cycle, &mut driver, o.dt, |v, input| {
         k += 1;
         let t = v.telemetry();
+        if let Some(u) = udp.as_mut() {
+            u.update(t, input);
+        }
         let target = cycle.speed_at(t.time);
         if let Some(w) = csv.as_mut()
             && k.is_multiple_of(every)

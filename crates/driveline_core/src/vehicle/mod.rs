@@ -27,6 +27,7 @@ pub mod ecu;
 pub mod linkage;
 mod manual;
 pub mod spec;
+pub mod udp;
 
 use crate::automatic::{ElementTelemetryArray, Selector, ShiftPhase, ShiftReport};
 use crate::network::BuildError;
