@@ -476,23 +476,33 @@ fn apply_inputs(
     }
 }
 
-/// One coupled step of every driveline by the schedule's time delta. A refused step (a
-/// non-finite state) leaves the driveline where it was and is reported.
+/// One coupled step of every driveline by the schedule's time delta, in parallel across the
+/// compute task pool (drivelines are independent; each one's result does not depend on the
+/// thread). A refused step (a non-finite state) leaves the driveline where it was and is
+/// reported, in entity order.
 fn step_drivelines(
     time: Res<Time>,
     mut roots: Query<(Entity, &mut DrivelineCache)>,
     mut failed: MessageWriter<DrivelineStepFailed>,
+    mut failures: Local<std::sync::Mutex<Vec<DrivelineStepFailed>>>,
 ) {
     let dt = time.delta_secs_f64();
     if dt <= 0.0 {
         return;
     }
-    for (root, mut cache) in &mut roots {
+    let sink = &*failures;
+    roots.par_iter_mut().for_each(|(root, mut cache)| {
         if let Some(sim) = cache.sim.as_mut()
             && let Err(e) = sim.step(dt)
         {
-            failed.write(DrivelineStepFailed { driveline: root, message: e.to_string() });
+            let f = DrivelineStepFailed { driveline: root, message: e.to_string() };
+            sink.lock().unwrap_or_else(|p| p.into_inner()).push(f);
         }
+    });
+    let list = failures.get_mut().unwrap_or_else(|p| p.into_inner());
+    list.sort_by_key(|f| f.driveline);
+    for f in list.drain(..) {
+        failed.write(f);
     }
 }
 

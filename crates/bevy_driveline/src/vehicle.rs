@@ -83,15 +83,18 @@ pub fn spawn_vehicle(world: &mut World, mut spec: VehicleSpec, road: Road) -> Re
 }
 
 /// Control and actuation: (re)creates the controllers after a rebuild, then writes the inputs.
+/// Vehicles are independent: they run in parallel across the compute task pool.
 pub(crate) fn vehicle_before_step(
     time: Res<bevy_time::Time>,
     mut roots: Query<(Entity, &mut VehicleController, &VehicleInput, &mut DrivelineCache)>,
     mut failed: MessageWriter<DrivelineStepFailed>,
+    mut failures: Local<std::sync::Mutex<Vec<DrivelineStepFailed>>>,
 ) {
     let dt = time.delta_secs_f64();
-    for (root, mut vc, input, mut cache) in &mut roots {
+    let sink = &*failures;
+    roots.par_iter_mut().for_each(|(root, mut vc, input, mut cache)| {
         let generation = cache.generation();
-        let Some(sim) = cache.simulation_mut() else { continue };
+        let Some(sim) = cache.simulation_mut() else { return };
         if vc.control.is_none() || vc.generation != generation {
             let mut control = VehicleControl::new(vc.spec.clone(), vc.layout.clone(), vc.road, sim);
             control.start(sim);
@@ -99,7 +102,7 @@ pub(crate) fn vehicle_before_step(
             vc.generation = generation;
         }
         if dt <= 0.0 {
-            continue;
+            return;
         }
         let vc = &mut *vc;
         let control = vc.control.as_mut().expect("created above");
@@ -107,28 +110,38 @@ pub(crate) fn vehicle_before_step(
             Ok(p) => vc.pending = Some(p),
             Err(e) => {
                 vc.pending = None;
-                failed.write(DrivelineStepFailed { driveline: root, message: e.to_string() });
+                let f = DrivelineStepFailed { driveline: root, message: e.to_string() };
+                sink.lock().unwrap_or_else(|p| p.into_inner()).push(f);
             }
         }
+    });
+    let list = failures.get_mut().unwrap_or_else(|p| p.into_inner());
+    list.sort_by_key(|f| f.driveline);
+    for f in list.drain(..) {
+        failed.write(f);
     }
 }
 
-/// Heat, fuel and telemetry after the coupled step.
+/// Heat, fuel and telemetry after the coupled step (in parallel); then the step's vehicle
+/// events as [`VehicleMessage`]s, vehicle by vehicle in entity order.
 pub(crate) fn vehicle_after_step(
     time: Res<bevy_time::Time>,
     mut roots: Query<(Entity, &mut VehicleController, &mut VehicleTelemetry, &DrivelineCache)>,
     mut messages: MessageWriter<VehicleMessage>,
 ) {
     let dt = time.delta_secs_f64();
-    for (root, mut vc, mut tele, cache) in &mut roots {
-        let Some(sim) = cache.simulation() else { continue };
+    roots.par_iter_mut().for_each(|(_, mut vc, mut tele, cache)| {
+        let Some(sim) = cache.simulation() else { return };
         let vc = &mut *vc;
         if let (Some(control), Some(p)) = (vc.control.as_mut(), vc.pending.take()) {
             control.after_step(sim, p, dt);
             tele.0 = *control.telemetry();
-            for e in control.events() {
-                messages.write(VehicleMessage { vehicle: root, event: *e });
-            }
+        }
+    });
+    // Query iteration order is the archetype table order, fixed for a given world history.
+    for (root, vc, _, _) in &roots {
+        for e in vc.events() {
+            messages.write(VehicleMessage { vehicle: root, event: *e });
         }
     }
 }

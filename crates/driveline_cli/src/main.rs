@@ -1,6 +1,7 @@
 //! `driveline`: simulate and check scenario, vehicle and gearbox files, print gear ratios, and
 //! run vehicles over drive cycles, from the command line.
 
+mod bench;
 mod run;
 
 use clap::{Parser, Subcommand};
@@ -74,6 +75,38 @@ enum Command {
         #[arg(long, default_value_t = 60.0)]
         udp_rate: f64,
     },
+    /// Benchmark: N vehicles in one headless Bevy App following a cycle, stepped in parallel;
+    /// or one scenario network with --scenario.
+    Bench {
+        /// Vehicle file (RON).
+        #[arg(long, default_value = "assets/vehicles/sedan_8hp.ron")]
+        vehicle: PathBuf,
+        /// Number of independent vehicles.
+        #[arg(long, default_value_t = 100)]
+        vehicles: usize,
+        /// Simulated seconds.
+        #[arg(long, default_value_t = 10.0)]
+        seconds: f64,
+        /// Fixed step, s.
+        #[arg(long, default_value_t = 1e-3)]
+        dt: f64,
+        /// Worker threads (0: one per core).
+        #[arg(long, default_value_t = 0)]
+        threads: usize,
+        /// Cycle the drivers follow (spread over the trace).
+        #[arg(long, default_value = "udds")]
+        cycle: String,
+        /// Write {"vehicles", "steps", "vehicle_steps_per_s", "us_per_vehicle_step",
+        /// "realtime_factor", "threads"} here.
+        #[arg(long)]
+        json: Option<PathBuf>,
+        /// Time one scenario network instead (core simulation, no Bevy).
+        #[arg(long)]
+        scenario: Option<PathBuf>,
+        /// Steps for --scenario.
+        #[arg(long, default_value_t = 100_000)]
+        steps: u64,
+    },
     /// Print the gear ratios of a planetary gearbox, computed from its kinematics, as CSV
     /// `gear,ratio` (input speed / output speed, reverse negative, 4 decimals).
     Ratios {
@@ -113,6 +146,22 @@ fn main() -> ExitCode {
                         s.shifts,
                         s.stalls,
                         s.realtime_factor
+                    );
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("{e}");
+                    ExitCode::from(2)
+                }
+            }
+        }
+        Command::Bench { vehicle, vehicles, seconds, dt, threads, cycle, json, scenario, steps } => {
+            let o = bench::BenchOptions { vehicle, vehicles, seconds, dt, threads, cycle, json, scenario, steps };
+            match bench::bench(o) {
+                Ok(r) => {
+                    println!(
+                        "{} vehicle(s) x {} steps on {} thread(s): {:.0} vehicle-steps/s, {:.2} us per vehicle-step, {:.2}x real time",
+                        r.vehicles, r.steps, r.threads, r.vehicle_steps_per_s, r.us_per_vehicle_step, r.realtime_factor
                     );
                     ExitCode::SUCCESS
                 }

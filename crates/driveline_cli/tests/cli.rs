@@ -207,3 +207,40 @@ fn run_writes_telemetry_plots_and_a_stable_summary() {
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("not a built-in cycle"));
 }
+
+#[test]
+fn bench_times_a_fleet_and_a_scenario_and_writes_its_json() {
+    let dir = std::env::temp_dir().join(format!("driveline-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("b.json");
+    let out = driveline(&[
+        "bench",
+        "--vehicle",
+        "assets/vehicles/sedan_8hp.ron",
+        "--vehicles",
+        "3",
+        "--seconds",
+        "0.05",
+        "--threads",
+        "2",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let mut keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+    keys.sort_unstable();
+    let mut contract =
+        ["vehicles", "steps", "vehicle_steps_per_s", "us_per_vehicle_step", "realtime_factor", "threads"];
+    contract.sort_unstable();
+    assert_eq!(keys, contract, "the JSON contract: exactly these keys");
+    assert_eq!(v["vehicles"], 3);
+    assert_eq!(v["steps"], 50);
+    assert_eq!(v["threads"], 2);
+    assert!(v["vehicle_steps_per_s"].as_f64().unwrap() > 0.0);
+    let sc = driveline(&["bench", "--scenario", "assets/scenarios/msl/CoupledClutches.ron", "--steps", "1000"]);
+    assert!(sc.status.success(), "{}", String::from_utf8_lossy(&sc.stderr));
+    assert!(String::from_utf8_lossy(&sc.stdout).contains("us per vehicle-step"));
+    let bad = driveline(&["bench", "--vehicles", "0"]);
+    assert_eq!(bad.status.code(), Some(2));
+}

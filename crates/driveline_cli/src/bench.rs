@@ -1,0 +1,156 @@
+//! `driveline bench`: many independent vehicles in one headless Bevy App, each driven over a
+//! drive cycle by the driver model, stepped in parallel across the compute task pool; or one
+//! scenario network timed alone.
+
+use bevy_app::{App, FixedUpdate, TaskPoolOptions, TaskPoolPlugin, TaskPoolThreadAssignmentPolicy};
+use bevy_driveline::prelude::*;
+use bevy_ecs::prelude::*;
+use driveline_core::vehicle::driver::{Cycle, Driver, DriverParams};
+use driveline_core::vehicle::{Road, Vehicle};
+use driveline_core::{Scenario, Simulation};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// Options of `driveline bench`.
+pub struct BenchOptions {
+    pub vehicle: PathBuf,
+    pub vehicles: usize,
+    pub seconds: f64,
+    pub dt: f64,
+    pub threads: usize,
+    pub cycle: String,
+    pub json: Option<PathBuf>,
+    pub scenario: Option<PathBuf>,
+    pub steps: u64,
+}
+
+/// What a bench measured (the `--json` contract).
+#[derive(serde::Serialize)]
+pub struct BenchResult {
+    pub vehicles: usize,
+    pub steps: u64,
+    pub vehicle_steps_per_s: f64,
+    pub us_per_vehicle_step: f64,
+    pub realtime_factor: f64,
+    pub threads: usize,
+}
+
+/// The driver of one benched vehicle, reading the shared cycle `offset` seconds ahead (so the
+/// fleet is spread over the trace).
+#[derive(Component)]
+struct BenchDriver {
+    driver: Driver,
+    offset: f64,
+}
+
+#[derive(Resource)]
+struct BenchCycle(Cycle);
+
+/// The drivers, in parallel: telemetry of the last step in, pedals and gears out.
+fn drive(
+    cycle: Res<BenchCycle>,
+    mut q: Query<(&mut BenchDriver, &VehicleTelemetry, &mut VehicleInput)>,
+    time: Res<bevy_time::Time>,
+) {
+    let dt = time.delta_secs_f64();
+    q.par_iter_mut().for_each(|(mut d, tele, mut input)| {
+        let mut t = tele.0;
+        t.time = (t.time + d.offset) % cycle.0.duration();
+        input.0 = d.driver.input(&cycle.0, &t, dt);
+    });
+}
+
+/// Runs the bench; prints and returns the figures.
+pub fn bench(o: BenchOptions) -> Result<BenchResult, String> {
+    if !(o.dt.is_finite() && o.dt > 0.0 && o.dt <= 0.05) {
+        return Err(format!("--dt {}: the step must be in (0, 0.05] s", o.dt));
+    }
+    let threads = if o.threads == 0 { std::thread::available_parallelism().map_or(1, |n| n.get()) } else { o.threads };
+    let result = match &o.scenario {
+        Some(path) => scenario(path, o.steps, o.dt, threads)?,
+        None => fleet(&o, threads)?,
+    };
+    if let Some(p) = &o.json {
+        let text = serde_json::to_string_pretty(&result).map_err(|e| e.to_string())?;
+        std::fs::write(p, text + "\n").map_err(|e| format!("{}: {e}", p.display()))?;
+    }
+    Ok(result)
+}
+
+fn fleet(o: &BenchOptions, threads: usize) -> Result<BenchResult, String> {
+    if o.vehicles == 0 {
+        return Err("--vehicles 0: bench at least one vehicle".into());
+    }
+    if !(o.seconds.is_finite() && o.seconds > 0.0) {
+        return Err(format!("--seconds {}: must be > 0", o.seconds));
+    }
+    let cycle = crate::run::load_cycle(&o.cycle)?;
+    // Loading resolves an automatic's gearbox file: the ECS gets a self-contained description.
+    let spec = Vehicle::load(&o.vehicle).map_err(|e| e.to_string())?.spec().clone();
+    let mut app = App::new();
+    // Every thread computes: no IO or async pools are needed here.
+    let none = || TaskPoolThreadAssignmentPolicy {
+        min_threads: 0,
+        max_threads: 0,
+        percent: 0.0,
+        on_thread_spawn: None,
+        on_thread_destroy: None,
+    };
+    let options = TaskPoolOptions { io: none(), async_compute: none(), ..TaskPoolOptions::with_num_threads(threads) };
+    app.add_plugins(TaskPoolPlugin { task_pool_options: options });
+    app.add_plugins(DrivelinePlugins::default());
+    app.insert_resource(BenchCycle(cycle));
+    app.add_systems(FixedUpdate, drive.in_set(DrivelineSystems::Control));
+    let spread = app.world().resource::<BenchCycle>().0.duration();
+    for i in 0..o.vehicles {
+        let root = spawn_vehicle(app.world_mut(), spec.clone(), Road::Body)?;
+        let offset = (i as f64 * 37.0) % spread;
+        app.world_mut()
+            .entity_mut(root)
+            .insert(BenchDriver { driver: Driver::new(&spec, DriverParams::default()), offset });
+    }
+    let step = Duration::from_secs_f64(o.dt);
+    let tick = |app: &mut App| {
+        app.world_mut().resource_mut::<bevy_time::Time>().advance_by(step);
+        app.world_mut().run_schedule(FixedUpdate);
+    };
+    // The first step builds every network.
+    tick(&mut app);
+    let steps = ((o.seconds / o.dt).round() as u64).max(1);
+    let start = Instant::now();
+    for _ in 0..steps {
+        tick(&mut app);
+    }
+    let wall = start.elapsed().as_secs_f64().max(1e-9);
+    let vehicle_steps = steps as f64 * o.vehicles as f64;
+    Ok(BenchResult {
+        vehicles: o.vehicles,
+        steps,
+        vehicle_steps_per_s: vehicle_steps / wall,
+        us_per_vehicle_step: wall / vehicle_steps * 1e6,
+        realtime_factor: steps as f64 * o.dt / wall,
+        threads,
+    })
+}
+
+fn scenario(path: &std::path::Path, steps: u64, dt: f64, threads: usize) -> Result<BenchResult, String> {
+    if steps == 0 {
+        return Err("--steps 0: time at least one step".into());
+    }
+    let (_, net) = Scenario::load_network(path).map_err(|e| e.to_string())?;
+    let mut sim = Simulation::new(net);
+    sim.step(dt).map_err(|e| e.to_string())?;
+    let start = Instant::now();
+    for _ in 0..steps {
+        sim.step(dt).map_err(|e| e.to_string())?;
+    }
+    let wall = start.elapsed().as_secs_f64().max(1e-9);
+    Ok(BenchResult {
+        vehicles: 1,
+        steps,
+        vehicle_steps_per_s: steps as f64 / wall,
+        us_per_vehicle_step: wall / steps as f64 * 1e6,
+        realtime_factor: steps as f64 * dt / wall,
+        threads: threads.min(1),
+    })
+}
