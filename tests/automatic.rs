@@ -41,6 +41,21 @@ fn run(
     (reports, kinds)
 }
 
+/// In D: a second on the brake, then `throttle` until `until` holds (at most 40 s).
+fn drive_off(car: &mut Vehicle, throttle: f64, until: impl FnMut(&Vehicle) -> bool) {
+    run(
+        car,
+        40.0,
+        |t, _| DriverInput {
+            selector: Selector::Drive,
+            brake: if t < 1.0 { 1.0 } else { 0.0 },
+            throttle: if t < 1.0 { 0.0 } else { throttle },
+            ..DriverInput::default()
+        },
+        until,
+    );
+}
+
 /// The documented element temperature limit of the sedan's gearbox.
 fn limit(car: &Vehicle) -> f64 {
     car.spec().automatic.as_ref().unwrap().thermal.limit
@@ -100,17 +115,7 @@ fn full_throttle_from_rest_through_all_eight_gears() {
 fn coast_down_through_the_downshifts_to_a_stop_in_drive() {
     let mut car = sedan();
     // Up to speed in a high gear at part throttle.
-    let (_, _) = run(
-        &mut car,
-        40.0,
-        |t, _| DriverInput {
-            selector: Selector::Drive,
-            brake: if t < 1.0 { 1.0 } else { 0.0 },
-            throttle: if t < 1.0 { 0.0 } else { 0.5 },
-            ..DriverInput::default()
-        },
-        |c| c.telemetry().speed > 25.0 && c.telemetry().engaged_gear >= 6,
-    );
+    drive_off(&mut car, 0.5, |c| c.telemetry().speed > 25.0 && c.telemetry().engaged_gear >= 6);
     let top = car.telemetry().engaged_gear;
     assert!(top >= 6, "gear {top} at {:.0} km/h", car.telemetry().speed * 3.6);
     // Lift off, coast, then brake gently to a stop; stay in D.
@@ -144,17 +149,7 @@ fn coast_down_through_the_downshifts_to_a_stop_in_drive() {
 #[test]
 fn kickdown_drops_gears_in_one_shift() {
     let mut car = sedan();
-    run(
-        &mut car,
-        40.0,
-        |t, _| DriverInput {
-            selector: Selector::Drive,
-            brake: if t < 1.0 { 1.0 } else { 0.0 },
-            throttle: if t < 1.0 { 0.0 } else { 0.35 },
-            ..DriverInput::default()
-        },
-        |c| c.telemetry().speed > 22.0 && c.telemetry().engaged_gear >= 6,
-    );
+    drive_off(&mut car, 0.35, |c| c.telemetry().speed > 22.0 && c.telemetry().engaged_gear >= 6);
     let before = car.telemetry().engaged_gear;
     let v0 = car.telemetry().speed;
     // Settle at light throttle for a second, then stamp the pedal.

@@ -499,6 +499,15 @@ fn step_drivelines(
             sink.lock().unwrap_or_else(|p| p.into_inner()).push(f);
         }
     });
+    flush_failures(&mut failures, &mut failed);
+}
+
+/// Writes the failures parallel systems collected, in entity order (deterministic whatever
+/// thread found them).
+pub(crate) fn flush_failures(
+    failures: &mut std::sync::Mutex<Vec<DrivelineStepFailed>>,
+    failed: &mut MessageWriter<DrivelineStepFailed>,
+) {
     let list = failures.get_mut().unwrap_or_else(|p| p.into_inner());
     list.sort_by_key(|f| f.driveline);
     for f in list.drain(..) {

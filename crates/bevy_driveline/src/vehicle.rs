@@ -115,11 +115,7 @@ pub(crate) fn vehicle_before_step(
             }
         }
     });
-    let list = failures.get_mut().unwrap_or_else(|p| p.into_inner());
-    list.sort_by_key(|f| f.driveline);
-    for f in list.drain(..) {
-        failed.write(f);
-    }
+    crate::flush_failures(&mut failures, &mut failed);
 }
 
 /// Heat, fuel and telemetry after the coupled step (in parallel); then the step's vehicle

@@ -5,6 +5,7 @@
 use super::gearbox::GearboxSpec;
 use crate::converter::ConverterSpec;
 use crate::vehicle::SpecError;
+use crate::vehicle::spec::{check_pack, err, pos};
 use crate::{Table1D, TorqueMapSpec};
 use serde::{Deserialize, Serialize};
 
@@ -244,18 +245,6 @@ impl ScheduleSpec {
     }
 }
 
-fn err(key: &'static str, message: String) -> SpecError {
-    SpecError { path: vec![key], message }
-}
-
-fn pos(key: &'static str, v: f64) -> Result<(), SpecError> {
-    if v.is_finite() && v > 0.0 {
-        Ok(())
-    } else {
-        Err(err(key, format!("`{key}` is {v}; it must be a finite number > 0")))
-    }
-}
-
 impl AutomaticSpec {
     /// The gear train (after [`AutomaticSpec::resolve`] for a file source).
     pub fn gearbox(&self) -> Option<&GearboxSpec> {
@@ -290,21 +279,7 @@ impl AutomaticSpec {
         pos("output_inertia", self.output_inertia)?;
         let l = &self.lockup;
         (|| {
-            l.mu.validate().map_err(|e| err("mu", format!("`mu`: {e}")))?;
-            if l.mu.y_range().0 < 0.0 {
-                return Err(err("mu", "`mu` values must be >= 0".into()));
-            }
-            if !(l.peak.is_finite() && l.peak >= 1.0) {
-                return Err(err("peak", format!("`peak` is {}; it must be >= 1", l.peak)));
-            }
-            if l.surfaces == 0 {
-                return Err(err("surfaces", "`surfaces` is 0; at least one".into()));
-            }
-            pos("outer_radius", l.outer_radius)?;
-            pos("inner_radius", l.inner_radius)?;
-            if l.inner_radius >= l.outer_radius {
-                return Err(err("inner_radius", "`inner_radius` must be below `outer_radius`".into()));
-            }
+            check_pack(&l.mu, l.peak, l.surfaces, l.outer_radius, l.inner_radius)?;
             pos("max_force", l.max_force)?;
             pos("on_rpm", l.on_rpm)?;
             pos("off_rpm", l.off_rpm)?;

@@ -238,6 +238,37 @@ struct Shift {
     off_cap: f64,
 }
 
+impl Shift {
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        from: usize,
+        to: usize,
+        off: Option<usize>,
+        on: [Option<usize>; 3],
+        oncoming_first: bool,
+        phase: ShiftPhase,
+        t: f64,
+        report: ShiftReport,
+        accel: f64,
+    ) -> Self {
+        Self {
+            from,
+            to,
+            off,
+            on,
+            oncoming_first,
+            phase,
+            phase_start: t,
+            start: t,
+            report,
+            accel_filtered: accel,
+            inertia_deadline: 0.0,
+            dw0: 0.0,
+            off_cap: 0.0,
+        }
+    }
+}
+
 /// The controller state.
 #[derive(Debug, Clone)]
 pub struct Tcu {
@@ -535,21 +566,17 @@ impl Tcu {
                 let t_in = if inp.lockup_stuck { inp.demand_torque } else { inp.input_torque };
                 let helps = dw.signum() * t_in;
                 let oncoming_first = helps < j_in * dw.abs() / spec.shift.inertia_phase;
-                Shift {
-                    from: self.current,
-                    to: want,
-                    off: Some(off),
-                    on: [Some(on), None, None],
+                Shift::new(
+                    self.current,
+                    want,
+                    Some(off),
+                    [Some(on), None, None],
                     oncoming_first,
-                    phase: ShiftPhase::Fill,
-                    phase_start: t,
-                    start: t,
+                    ShiftPhase::Fill,
+                    t,
                     report,
-                    accel_filtered: inp.accel,
-                    inertia_deadline: 0.0,
-                    dw0: 0.0,
-                    off_cap: 0.0,
-                }
+                    inp.accel,
+                )
             } else {
                 // Garage shift (or a multi-element change): release what the new gear does not
                 // use, apply what it does over the garage time.
@@ -563,21 +590,7 @@ impl Tcu {
                 {
                     on[slot] = Some(*k);
                 }
-                Shift {
-                    from: self.current,
-                    to: want,
-                    off: None,
-                    on,
-                    oncoming_first: true,
-                    phase: ShiftPhase::Garage,
-                    phase_start: t,
-                    start: t,
-                    report,
-                    accel_filtered: inp.accel,
-                    inertia_deadline: 0.0,
-                    dw0: 0.0,
-                    off_cap: 0.0,
-                }
+                Shift::new(self.current, want, None, on, true, ShiftPhase::Garage, t, report, inp.accel)
             };
             events(TcuEvent::Started { from: from_g, to: to_g });
             self.shift = Some(shift);

@@ -660,11 +660,11 @@ impl SpecError {
     }
 }
 
-fn err(key: &'static str, message: String) -> SpecError {
+pub(crate) fn err(key: &'static str, message: String) -> SpecError {
     SpecError { path: vec![key], message }
 }
 
-fn pos(key: &'static str, v: f64) -> Result<(), SpecError> {
+pub(crate) fn pos(key: &'static str, v: f64) -> Result<(), SpecError> {
     if v.is_finite() && v > 0.0 {
         Ok(())
     } else {
@@ -855,26 +855,30 @@ impl FuelMapSpec {
     }
 }
 
+/// Checks a friction pack: `mu` table (>= 0), `peak >= 1`, at least one surface, radii with
+/// `inner < outer`. Shared by the driver's clutch and an automatic's lock-up clutch.
+pub(crate) fn check_pack(mu: &Table1D, peak: f64, surfaces: u32, outer: f64, inner: f64) -> Result<(), SpecError> {
+    mu.validate().map_err(|e| err("mu", format!("`mu`: {e}")))?;
+    if mu.y_range().0 < 0.0 {
+        return Err(err("mu", "`mu` values must be >= 0".into()));
+    }
+    if !(peak.is_finite() && peak >= 1.0) {
+        return Err(err("peak", format!("`peak` is {peak}; it must be >= 1 (static / kinetic)")));
+    }
+    if surfaces == 0 {
+        return Err(err("surfaces", "`surfaces` is 0; a clutch has at least one friction surface".into()));
+    }
+    pos("outer_radius", outer)?;
+    pos("inner_radius", inner)?;
+    if inner >= outer {
+        return Err(err("inner_radius", format!("`inner_radius` {inner} must be below `outer_radius` {outer}")));
+    }
+    Ok(())
+}
+
 impl ClutchSpec {
     fn validate(&self) -> Result<(), SpecError> {
-        self.mu.validate().map_err(|e| err("mu", format!("`mu`: {e}")))?;
-        if self.mu.y_range().0 < 0.0 {
-            return Err(err("mu", "`mu` values must be >= 0".into()));
-        }
-        if !(self.peak.is_finite() && self.peak >= 1.0) {
-            return Err(err("peak", format!("`peak` is {}; it must be >= 1 (static / kinetic)", self.peak)));
-        }
-        if self.surfaces == 0 {
-            return Err(err("surfaces", "`surfaces` is 0; a clutch has at least one friction surface".into()));
-        }
-        pos("outer_radius", self.outer_radius)?;
-        pos("inner_radius", self.inner_radius)?;
-        if self.inner_radius >= self.outer_radius {
-            return Err(err(
-                "inner_radius",
-                format!("`inner_radius` {} must be below `outer_radius` {}", self.inner_radius, self.outer_radius),
-            ));
-        }
+        check_pack(&self.mu, self.peak, self.surfaces, self.outer_radius, self.inner_radius)?;
         pos("clamp_force", self.clamp_force)?;
         if !(self.full_engagement >= 0.0 && self.full_engagement < self.bite_point && self.bite_point <= 1.0) {
             return Err(err(
