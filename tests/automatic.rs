@@ -287,3 +287,41 @@ fn manual_mode_follows_the_paddles() {
     assert_eq!(ups, vec![(start, start + 1), (start + 1, start + 2)], "{kinds:?}");
     assert_eq!(car.telemetry().engaged_gear, start + 2);
 }
+
+#[test]
+fn no_upshift_while_the_driven_wheels_spin() {
+    // Full throttle on ice: the rear wheels spin up in first; the controller holds the gear
+    // while the slip exceeds its threshold, and upshifts only once the tyres grip again.
+    let mut car = sedan();
+    for k in 2..4 {
+        car.set_surface_friction(k, 0.15);
+    }
+    let threshold = car.spec().automatic.as_ref().unwrap().schedule.wheelspin_slip;
+    let mut started_while_spinning = 0;
+    let mut spin_steps = 0;
+    run(
+        &mut car,
+        8.0,
+        |t, _| DriverInput {
+            selector: Selector::Drive,
+            brake: if t < 1.0 { 1.0 } else { 0.0 },
+            throttle: if t < 1.0 { 0.0 } else { 1.0 },
+            ..DriverInput::default()
+        },
+        |c| {
+            let slip = c.telemetry().tyre_slip[2].abs().max(c.telemetry().tyre_slip[3].abs());
+            if slip > threshold {
+                spin_steps += 1;
+                if c.events()
+                    .iter()
+                    .any(|e| matches!(e.kind, VehicleEventKind::ShiftStarted { from, to } if to > from && from >= 1))
+                {
+                    started_while_spinning += 1;
+                }
+            }
+            false
+        },
+    );
+    assert!(spin_steps > 500, "the wheels should spin on ice ({spin_steps} steps)");
+    assert_eq!(started_while_spinning, 0, "an upshift started while the wheels spun");
+}
