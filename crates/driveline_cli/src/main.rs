@@ -6,7 +6,7 @@ mod run;
 
 use clap::{Parser, Subcommand};
 use driveline_core::automatic::GearboxSpec;
-use driveline_core::{CsvRecorder, Scenario, ScenarioError, Simulation, Vehicle};
+use driveline_core::{CsvRecorder, Scenario, Simulation, Vehicle};
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -171,15 +171,7 @@ fn main() -> ExitCode {
                 }
             }
         }
-        Command::Ratios { gearbox, elements } => match GearboxSpec::load(&gearbox).and_then(|g| {
-            let gears = g.analyse().map_err(|e| ScenarioError {
-                file: gearbox.display().to_string(),
-                line: 1,
-                col: 1,
-                message: e.message,
-            })?;
-            Ok((g, gears))
-        }) {
+        Command::Ratios { gearbox, elements } => match GearboxSpec::load_analysed(&gearbox) {
             Ok((spec, gears)) => {
                 println!("gear,ratio");
                 for g in GearboxSpec::driving_gears(&gears) {
@@ -215,8 +207,7 @@ fn main() -> ExitCode {
 /// Validates a scenario or vehicle file: a one-line summary, or the positioned error.
 fn check(file: &std::path::Path) -> Result<String, String> {
     if file_kind(file) == "Gearbox" {
-        let g = GearboxSpec::load(file).map_err(|e| e.to_string())?;
-        let gears = g.analyse().map_err(|e| e.message)?;
+        let (g, gears) = GearboxSpec::load_analysed(file).map_err(|e| e.to_string())?;
         return Ok(format!(
             "gearbox '{}', {} sets, {} shift elements, {} gears",
             g.name,

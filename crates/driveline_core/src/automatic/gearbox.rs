@@ -340,20 +340,31 @@ impl Shaft {
 impl GearboxSpec {
     /// Parses gearbox text; errors carry `file:line:col`.
     pub fn parse(text: &str, file: &str) -> Result<GearboxSpec, ScenarioError> {
+        Self::parse_analysed(text, file).map(|(spec, _)| spec)
+    }
+
+    /// Parses gearbox text and returns it with its analysed gears (see
+    /// [`GearboxSpec::analyse`]); errors carry `file:line:col`.
+    pub fn parse_analysed(text: &str, file: &str) -> Result<(GearboxSpec, Vec<GearInfo>), ScenarioError> {
         let spec: GearboxSpec = ron_options().from_str(text).map_err(|e| ScenarioError {
             file: file.to_string(),
             line: e.span.start.line,
             col: e.span.start.col,
             message: format!("{} (see the gearbox format in the driveline_core::automatic::gearbox docs)", e.code),
         })?;
-        spec.analyse().map_err(|e| locate(text, file, &e))?;
-        Ok(spec)
+        let gears = spec.analyse().map_err(|e| locate(text, file, &e))?;
+        Ok((spec, gears))
     }
 
     /// Reads, parses and checks a gearbox file.
     pub fn load(path: &Path) -> Result<GearboxSpec, ScenarioError> {
+        Self::load_analysed(path).map(|(spec, _)| spec)
+    }
+
+    /// Reads, parses and checks a gearbox file; returns it with its analysed gears.
+    pub fn load_analysed(path: &Path) -> Result<(GearboxSpec, Vec<GearInfo>), ScenarioError> {
         let (file, text) = crate::scenario::read(path)?;
-        Self::parse(&text, &file)
+        Self::parse_analysed(&text, &file)
     }
 
     /// The shafts: the named ones (housing excluded), then one per member listed in none.

@@ -95,16 +95,12 @@ pub struct TcuInput {
     pub input_torque: f64,
     /// Engine torque the pedal asks for at the present engine speed (the map), N m.
     pub demand_torque: f64,
-    /// Slip speed of each element (`w_a - w_b`), rad/s.
-    pub slip: [f64; MAX_ELEMENTS],
     /// Whether each element is stuck.
     pub stuck: [bool; MAX_ELEMENTS],
     /// Friction power of each element, W.
     pub power: [f64; MAX_ELEMENTS],
     /// Lock-up clutch stuck.
     pub lockup_stuck: bool,
-    /// Lock-up friction power, W.
-    pub lockup_power: f64,
     /// Vehicle speed, m/s.
     pub speed: f64,
     /// Vehicle acceleration, m/s^2.
@@ -227,9 +223,9 @@ struct Shift {
     phase: ShiftPhase,
     phase_start: f64,
     start: f64,
-    /// Input speed change to make, rad/s (signed, new - old sync at the start).
+    /// The figures collected so far.
     report: ShiftReport,
-    /// Low-passed acceleration, m/s^2, and its value one step ago (jerk).
+    /// Acceleration low-passed at 8 Hz, m/s^2 (for the jerk).
     accel_filtered: f64,
     inertia_deadline: f64,
     /// Input speed error at the start of the inertia phase, rad/s.

@@ -104,13 +104,11 @@ impl AutoControl {
             input_torque: turbine + through_lockup,
             demand_torque: self.engine_map.eval(inp.throttle.clamp(0.0, 1.0), w_engine).0,
             lockup_stuck,
-            lockup_power: sim.element_dissipation(self.ids.lockup),
             speed,
             accel,
             ..TcuInput::default()
         };
         for (k, &e) in self.ids.elements.iter().take(MAX_ELEMENTS).enumerate() {
-            v.slip[k] = sim.element_relative(e).map_or(0.0, |r| r.1);
             v.stuck[k] = sim.element_mode(e) == Some(FrictionMode::Stuck);
             v.power[k] = sim.element_dissipation(e);
         }
