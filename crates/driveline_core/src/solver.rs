@@ -1348,42 +1348,44 @@ impl Simulation {
             } else {
                 self.stage_states(h);
             }
-            // Residual R_i = Mr (Q_i - q0) - h sum_j a_ij N^T f_j
+            // Residual R_i = Mr (Q_i - q0) - h sum_j a_ij N^T f_j. The forces go straight into
+            // the stage-force cache with their powers: after the last iteration they are the
+            // stage forces (at stages within the Newton tolerance of the converged ones).
             for j in 0..2 {
+                let Work { phi_st, w_st, sig, f_st, law_power, law_diss, fric_power, .. } = &mut self.ws;
                 Self::forces(
                     &self.net,
                     &self.modes,
                     &self.regimes,
-                    &self.ws.phi_st[j],
-                    &self.ws.w_st[j],
-                    &self.ws.sig[j],
-                    &mut self.ws.f,
-                    None,
+                    &phi_st[j],
+                    &w_st[j],
+                    &sig[j],
+                    &mut f_st[j],
+                    Some((&mut law_power[j], &mut law_diss[j], &mut fric_power[j])),
                 );
                 if self.has_torque_dependent {
-                    let Work { w_st, f, ls_a, dep_tau, .. } = &mut self.ws;
+                    let Work { w_st, f_st, ls_a, dep_tau, fric_power, .. } = &mut self.ws;
                     Self::torque_dependent_correct(
                         &self.net,
                         &self.slots[slot],
                         &self.modes,
                         &w_st[j],
-                        f,
+                        &mut f_st[j],
                         ls_a,
                         dep_tau,
-                        None,
+                        Some(&mut fric_power[j]),
                     );
                 }
                 // g_j = N^T f_j (prescribed rows: the reduced force loses N^T M P rho').
                 let s = &self.slots[slot];
-                if prescribed {
-                    for k in 0..n {
-                        self.ws.f[k] -= self.net.mass[k] * self.ws.ud[j][k];
-                    }
-                }
                 let gq = &mut self.ws.gq[j * m..(j + 1) * m];
                 gq.fill(0.0);
                 for k in 0..n {
-                    let fk = self.ws.f[k];
+                    let fk = if prescribed {
+                        self.ws.f_st[j][k] - self.net.mass[k] * self.ws.ud[j][k]
+                    } else {
+                        self.ws.f_st[j][k]
+                    };
                     if fk != 0.0 {
                         for (g, na) in gq.iter_mut().zip(&s.nmat[k * n..k * n + m]) {
                             *g += na * fk;
@@ -1417,6 +1419,12 @@ impl Simulation {
                 norm_q = norm_q.max(self.ws.q[k].abs());
             }
             if linear || norm_dq <= self.params.newton_tolerance * (1.0 + norm_q) {
+                // A converged correction is within the tolerance: the forces just evaluated are
+                // the stage forces. One linear solve from the guess is exact but its forces are
+                // those of the guess.
+                if !linear && iter > 1 {
+                    self.ws.cache |= 1;
+                }
                 break;
             }
             if iter >= self.params.max_newton_iterations {
