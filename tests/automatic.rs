@@ -182,6 +182,7 @@ fn park_holds_drive_creeps_reverse_backs_up_and_park_ratchets_at_speed() {
     run(&mut car, 3.0, |_, _| idle(Selector::Park, 0.15), |_| false);
     assert_eq!(car.telemetry().speed, 0.0, "parked car moved");
     assert_eq!(car.telemetry().engaged_gear, 0);
+    assert_eq!(car.telemetry().selector, Selector::Park);
     // D at idle on the flat, brakes off: the converter's stall torque creeps the car forward at
     // a walking pace (it is the converter, not a creep fudge).
     let mut car = sedan();
@@ -194,6 +195,7 @@ fn park_holds_drive_creeps_reverse_backs_up_and_park_ratchets_at_speed() {
     let mut car = sedan();
     let (reports, _) = run(&mut car, 6.0, |_, _| idle(Selector::Reverse, 0.0), |_| false);
     assert_eq!(car.telemetry().engaged_gear, -1);
+    assert_eq!(car.telemetry().selector, Selector::Reverse, "telemetry reports the selector");
     assert!(car.telemetry().speed < -0.3, "{} m/s in reverse", car.telemetry().speed);
     assert_eq!(reports.first().map(|r| r.to), Some(-1), "garage shift into reverse");
     // Moving forward, P is refused by the pawl: it ratchets and the car rolls on.

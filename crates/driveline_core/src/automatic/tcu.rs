@@ -290,6 +290,7 @@ pub struct Tcu {
     last_up: bool,
     last_down: bool,
     last_pedal: f64,
+    selector: Selector,
     /// A kickdown asked for and not yet started.
     kickdown: bool,
     ratchet_reported: bool,
@@ -361,6 +362,7 @@ impl Tcu {
             last_up: false,
             last_down: false,
             last_pedal: 0.0,
+            selector: Selector::Park,
             kickdown: false,
             ratchet_reported: false,
             j_open,
@@ -381,6 +383,10 @@ impl Tcu {
     /// Phase of the shift in progress.
     pub fn phase(&self) -> ShiftPhase {
         self.phase
+    }
+    /// The selector position of the last step.
+    pub fn selector(&self) -> Selector {
+        self.selector
     }
     /// Element temperatures, deg C.
     pub fn temperatures(&self) -> &[f64] {
@@ -533,6 +539,7 @@ impl Tcu {
         self.last_up = inp.up;
         self.last_down = inp.down;
         self.last_pedal = inp.pedal;
+        self.selector = inp.selector;
 
         // Start a shift.
         if self.shift.is_none() && want != self.current {

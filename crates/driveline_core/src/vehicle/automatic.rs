@@ -153,6 +153,7 @@ impl AutoControl {
         t.lockup_locked = sim.element_mode(self.ids.lockup) == Some(FrictionMode::Stuck);
         t.lockup_mode = self.tcu.lockup_mode();
         t.shift_phase = self.tcu.phase();
+        t.selector = self.tcu.selector();
         t.selected_gear = self.tcu.target().unwrap_or(self.tcu.gear());
         t.clutch_slip = sim.element_relative(self.ids.lockup).map_or(0.0, |r| r.1);
         t.clutch_torque = sim.element_torque(self.ids.lockup);
