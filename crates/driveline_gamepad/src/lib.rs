@@ -296,6 +296,12 @@ impl ActionState {
         &self.bindings
     }
 
+    /// The selector position the presses so far have chosen (without consuming any latched
+    /// shift press, unlike [`ActionState::driver_input`]).
+    pub fn selector(&self) -> Selector {
+        self.selector
+    }
+
     /// True while a device is connected.
     pub fn connected(&self) -> bool {
         self.connected
