@@ -435,6 +435,26 @@ impl Gamepads {
         }
     }
 
+    /// Devices through a gilrs context made elsewhere (say with `GilrsBuilder`, without the
+    /// default filters for scripted input).
+    pub fn from_gilrs(gilrs: gilrs::Gilrs) -> Self {
+        let n = gilrs.gamepads().count();
+        Self { gilrs: Some(gilrs), status: format!("gamepads: {n} connected") }
+    }
+
+    /// Queues a gilrs event as if a device had sent it (replays, scripted tests); it is handed
+    /// out by the next [`Gamepads::poll`]. Without a gilrs context the event is dropped and
+    /// `false` returned.
+    pub fn insert_event(&mut self, ev: gilrs::Event) -> bool {
+        match self.gilrs.as_mut() {
+            Some(g) => {
+                g.insert_event(ev);
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Why there is (or is no) device.
     pub fn status(&self) -> &str {
         &self.status

@@ -139,3 +139,45 @@ fn paddle_presses_shift_the_automatic_in_manual_mode() {
     assert_eq!(car.telemetry().engaged_gear, 3);
     assert_eq!(shifts, 3);
 }
+
+/// Events inserted into a real gilrs context (its event queue, as a driver would fill it) go
+/// through `Gamepads::poll` and the bindings: a trigger press shifts once, the throttle trigger
+/// moves the pedal, a disconnect lifts it. gilrs ids and codes cannot be built directly; their
+/// serde forms can (Code(EvCode(linux EvCode)): evdev kind 1 = key, code 304 = BTN_SOUTH).
+#[cfg(target_os = "linux")]
+#[test]
+fn gilrs_events_inserted_into_the_context_reach_the_fixed_step() {
+    use gilrs::{Event, EventType, GamepadId, GilrsBuilder, ev::Code};
+    let gilrs = match GilrsBuilder::new().with_default_filters(false).build() {
+        Ok(g) => g,
+        // No udev or no device support here: gilrs still hands out a working (dummy) context.
+        Err(gilrs::Error::NotImplemented(g)) => g,
+        Err(e) => panic!("gilrs context: {e}"),
+    };
+    let id: GamepadId = ron::from_str("(0)").expect("gamepad id");
+    let code: Code = ron::from_str("((EvCode(kind: 1, code: 304)))").expect("event code");
+    let mut pads = Gamepads::from_gilrs(gilrs);
+    let mut s = pad();
+    let events = [
+        EventType::Connected,
+        EventType::ButtonPressed(Button::RightTrigger, code),
+        EventType::ButtonReleased(Button::RightTrigger, code),
+        EventType::ButtonChanged(Button::RightTrigger2, 0.8, code),
+    ];
+    for e in events {
+        assert!(pads.insert_event(Event::new(id, e)));
+    }
+    let mut changes = Vec::new();
+    pads.poll(&mut s, |e| changes.push(e));
+    assert_eq!(changes, [PadEvent::Connected]);
+    let steps: Vec<_> = (0..3).map(|_| s.driver_input()).collect();
+    assert_eq!(steps.iter().map(|d| d.shift_up).collect::<Vec<_>>(), [true, false, false]);
+    // 0.8 through the 0.03 dead zone: (0.8 - 0.03) / 0.97.
+    assert!((steps[0].throttle - (0.8f64 - 0.03) / 0.97).abs() < 1e-6, "{}", steps[0].throttle);
+    pads.insert_event(Event::new(id, EventType::Disconnected));
+    pads.poll(&mut s, |e| changes.push(e));
+    assert_eq!(changes.last(), Some(&PadEvent::Disconnected));
+    let d = s.driver_input();
+    assert_eq!(d.throttle, 0.0);
+    assert_eq!(d.clutch, 1.0, "the Xbox bindings floor the clutch on a disconnect");
+}
