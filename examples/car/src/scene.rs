@@ -56,6 +56,11 @@ struct Lateral(f32);
 #[derive(Component)]
 struct ChaseCamera;
 
+/// A non-metallic material of `color` and `roughness` (0 polished .. 1 chalky).
+fn matte(color: Color, roughness: f32) -> StandardMaterial {
+    StandardMaterial { base_color: color, perceptual_roughness: roughness, ..default() }
+}
+
 fn setup_world(
     mut commands: Commands,
     mut meshes: ResMut<Assets<Mesh>>,
@@ -68,16 +73,8 @@ fn setup_world(
     ));
     commands.spawn((Camera3d::default(), ChaseCamera, Transform::from_xyz(0.0, 3.0, 9.0)));
     // Grass and road follow the car (they are uniform); markings and posts are recycled.
-    let grass = materials.add(StandardMaterial {
-        base_color: Color::srgb(0.28, 0.45, 0.2),
-        perceptual_roughness: 1.0,
-        ..default()
-    });
-    let asphalt = materials.add(StandardMaterial {
-        base_color: Color::srgb(0.16, 0.16, 0.17),
-        perceptual_roughness: 0.9,
-        ..default()
-    });
+    let grass = materials.add(matte(Color::srgb(0.28, 0.45, 0.2), 1.0));
+    let asphalt = materials.add(matte(Color::srgb(0.16, 0.16, 0.17), 0.9));
     let paint = materials.add(StandardMaterial { base_color: Color::srgb(0.95, 0.95, 0.9), ..default() });
     let post = materials.add(StandardMaterial { base_color: Color::srgb(0.9, 0.9, 0.9), ..default() });
     let reflector = materials.add(StandardMaterial { base_color: Color::srgb(0.9, 0.2, 0.1), ..default() });
@@ -132,16 +129,8 @@ fn spawn_car(
     };
     let paint =
         materials.add(StandardMaterial { base_color: color, metallic: 0.3, perceptual_roughness: 0.4, ..default() });
-    let glass = materials.add(StandardMaterial {
-        base_color: Color::srgb(0.1, 0.12, 0.16),
-        perceptual_roughness: 0.1,
-        ..default()
-    });
-    let tyre = materials.add(StandardMaterial {
-        base_color: Color::srgb(0.05, 0.05, 0.05),
-        perceptual_roughness: 0.95,
-        ..default()
-    });
+    let glass = materials.add(matte(Color::srgb(0.1, 0.12, 0.16), 0.1));
+    let tyre = materials.add(matte(Color::srgb(0.05, 0.05, 0.05), 0.95));
     let rim = materials.add(StandardMaterial { base_color: Color::srgb(0.75, 0.75, 0.78), metallic: 0.8, ..default() });
     let lights = materials.add(StandardMaterial {
         base_color: Color::srgb(0.8, 0.05, 0.05),
