@@ -1745,6 +1745,9 @@ impl Simulation {
         let mut slip_thetas = [f64::INFINITY; 64];
         let nf = self.net.friction.len();
         let consider = |this: &mut Self, ev: Ev, best: &mut Option<(f64, Ev)>| -> Option<f64> {
+            if !this.may_trigger(ev) {
+                return None;
+            }
             // Sample at the stages and the end, bracket, locate.
             let mut lo = 0.0;
             for (th, at) in [(C[0], At::Stage(0)), (C[1], At::Stage(1)), (1.0, At::End)] {
@@ -1802,6 +1805,25 @@ impl Simulation {
         }
         let breaking = if let Ev::Breakaway(i) = ev { 1u64 << i } else { 0 };
         Some((theta.clamp(0.0, 1.0), forced, breaking))
+    }
+
+    /// A cheap screen before the sampling of [`Simulation::detect_event`]: false when the event
+    /// function of a slip, engage or release event is positive at none of the three samples
+    /// (the same signs [`Simulation::event_value`] computes, without its dispatch); true for
+    /// the kinds that need constraint torques or regimes.
+    fn may_trigger(&self, ev: Ev) -> bool {
+        match ev {
+            Ev::Slip(i) => {
+                let (row, d) = (&self.net.friction[i].row, -self.modes[i].dir());
+                [&self.ws.w_st[0], &self.ws.w_st[1], &self.ws.w1].iter().any(|w| d * row.dot(w) > 0.0)
+            }
+            Ev::Engage(i) | Ev::Release(i) => {
+                let Some(k) = self.net.friction[i].law.free_signal() else { return false };
+                let d = if matches!(ev, Ev::Engage(_)) { 1.0 } else { -1.0 };
+                [self.ws.sig[0][k], self.ws.sig[1][k], self.ws.sig_end[k]].iter().any(|u| d * u > 0.0)
+            }
+            Ev::Group | Ev::Breakaway(_) | Ev::Regime(_) => true,
+        }
     }
 
     /// Locates the first `theta` in `(lo, hi]` where the event function becomes positive,
