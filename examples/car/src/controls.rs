@@ -15,7 +15,7 @@
 //! | I | ignition on/off |
 //! | K | starter (hold) |
 
-use crate::{Args, Car};
+use crate::{Args, Car, Phase};
 use bevy::prelude::*;
 use bevy_driveline::DrivelineSystems;
 use bevy_driveline::vehicle::{VehicleInput, VehicleTelemetry};
@@ -31,6 +31,7 @@ impl Plugin for ControlsPlugin {
     fn build(&self, app: &mut App) {
         app.init_resource::<Keyboard>()
             .add_systems(Startup, open_gamepads)
+            .add_systems(OnEnter(Phase::Driving), forget_menu_presses)
             .add_systems(PreUpdate, sample_devices.after(bevy::input::InputSystems))
             .add_systems(FixedUpdate, drive.in_set(DrivelineSystems::Input));
     }
@@ -74,6 +75,14 @@ fn open_gamepads(world: &mut World) {
     });
     // gilrs handles are not `Send` on every platform: a main-thread resource.
     world.insert_non_send(pads);
+}
+
+/// The pad buttons that picked the car are the selector's: start driving from a fresh state
+/// (in park) rather than in the gear the pick selected.
+fn forget_menu_presses(mut pad: ResMut<PadState>) {
+    pad.actions = ActionState::new(pad.actions.bindings().clone());
+    pad.last_selector = Selector::Park;
+    pad.menu_pick = None;
 }
 
 /// Keyboard state between frames and fixed steps: held keys are read each step, presses are
