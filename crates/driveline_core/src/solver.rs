@@ -1615,7 +1615,7 @@ impl Simulation {
                     At::End => &self.ws.w1,
                     At::Dense => &self.ws.w_e,
                 };
-                -self.modes[i].dir() * self.net.friction[i].row.dot(w)
+                self.slip_g(i, w)
             }
             Ev::Engage(i) | Ev::Release(i) => {
                 let Some(k) = self.net.friction[i].law.free_signal() else { return -1.0 };
@@ -1624,7 +1624,7 @@ impl Simulation {
                     At::End => self.ws.sig_end[k],
                     At::Dense => self.net.signals[k].eval(t),
                 };
-                if matches!(ev, Ev::Engage(_)) { u } else { -u }
+                Self::force_g(ev, u)
             }
             Ev::Group => self.group_violation(at, t),
             Ev::Breakaway(i) => {
@@ -1808,22 +1808,30 @@ impl Simulation {
     }
 
     /// A cheap screen before the sampling of [`Simulation::detect_event`]: false when the event
-    /// function of a slip, engage or release event is positive at none of the three samples
-    /// (the same signs [`Simulation::event_value`] computes, without its dispatch); true for
-    /// the kinds that need constraint torques or regimes.
+    /// function of a slip, engage or release event (the same `slip_g` / `force_g` that
+    /// [`Simulation::event_value`] uses, without its dispatch) is positive at none of the three
+    /// samples; true for the kinds that need constraint torques or regimes.
     fn may_trigger(&self, ev: Ev) -> bool {
         match ev {
-            Ev::Slip(i) => {
-                let (row, d) = (&self.net.friction[i].row, -self.modes[i].dir());
-                [&self.ws.w_st[0], &self.ws.w_st[1], &self.ws.w1].iter().any(|w| d * row.dot(w) > 0.0)
-            }
+            Ev::Slip(i) => [&self.ws.w_st[0], &self.ws.w_st[1], &self.ws.w1].iter().any(|w| self.slip_g(i, w) > 0.0),
             Ev::Engage(i) | Ev::Release(i) => {
                 let Some(k) = self.net.friction[i].law.free_signal() else { return false };
-                let d = if matches!(ev, Ev::Engage(_)) { 1.0 } else { -1.0 };
-                [self.ws.sig[0][k], self.ws.sig[1][k], self.ws.sig_end[k]].iter().any(|u| d * u > 0.0)
+                [self.ws.sig[0][k], self.ws.sig[1][k], self.ws.sig_end[k]].iter().any(|&u| Self::force_g(ev, u) > 0.0)
             }
             Ev::Group | Ev::Breakaway(_) | Ev::Regime(_) => true,
         }
+    }
+
+    /// Slip event function of sliding element `i` at speeds `w`: positive once the slip has
+    /// reversed against the sliding direction.
+    fn slip_g(&self, i: usize, w: &[f64]) -> f64 {
+        -self.modes[i].dir() * self.net.friction[i].row.dot(w)
+    }
+
+    /// Engage (release) event function from the normal-force signal `u`: positive once the
+    /// force is on (off).
+    fn force_g(ev: Ev, u: f64) -> f64 {
+        if matches!(ev, Ev::Engage(_)) { u } else { -u }
     }
 
     /// Locates the first `theta` in `(lo, hi]` where the event function becomes positive,
