@@ -401,13 +401,20 @@ fn rebuild_topology(
     parts: Query<(&Part, Option<&Connections>)>,
     mut removed: RemovedComponents<Part>,
     mut failed: MessageWriter<DrivelineBuildFailed>,
+    mut touched: Local<Vec<Entity>>,
 ) {
     let any_removed = removed.read().count() > 0;
+    // The roots of changed parts, gathered in one pass over the parts (asking each root
+    // "is one of the changed parts mine?" would scan every part once per root).
+    touched.clear();
+    touched.extend(changed_parts.iter().map(|p| p.0));
+    touched.sort_unstable();
+    touched.dedup();
     for (root, driveline, members, mut cache) in &mut roots {
         let dirty = cache.sim.is_none()
             || any_removed
             || changed_roots.contains(root)
-            || changed_parts.iter().any(|p| p.0 == root);
+            || touched.binary_search(&root).is_ok();
         if !dirty || members.0.is_empty() {
             continue;
         }

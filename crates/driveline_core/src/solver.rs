@@ -291,6 +291,12 @@ struct Work {
     qp_fact: Vec<f64>,
     qp_rhs: Vec<f64>,
     qp_piv: Vec<usize>,
+    /// What `qp_fact`/`qp_piv` hold: the LU factors of the free block (mask over positions in
+    /// `qp_idx`, `u64::MAX` when none) of the matrix identified by `qp_matrix`
+    /// (base slot key, its generation, candidate mask). A solve on the same matrix and free set
+    /// reuses them: bitwise the factors a fresh factorisation would give.
+    qp_factored: u64,
+    qp_matrix: (u64, u64, u64),
     caps: Vec<Capacity>,
     new_modes: Vec<FrictionMode>,
     candidate: Vec<bool>,
@@ -472,6 +478,8 @@ impl Simulation {
             qp_fact: v(nf * nf),
             qp_rhs: v(nf),
             qp_piv: vec![0; nf],
+            qp_factored: u64::MAX,
+            qp_matrix: (u64::MAX, 0, 0),
             caps: vec![Capacity { free: true, tau0: 0.0, tau_max: 0.0, one_way: false }; nf],
             new_modes: vec![FrictionMode::Free; nf],
             candidate: vec![false; nf],
@@ -2204,6 +2212,12 @@ impl Simulation {
             // Warm start from the last solution when every candidate has one (the active set
             // rarely changes from one solve to the next); the optimum is unique either way.
             let warm = (0..k).all(|a| self.ws.warm_ok[self.ws.qp_idx[a]]);
+            let mask = (0..k).fold(0u64, |m, a| m | 1 << self.ws.qp_idx[a]);
+            let id = (self.slots[base].key, self.slots[base].generation, mask);
+            if self.ws.qp_matrix != id {
+                self.ws.qp_matrix = id;
+                self.ws.qp_factored = u64::MAX;
+            }
             if warm {
                 for a in 0..k {
                     let ia = self.ws.qp_idx[a];
@@ -2221,6 +2235,7 @@ impl Simulation {
                 &mut self.ws.qp_state,
                 &mut self.ws.qp_fact,
                 &mut self.ws.qp_piv,
+                &mut self.ws.qp_factored,
                 &mut self.ws.lam,
                 warm,
             );
@@ -2611,7 +2626,9 @@ pub enum StepError {
 
 /// Convex box-constrained QP `min 1/2 x^T W x + b^T x, lo <= x <= hi` by a primal active-set
 /// method (exact, finite). `W` must be symmetric positive definite (the caller regularises).
-/// `state[i]`: 0 free, -1 at lo, +1 at hi.
+/// `state[i]`: 0 free, -1 at lo, +1 at hi. `fact`/`piv` hold the LU factors of the free
+/// block with free mask `factored` (`u64::MAX`: none); they are reused while the free set is
+/// that one, and left holding the last factorisation.
 #[allow(clippy::too_many_arguments)]
 fn box_qp(
     k: usize,
@@ -2623,6 +2640,7 @@ fn box_qp(
     state: &mut [i8],
     fact: &mut [f64],
     piv: &mut [usize],
+    factored: &mut u64,
     tmp: &mut [f64],
     warm: bool,
 ) {
@@ -2649,15 +2667,15 @@ fn box_qp(
     for _ in 0..(8 * k + 16) {
         // Solve the free subproblem: W_FF y_F = -(b_F + W_FB x_B).
         let mut nfree = 0;
+        let mut idx = [0usize; 64];
+        let mut free_mask = 0u64;
         for i in 0..k {
             if state[i] == 0 {
-                piv[nfree] = i; // temporarily the index list
+                idx[nfree] = i;
                 nfree += 1;
+                free_mask |= 1 << i;
             }
         }
-        // Copy index list out of piv (piv is reused by the LU).
-        let mut idx = [0usize; 64];
-        idx[..nfree].copy_from_slice(&piv[..nfree]);
         for a in 0..nfree {
             let ia = idx[a];
             let mut r = -b[ia];
@@ -2667,11 +2685,16 @@ fn box_qp(
                 }
             }
             tmp[a] = r;
-            for c in 0..nfree {
-                fact[a * nfree + c] = w[ia * k + idx[c]];
-            }
         }
-        if nfree > 0 && linalg::lu_factor(fact, nfree, piv).is_ok() {
+        if nfree > 0 && *factored != free_mask {
+            for a in 0..nfree {
+                for c in 0..nfree {
+                    fact[a * nfree + c] = w[idx[a] * k + idx[c]];
+                }
+            }
+            *factored = if linalg::lu_factor(fact, nfree, piv).is_ok() { free_mask } else { u64::MAX };
+        }
+        if nfree > 0 && *factored == free_mask {
             linalg::lu_solve(fact, nfree, piv, tmp);
         }
         // Step towards the subspace minimiser, stopping at the first bound.
