@@ -411,10 +411,8 @@ fn rebuild_topology(
     touched.sort_unstable();
     touched.dedup();
     for (root, driveline, members, mut cache) in &mut roots {
-        let dirty = cache.sim.is_none()
-            || any_removed
-            || changed_roots.contains(root)
-            || touched.binary_search(&root).is_ok();
+        let dirty =
+            cache.sim.is_none() || any_removed || changed_roots.contains(root) || touched.binary_search(&root).is_ok();
         if !dirty || members.0.is_empty() {
             continue;
         }
