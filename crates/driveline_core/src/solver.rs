@@ -150,6 +150,11 @@ pub struct StepStats {
     pub mode_compiles: u64,
     /// Sub-steps whose Newton iteration hit the cap.
     pub newton_failures: u64,
+    /// Newton iterations over all integrated sub-steps (one per linear solve; a linear mode
+    /// takes one).
+    pub newton_iterations: u64,
+    /// Jacobian evaluations (and refactorisations) of nonlinear modes.
+    pub jacobian_updates: u64,
     /// Steps that hit `max_substeps`.
     pub zeno_guards: u64,
 }
@@ -220,6 +225,12 @@ struct ModeSlot {
     newton_h: f64,
     newton_lu: Vec<f64>,
     newton_piv: Vec<usize>,
+    /// The mode epoch ([`Simulation::epoch`]) `dr`/`kr` were evaluated in: a nonlinear mode
+    /// reuses its Jacobian (and the Newton factors) over the steps of one epoch while the
+    /// iteration contracts fast.
+    jac_epoch: u64,
+    /// The last Newton iteration converged slowly on the reused Jacobian: refresh it.
+    jac_stale: bool,
 }
 
 impl ModeSlot {
@@ -249,6 +260,8 @@ impl ModeSlot {
             newton_h: f64::NAN,
             newton_lu: vec![0.0; 4 * n * n],
             newton_piv: vec![0; 2 * n],
+            jac_epoch: u64::MAX,
+            jac_stale: true,
         }
     }
 }
@@ -329,6 +342,13 @@ struct Work {
     newton_piv: Vec<usize>,
     phi_save: Vec<f64>,
     w_save: Vec<f64>,
+    /// The last committed sub-step in reduced coordinates (start `q0`, stages `Q1 Q2`), its
+    /// size, slot and epoch: the predictor of the next sub-step's stages.
+    pred_q0: Vec<f64>,
+    pred_q: Vec<f64>,
+    pred_h: f64,
+    pred_slot: usize,
+    pred_epoch: u64,
     law_power: [Vec<f64>; 2],
     law_diss: [Vec<f64>; 2],
     fric_power: [Vec<f64>; 2],
@@ -362,6 +382,9 @@ pub struct Simulation {
     breaking: u64,
     /// An input changed since the last step: re-resolve modes at the next step start.
     inputs_changed: bool,
+    /// Bumped whenever modes, regimes or the state are switched (every mode selection): the
+    /// stage predictor and the reused Jacobians of nonlinear modes are valid within one epoch.
+    epoch: u64,
     /// The network has LossyGears with losses (the force pipeline corrects for them).
     has_torque_dependent: bool,
     started: bool,
@@ -500,6 +523,11 @@ impl Simulation {
             newton_piv: vec![0; 2 * n],
             phi_save: v(nn),
             w_save: v(nn),
+            pred_q0: v(n),
+            pred_q: v(2 * n),
+            pred_h: 0.0,
+            pred_slot: usize::MAX,
+            pred_epoch: u64::MAX,
             law_power: [v(nl), v(nl)],
             law_diss: [v(nl), v(nl)],
             fric_power: [v(nf), v(nf)],
@@ -521,6 +549,7 @@ impl Simulation {
             next_time_event: 0.0,
             breaking: 0,
             inputs_changed: false,
+            epoch: 0,
             has_torque_dependent: net.friction.iter().any(|fe| fe.law.is_torque_dependent()),
             started: false,
             ws,
@@ -958,6 +987,7 @@ impl Simulation {
 
     /// Reduced Jacobians `Dr = N^T df/dw N`, `Kr = N^T df/dphi N` at the given state.
     fn jacobians(&mut self, slot: usize, t_sig: usize) {
+        self.stats.jacobian_updates += 1;
         let n = self.net.n_dof;
         let Work { jphi, jw, f, sig, .. } = &mut self.ws;
         jphi[..n * n].fill(0.0);
@@ -1009,6 +1039,16 @@ impl Simulation {
                 }
             }
         }
+    }
+
+    /// Evaluates the Jacobian of a nonlinear mode now and factors its Newton matrix for `h`
+    /// into the slot.
+    fn fresh_jacobian(&mut self, slot: usize, h: f64) {
+        self.jacobians(slot, 0);
+        let s = &mut self.slots[slot];
+        s.jac_epoch = self.epoch;
+        s.jac_stale = false;
+        self.factor_newton(slot, h, false);
     }
 
     /// Factors the Newton matrix `I (x) Mr - h A (x) Dr - h^2 A^2 (x) Kr` for step `h`, into the
@@ -1315,11 +1355,23 @@ impl Simulation {
         let cached_h = self.slots[slot].newton_h;
         // Rounding-level differences in h (k dt - t) reuse the factors: the one Newton solve of
         // a linear mode is then off by ~1e-12 of its update, far below the truncation error.
+        // Nonlinear modes: the Jacobian (at a step start, signals at the first stage) is kept
+        // over the steps of one epoch while Newton contracts fast on it (simplified Newton);
+        // a slow iteration marks it stale and the next sub-step evaluates it afresh.
+        let reusable =
+            !linear && !cached_h.is_nan() && self.slots[slot].jac_epoch == self.epoch && !self.slots[slot].jac_stale;
+        let mut reused = reusable;
         let scratch = if !linear {
-            // Jacobian at the step start, signals at the first stage.
-            self.jacobians(slot, 0);
-            self.factor_newton(slot, h, false);
-            false
+            if reusable && (h - cached_h).abs() <= 1e-12 * h {
+                false
+            } else if reusable && !full_step {
+                self.factor_newton(slot, h, true);
+                true
+            } else {
+                reused = false;
+                self.fresh_jacobian(slot, h);
+                false
+            }
         } else if cached_h.is_nan() {
             self.jacobians(slot, 0);
             self.factor_newton(slot, h, false);
@@ -1341,10 +1393,25 @@ impl Simulation {
             self.ws.q[j] = self.w[c];
             self.ws.q[m + j] = self.w[c];
         }
+        // Nonlinear modes continuing the last sub-step in the same mode and epoch: the stage
+        // guesses come from its collocation polynomial, extrapolated (error O(h^3) instead of
+        // the O(h) of a constant guess), so that Newton converges in one correction.
+        let predicted = !linear && self.ws.pred_slot == slot && self.ws.pred_epoch == self.epoch;
+        if predicted {
+            let r = h / self.ws.pred_h;
+            let Work { q, pred_q0, pred_q, .. } = &mut self.ws;
+            for i in 0..2 {
+                let [l0, l1, l2] = lagrange(1.0 + C[i] * r);
+                for j in 0..m {
+                    q[i * m + j] = l0 * pred_q0[j] + l1 * pred_q[j] + l2 * pred_q[m + j];
+                }
+            }
+        }
         let mut iter = 0;
         loop {
             iter += 1;
-            if iter == 1 && !prescribed {
+            self.stats.newton_iterations += 1;
+            if iter == 1 && !prescribed && !predicted {
                 // The starting guess Q_i = q0 is the current motion: W_i = w, Phi_i = phi + h c_i w.
                 for i in 0..2 {
                     let Work { w_st, phi_st, .. } = &mut self.ws;
@@ -1439,6 +1506,22 @@ impl Simulation {
                 self.stats.newton_failures += 1;
                 break;
             }
+            if reused && iter >= 3 {
+                // Slow on the old Jacobian: continue from this iterate on a fresh one.
+                reused = false;
+                if scratch {
+                    self.jacobians(slot, 0);
+                    self.slots[slot].jac_epoch = self.epoch;
+                    self.slots[slot].jac_stale = false;
+                    self.slots[slot].newton_h = f64::NAN;
+                    self.factor_newton(slot, h, true);
+                } else {
+                    self.fresh_jacobian(slot, h);
+                }
+            }
+        }
+        if reused && iter > 2 {
+            self.slots[slot].jac_stale = true;
         }
         self.stage_states(h);
         // End values: q1 = q0 + sum_j D_j (Q_j - q0); phi1 = phi0 + h sum b_i W_i.
@@ -1598,15 +1681,21 @@ impl Simulation {
         self.phi.copy_from_slice(&self.ws.phi1);
         self.w.copy_from_slice(&self.ws.w1);
         self.t += h;
+        if !self.slots[self.cur].linear {
+            let m = self.slots[self.cur].m;
+            let Work { q0, q, pred_q0, pred_q, .. } = &mut self.ws;
+            pred_q0[..m].copy_from_slice(&q0[..m]);
+            pred_q[..2 * m].copy_from_slice(&q[..2 * m]);
+            self.ws.pred_h = h;
+            self.ws.pred_slot = self.cur;
+            self.ws.pred_epoch = self.epoch;
+        }
     }
 
     /// Dense output at `theta` in [0, 1] of the last integrated sub-step into `ws.phi_e/w_e`
     /// (quadratic collocation polynomial through the start and the two stages).
     fn dense(&mut self, theta: f64) {
-        let (c1, c2) = (C[0], C[1]);
-        let l0 = (theta - c1) * (theta - c2) / (c1 * c2);
-        let l1 = theta * (theta - c2) / (c1 * (c1 - c2));
-        let l2 = theta * (theta - c1) / (c2 * (c2 - c1));
+        let [l0, l1, l2] = lagrange(theta);
         for k in 0..self.w.len() {
             self.ws.w_e[k] = l0 * self.w[k] + l1 * self.ws.w_st[0][k] + l2 * self.ws.w_st[1][k];
             self.ws.phi_e[k] = l0 * self.phi[k] + l1 * self.ws.phi_st[0][k] + l2 * self.ws.phi_st[1][k];
@@ -1887,6 +1976,7 @@ impl Simulation {
     /// Resolves the modes of all friction elements at the current time and state.
     /// `forced` marks elements whose slip just crossed zero (they become stuck candidates).
     fn select_modes(&mut self, forced: u64, initial: bool) {
+        self.epoch += 1;
         let n = self.net.n_dof;
         let nf = self.net.friction.len();
         // Energy just before the instant (left-limit signals, old regimes and modes): what the
@@ -2552,6 +2642,17 @@ impl Simulation {
         self.energy.kinetic = ke;
         self.energy.potential = pe;
     }
+}
+
+/// Lagrange weights at `theta` (in units of the sub-step) of the collocation polynomial through
+/// the start (`theta = 0`) and the two Gauss stages.
+fn lagrange(theta: f64) -> [f64; 3] {
+    let (c1, c2) = (C[0], C[1]);
+    [
+        (theta - c1) * (theta - c2) / (c1 * c2),
+        theta * (theta - c2) / (c1 * (c1 - c2)),
+        theta * (theta - c1) / (c2 * (c2 - c1)),
+    ]
 }
 
 /// Source of a prescribed row's right-hand side.

@@ -1,0 +1,65 @@
+//! Holds a shipped vehicle in a steady state and steps it many times at dt = 1 ms: a target for
+//! profilers (`cargo run --release --example prof_vehicle -- sedan_8hp.ron 300000`; under
+//! callgrind, `--toggle-collect='*prof_vehicle::measure*'` counts only the measured steps).
+//!
+//! Automatics (file names containing `8hp`) pull away at 30 % throttle and cruise for 25 s first;
+//! manuals launch in first and shift to third. Prints the time per step, the engaged gear and the
+//! solver's counters.
+
+use driveline::core::automatic::Selector;
+use driveline::core::{DriverInput, Vehicle};
+use std::path::Path;
+
+/// The measured loop, kept out of line so a profiler can isolate it.
+#[inline(never)]
+fn measure(v: &mut Vehicle, input: &DriverInput, n: usize) {
+    for _ in 0..n {
+        v.step(input, 1e-3).expect("step");
+    }
+}
+
+/// Brings `v` to a steady cruise and returns the input that holds it there.
+fn warm_up(v: &mut Vehicle, automatic: bool) -> DriverInput {
+    if automatic {
+        let mut input = DriverInput { selector: Selector::Drive, brake: 1.0, ..Default::default() };
+        for k in 0..25_000 {
+            if k == 1000 {
+                input.brake = 0.0;
+                input.throttle = 0.3;
+            }
+            v.step(&input, 1e-3).expect("step");
+        }
+        return input;
+    }
+    let mut input = DriverInput::default();
+    for k in 0..9000 {
+        let t = k as f64 * 1e-3;
+        let shifting = t < 1.0 || (4.0..4.6).contains(&t) || (6.0..6.6).contains(&t);
+        input.gear = if t < 4.0 {
+            1
+        } else if t < 6.0 {
+            2
+        } else {
+            3
+        };
+        input.shift_up = [0.2, 4.0, 6.0].iter().any(|s| (t - s).abs() < 5e-4);
+        input.clutch = if shifting { 1.0 } else { (1.0 - (t - 1.0) / 1.5).clamp(0.0, 1.0) };
+        input.throttle = if shifting { 0.0 } else { 0.3 };
+        v.step(&input, 1e-3).expect("step");
+    }
+    input.shift_up = false;
+    input
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let file = args.next().unwrap_or_else(|| "sedan_8hp.ron".into());
+    let n: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(300_000);
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/vehicles").join(&file);
+    let mut v = Vehicle::load(&path).expect("vehicle");
+    let input = warm_up(&mut v, file.contains("8hp"));
+    let t0 = std::time::Instant::now();
+    measure(&mut v, &input, n);
+    let per_step = t0.elapsed().as_secs_f64() / n as f64 * 1e6;
+    println!("{per_step:.2} us/step; gear {}; {:?}", v.telemetry().engaged_gear, v.simulation().stats());
+}
