@@ -214,6 +214,10 @@ struct ModeSlot {
     kin: CapVec<usize>,
     /// Rows with a prescribed right-hand side `row . w = rho(t)`: (active row, source).
     rhs: CapVec<(usize, Rhs)>,
+    /// The active rows whose multipliers event tests and energy read (locked and kinematic
+    /// rows, the permanent rows a torque-dependent limit reads, prescribed rows), ascending:
+    /// inside a sub-step only these are computed; telemetry at its end takes all `r`.
+    event_rows: CapVec<usize>,
     /// Particular solution of each rhs row for a unit `rho` (`n` each), zero on free columns.
     pmat: Vec<f64>,
     linear: bool,
@@ -252,6 +256,7 @@ impl ModeSlot {
             locked: CapVec::new(nf),
             kin: CapVec::new(rmax),
             rhs: CapVec::new(rmax),
+            event_rows: CapVec::new(rmax),
             pmat: vec![0.0; rmax * n],
             linear: false,
             redundant: false,
@@ -856,6 +861,21 @@ impl Simulation {
         }
         for (j, &k) in slot.kin.iter().enumerate() {
             slot.rhs.push((np + nl + j, Rhs::Clutch(net.kinematic[k].rho_signal)));
+        }
+        slot.event_rows.clear();
+        for i in 0..np {
+            let read = slot.rhs.iter().any(|&(ra, _)| ra == i)
+                || slot.locked.iter().any(|&l| match &net.friction[l].law {
+                    crate::elements::FrictionLaw::Lossy { gear_row, .. } => *gear_row == i,
+                    crate::elements::FrictionLaw::Ramp { input, .. } => input.iter().any(|&(ri, c)| c != 0.0 && ri == i),
+                    _ => false,
+                });
+            if read {
+                slot.event_rows.push(i);
+            }
+        }
+        for i in np..r {
+            slot.event_rows.push(i);
         }
         // Dense G (r x n) into tmp_rn.
         let g = &mut self.ws.tmp_rn;
@@ -1616,7 +1636,7 @@ impl Simulation {
         let n = self.net.n_dof;
         for i in 0..2 {
             let Work { f_st, acc, fq, lam_st, ud, .. } = &mut self.ws;
-            Self::constraint_torques(&self.net, &self.slots[self.cur], &f_st[i], &ud[i], acc, fq, &mut lam_st[i], n);
+            Self::constraint_torques(&self.net, &self.slots[self.cur], &f_st[i], &ud[i], acc, fq, &mut lam_st[i], n, false);
         }
         self.ws.cache |= 2;
     }
@@ -1641,7 +1661,7 @@ impl Simulation {
                 None,
             );
         }
-        Self::constraint_torques(&self.net, &self.slots[self.cur], f_end, &ud[2], acc, fq, lam_end, n);
+        Self::constraint_torques(&self.net, &self.slots[self.cur], f_end, &ud[2], acc, fq, lam_end, n, true);
         self.ws.cache |= 4;
     }
 
@@ -1736,7 +1756,7 @@ impl Simulation {
                     }
                     At::Dense => {
                         eval_signals(&self.net, t, false, &mut self.ws.sig[2]);
-                        self.constraint_torques_at_e(t);
+                        self.constraint_torques_at_e(t, false);
                         (&self.ws.lam, &self.ws.sig[2])
                     }
                 };
@@ -1770,8 +1790,9 @@ impl Simulation {
         }
     }
 
-    /// Constraint torques `lambda` of the current mode at `(phi_e, w_e)` with signals `sig[2]`.
-    fn constraint_torques_at_e(&mut self, t: f64) {
+    /// Constraint torques `lambda` of the current mode at `(phi_e, w_e)` with signals `sig[2]`
+    /// (every row when `all`, else the event rows).
+    fn constraint_torques_at_e(&mut self, t: f64, all: bool) {
         let n = self.net.n_dof;
         self.prescribed(t, 3);
         let Work { phi_e, w_e, sig, f, acc, lam, fq, ud, ls_a, dep_tau, .. } = &mut self.ws;
@@ -1779,7 +1800,7 @@ impl Simulation {
         if self.has_torque_dependent {
             Self::torque_dependent_correct(&self.net, &self.slots[self.cur], &self.modes, w_e, f, ls_a, dep_tau, None);
         }
-        Self::constraint_torques(&self.net, &self.slots[self.cur], f, &ud[3], acc, fq, lam, n);
+        Self::constraint_torques(&self.net, &self.slots[self.cur], f, &ud[3], acc, fq, lam, n, all);
     }
 
     /// Prescribed parts of speed and acceleration at `t` into `wp[idx]`, `ud[idx]`.
@@ -1810,6 +1831,8 @@ impl Simulation {
 
     /// `lambda = L (M a - f)` with `a = N Mr^-1 N^T (f - M ud) + ud`, `ud` the prescribed part
     /// of the acceleration (zero without prescribed rows).
+    /// Every active row when `all`, else only the slot's
+    /// `event_rows` (the others keep stale values).
     fn constraint_torques(
         net: &Network,
         s: &ModeSlot,
@@ -1819,6 +1842,7 @@ impl Simulation {
         _fq: &mut [f64],
         lam: &mut [f64],
         n: usize,
+        all: bool,
     ) {
         let x = if s.rhs.is_empty() {
             &f[..n]
@@ -1828,8 +1852,15 @@ impl Simulation {
             }
             &acc[..n]
         };
-        for r in 0..s.r {
-            lam[r] = s.tmap[r * n..(r + 1) * n].iter().zip(x).map(|(t, v)| t * v).sum();
+        let row = |r: usize| s.tmap[r * n..(r + 1) * n].iter().zip(x).map(|(t, v)| t * v).sum();
+        if all {
+            for r in 0..s.r {
+                lam[r] = row(r);
+            }
+        } else {
+            for &r in s.event_rows.iter() {
+                lam[r] = row(r);
+            }
         }
     }
 
@@ -2145,7 +2176,7 @@ impl Simulation {
         if any_stuck {
             self.ws.phi_e.copy_from_slice(&self.phi);
             self.ws.w_e.copy_from_slice(&self.w);
-            self.constraint_torques_at_e(t);
+            self.constraint_torques_at_e(t, false);
             let s = &self.slots[self.cur];
             for (pos, &i) in s.locked.iter().enumerate() {
                 let lam_own = self.ws.lam[self.net.rows.len() + pos];
@@ -2187,7 +2218,7 @@ impl Simulation {
                 // The torque it carried just before: its constraint torque now.
                 self.ws.phi_e.copy_from_slice(&self.phi);
                 self.ws.w_e.copy_from_slice(&self.w);
-                self.constraint_torques_at_e(t);
+                self.constraint_torques_at_e(t, false);
                 let s = &self.slots[self.cur];
                 let pos = s.kin.iter().position(|&k| k == j).map(|p| self.net.rows.len() + s.locked.len() + p);
                 let tau_hold = pos.map_or(0.0, |p| -self.ws.lam[p]);
@@ -2347,7 +2378,7 @@ impl Simulation {
             for a in 0..k {
                 self.net.friction[qp_idx[a]].row.add_scaled(ls_a, qp_x[a]);
             }
-            Self::constraint_torques(&self.net, &self.slots[base], ls_a, &ud[3], acc, fq, lam, n);
+            Self::constraint_torques(&self.net, &self.slots[base], ls_a, &ud[3], acc, fq, lam, n, true);
             let mut change: f64 = 0.0;
             let mut scale: f64 = 1e-300;
             for a in 0..k {
@@ -2384,6 +2415,15 @@ impl Simulation {
         }
     }
 
+    /// Static capacities of the stuck friction elements (the only ones a group test reads).
+    fn stuck_capacities(net: &Network, modes: &[FrictionMode], sig: &[f64], caps: &mut [Capacity]) {
+        for (k, fe) in net.friction.iter().enumerate() {
+            if modes[k] == FrictionMode::Stuck {
+                caps[k] = fe.law.capacity(sig);
+            }
+        }
+    }
+
     /// Break-away test of a redundant lock set (two locks on one relative motion) at a sample:
     /// the complementarity problem of the stuck elements is solved with the forces there; the
     /// result is the largest relative acceleration it cannot cancel, minus twice the
@@ -2396,26 +2436,20 @@ impl Simulation {
                 self.stage_torques();
                 let Work { f, f_st, sig, caps, .. } = &mut self.ws;
                 f.copy_from_slice(&f_st[i]);
-                for (k, fe) in self.net.friction.iter().enumerate() {
-                    caps[k] = fe.law.capacity(&sig[i]);
-                }
+                Self::stuck_capacities(&self.net, &self.modes, &sig[i], caps);
             }
             At::End => {
                 self.end_torques();
                 let Work { f, f_end, sig_end, caps, .. } = &mut self.ws;
                 f.copy_from_slice(f_end);
-                for (k, fe) in self.net.friction.iter().enumerate() {
-                    caps[k] = fe.law.capacity(sig_end);
-                }
+                Self::stuck_capacities(&self.net, &self.modes, sig_end, caps);
             }
             At::Dense => {
                 eval_signals(&self.net, t, false, &mut self.ws.sig[2]);
                 // Forces (into `f`) and the current mode's constraint torques (into `lam`).
-                self.constraint_torques_at_e(t);
+                self.constraint_torques_at_e(t, false);
                 let Work { sig, caps, .. } = &mut self.ws;
-                for (k, fe) in self.net.friction.iter().enumerate() {
-                    caps[k] = fe.law.capacity(&sig[2]);
-                }
+                Self::stuck_capacities(&self.net, &self.modes, &sig[2], caps);
             }
         }
         // The current mode's minimum-norm split is one split: when it is strictly inside every
@@ -2550,7 +2584,7 @@ impl Simulation {
         self.ws.phi_e.copy_from_slice(&self.phi);
         self.ws.w_e.copy_from_slice(&self.w);
         eval_signals(&self.net, self.t, false, &mut self.ws.sig[2]);
-        self.constraint_torques_at_e(self.t);
+        self.constraint_torques_at_e(self.t, true);
         let r = self.slots[self.cur].r;
         self.out_lambda[..r].copy_from_slice(&self.ws.lam[..r]);
         self.update_torques();
