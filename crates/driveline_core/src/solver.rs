@@ -1515,9 +1515,9 @@ impl Simulation {
             }
             if linear || norm_dq <= self.params.newton_tolerance * (1.0 + norm_q) {
                 // A converged correction is within the tolerance: the forces just evaluated are
-                // the stage forces. One linear solve from the guess is exact but its forces are
-                // those of the guess.
-                if !linear && iter > 1 {
+                // the stage forces (also when the first correction of a predicted guess is).
+                // One linear solve from the guess is exact but its forces are those of the guess.
+                if !linear && (iter > 1 || predicted) {
                     self.ws.cache |= 1;
                 }
                 break;
