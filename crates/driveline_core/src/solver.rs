@@ -198,6 +198,11 @@ struct ModeSlot {
     r: usize,
     /// Null-space basis `n x m` (stride `n_dof`), identity on the free columns.
     nmat: Vec<f64>,
+    /// The non-zeros of `nmat` by rows (compressed: row `k` holds `nz[nz_start[k]..nz_start[k + 1]]`,
+    /// `(column, value)` in ascending columns). Gear chains make `N` sparse: most dependent
+    /// speeds follow one free speed, so the per-step products `N q` and `N^T f` run on these.
+    nz: CapVec<(usize, f64)>,
+    nz_start: Vec<usize>,
     free_cols: Vec<usize>,
     /// Reduced inertia `Mr = N^T M N` (`m x m`) and its LU factors.
     mr: Vec<f64>,
@@ -238,6 +243,12 @@ struct ModeSlot {
 }
 
 impl ModeSlot {
+    /// Row `k` of `N q` (the speed of node `k` for reduced speeds `q`).
+    #[inline]
+    fn n_times(&self, k: usize, q: &[f64]) -> f64 {
+        self.nz[self.nz_start[k]..self.nz_start[k + 1]].iter().fold(-0.0, |acc, &(j, c)| acc + c * q[j])
+    }
+
     fn new(n: usize, rmax: usize, nf: usize) -> Self {
         Self {
             key: 0,
@@ -247,6 +258,8 @@ impl ModeSlot {
             m: 0,
             r: 0,
             nmat: vec![0.0; n * n],
+            nz: CapVec::new(n * n),
+            nz_start: vec![0; n + 1],
             free_cols: vec![0; n],
             mr: vec![0.0; n * n],
             mr_lu: vec![0.0; n * n],
@@ -928,6 +941,17 @@ impl Simulation {
                 slot.nmat[piv[i] * n + j] = -e[i * cols + c];
             }
         }
+        slot.nz.clear();
+        for k in 0..n {
+            slot.nz_start[k] = slot.nz.len();
+            for j in 0..m {
+                let c = slot.nmat[k * n + j];
+                if c != 0.0 {
+                    slot.nz.push((j, c));
+                }
+            }
+        }
+        slot.nz_start[n] = slot.nz.len();
         for (jj, &(ra, _)) in slot.rhs.iter().enumerate() {
             slot.pmat[jj * n..(jj + 1) * n].fill(0.0);
             for i in 0..rank {
@@ -1482,8 +1506,8 @@ impl Simulation {
                         self.ws.f_st[j][k]
                     };
                     if fk != 0.0 {
-                        for (g, na) in gq.iter_mut().zip(&s.nmat[k * n..k * n + m]) {
-                            *g += na * fk;
+                        for &(a, na) in &s.nz[s.nz_start[k]..s.nz_start[k + 1]] {
+                            gq[a] += na * fk;
                         }
                     }
                 }
@@ -1553,7 +1577,7 @@ impl Simulation {
         }
         let q1 = &self.ws.res[..m];
         for k in 0..n {
-            let wv: f64 = s.nmat[k * n..k * n + m].iter().zip(q1).map(|(a, b)| a * b).sum();
+            let wv = s.n_times(k, q1);
             self.ws.w1[k] = if prescribed { wv + self.ws.wp[2][k] } else { wv };
             self.ws.phi1[k] = self.phi[k] + h * (B[0] * self.ws.w_st[0][k] + B[1] * self.ws.w_st[1][k]);
         }
@@ -1573,8 +1597,7 @@ impl Simulation {
             let qi = &q[i * m..(i + 1) * m];
             let wi = &mut w_st[i];
             for k in 0..n {
-                let row = &s.nmat[k * n..k * n + m];
-                wi[k] = row.iter().zip(qi).map(|(a, b)| a * b).sum();
+                wi[k] = s.n_times(k, qi);
             }
             if !s.rhs.is_empty() {
                 for (x, p) in wi[..n].iter_mut().zip(&wp[i][..n]) {
