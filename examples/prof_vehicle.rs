@@ -2,8 +2,9 @@
 //! profilers (`cargo run --release --example prof_vehicle -- sedan_8hp.ron 300000`; under
 //! callgrind, `--toggle-collect='*prof_vehicle::measure*'` counts only the measured steps).
 //!
-//! Automatics (file names containing `8hp`) pull away at 30 % throttle and cruise for 25 s first;
-//! manuals launch in first and shift to third. Prints the time per step, the engaged gear and the
+//! Automatics (file names containing `8hp`) pull away at 30 % throttle and cruise for 25 s first
+//! (with a third argument `hold`: stand in D on the brakes); manuals launch in first and shift
+//! to third. Prints the time per step, the engaged gear and the
 //! solver's counters.
 
 use driveline::core::automatic::Selector;
@@ -19,11 +20,11 @@ fn measure(v: &mut Vehicle, input: &DriverInput, n: usize) {
 }
 
 /// Brings `v` to a steady cruise and returns the input that holds it there.
-fn warm_up(v: &mut Vehicle, automatic: bool) -> DriverInput {
+fn warm_up(v: &mut Vehicle, automatic: bool, hold: bool) -> DriverInput {
     if automatic {
         let mut input = DriverInput { selector: Selector::Drive, brake: 1.0, ..Default::default() };
         for k in 0..25_000 {
-            if k == 1000 {
+            if k == 1000 && !hold {
                 input.brake = 0.0;
                 input.throttle = 0.3;
             }
@@ -57,7 +58,8 @@ fn main() {
     let n: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(300_000);
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/vehicles").join(&file);
     let mut v = Vehicle::load(&path).expect("vehicle");
-    let input = warm_up(&mut v, file.contains("8hp"));
+    let hold = args.next().is_some_and(|a| a == "hold");
+    let input = warm_up(&mut v, file.contains("8hp"), hold);
     let t0 = std::time::Instant::now();
     measure(&mut v, &input, n);
     let per_step = t0.elapsed().as_secs_f64() / n as f64 * 1e6;

@@ -328,6 +328,8 @@ struct Work {
     /// reuses them: bitwise the factors a fresh factorisation would give.
     qp_factored: u64,
     qp_matrix: (u64, u64, u64),
+    /// The Tikhonov term on the diagonal of `qp_w`.
+    qp_eps: f64,
     caps: Vec<Capacity>,
     new_modes: Vec<FrictionMode>,
     candidate: Vec<bool>,
@@ -521,6 +523,7 @@ impl Simulation {
             qp_piv: vec![0; nf],
             qp_factored: u64::MAX,
             qp_matrix: (u64::MAX, 0, 0),
+            qp_eps: 0.0,
             caps: vec![Capacity { free: true, tau0: 0.0, tau_max: 0.0, one_way: false }; nf],
             new_modes: vec![FrictionMode::Free; nf],
             candidate: vec![false; nf],
@@ -880,7 +883,9 @@ impl Simulation {
             let read = slot.rhs.iter().any(|&(ra, _)| ra == i)
                 || slot.locked.iter().any(|&l| match &net.friction[l].law {
                     crate::elements::FrictionLaw::Lossy { gear_row, .. } => *gear_row == i,
-                    crate::elements::FrictionLaw::Ramp { input, .. } => input.iter().any(|&(ri, c)| c != 0.0 && ri == i),
+                    crate::elements::FrictionLaw::Ramp { input, .. } => {
+                        input.iter().any(|&(ri, c)| c != 0.0 && ri == i)
+                    }
                     _ => false,
                 });
             if read {
@@ -1659,7 +1664,17 @@ impl Simulation {
         let n = self.net.n_dof;
         for i in 0..2 {
             let Work { f_st, acc, fq, lam_st, ud, .. } = &mut self.ws;
-            Self::constraint_torques(&self.net, &self.slots[self.cur], &f_st[i], &ud[i], acc, fq, &mut lam_st[i], n, false);
+            Self::constraint_torques(
+                &self.net,
+                &self.slots[self.cur],
+                &f_st[i],
+                &ud[i],
+                acc,
+                fq,
+                &mut lam_st[i],
+                n,
+                false,
+            );
         }
         self.ws.cache |= 2;
     }
@@ -2315,8 +2330,13 @@ impl Simulation {
         // LossyGear bounds depend on the transmitted torque, which depends on the solution:
         // first solve with them open, then iterate bounds <- torque to a fixed point.
         let passes = if dependent_candidates { 10 } else { 1 };
-        let mut eps = 0.0;
-        for pass in 0..passes {
+        // The matrix W (with its Tikhonov term) is rebuilt, and its free-block factors dropped,
+        // only when the base mode or the candidate set change.
+        let mask = (0..k).fold(0u64, |m, a| m | 1 << self.ws.qp_idx[a]);
+        let id = (self.slots[base].key, self.slots[base].generation, mask);
+        if self.ws.qp_matrix != id {
+            self.ws.qp_matrix = id;
+            self.ws.qp_factored = u64::MAX;
             let mut dmax: f64 = 0.0;
             for a in 0..k {
                 let ia = self.ws.qp_idx[a];
@@ -2325,6 +2345,16 @@ impl Simulation {
                     self.ws.qp_w[a * k + b] = self.qp_full[ia * nf + ib];
                 }
                 dmax = dmax.max(self.qp_full[ia * nf + ia]);
+            }
+            self.ws.qp_eps = 1e-12 * dmax.max(1e-300);
+            for a in 0..k {
+                self.ws.qp_w[a * k + a] += self.ws.qp_eps;
+            }
+        }
+        let eps = self.ws.qp_eps;
+        for pass in 0..passes {
+            for a in 0..k {
+                let ia = self.ws.qp_idx[a];
                 self.ws.qp_rhs[a] = self.ws.qp_b[ia];
                 let (lo, hi) = match &self.net.friction[ia].law {
                     crate::elements::FrictionLaw::Lossy { table, .. } => {
@@ -2349,19 +2379,9 @@ impl Simulation {
                 self.ws.qp_lo[a] = lo;
                 self.ws.qp_hi[a] = hi;
             }
-            eps = 1e-12 * dmax.max(1e-300);
-            for a in 0..k {
-                self.ws.qp_w[a * k + a] += eps;
-            }
             // Warm start from the last solution when every candidate has one (the active set
             // rarely changes from one solve to the next); the optimum is unique either way.
             let warm = (0..k).all(|a| self.ws.warm_ok[self.ws.qp_idx[a]]);
-            let mask = (0..k).fold(0u64, |m, a| m | 1 << self.ws.qp_idx[a]);
-            let id = (self.slots[base].key, self.slots[base].generation, mask);
-            if self.ws.qp_matrix != id {
-                self.ws.qp_matrix = id;
-                self.ws.qp_factored = u64::MAX;
-            }
             if warm {
                 for a in 0..k {
                     let ia = self.ws.qp_idx[a];
@@ -2422,12 +2442,16 @@ impl Simulation {
         }
         eps
     }
-    /// `b_i = B_i f` for all friction rows from `ws.f` (the relative accelerations without the
-    /// candidates' torques), plus the prescribed part `R u - B M u`, `u = P rho'` (`ws.ud[3]`).
-    fn qp_rhs(&mut self, prescribed: bool) {
+    /// `b_i = B_i f` for all friction rows (the stuck ones when `stuck_only`) from `ws.f` (the
+    /// relative accelerations without the candidates' torques), plus the prescribed part
+    /// `R u - B M u`, `u = P rho'` (`ws.ud[3]`).
+    fn qp_rhs(&mut self, prescribed: bool, stuck_only: bool) {
         let n = self.net.n_dof;
         let nf = self.net.friction.len();
         for i in 0..nf {
+            if stuck_only && self.modes[i] != FrictionMode::Stuck {
+                continue;
+            }
             let mut b: f64 = (0..n).map(|k| self.qp_bmap[i * n + k] * self.ws.f[k]).sum();
             if prescribed {
                 let u = &self.ws.ud[3];
@@ -2505,7 +2529,7 @@ impl Simulation {
         let base = self.slot_for(base_key);
         self.compute_qp(base);
         self.prescribed_in(base, t, 3);
-        self.qp_rhs(!self.slots[base].rhs.is_empty());
+        self.qp_rhs(!self.slots[base].rhs.is_empty(), true);
         let mut k = 0;
         for i in 0..nf {
             if self.modes[i] == FrictionMode::Stuck {
@@ -2539,7 +2563,7 @@ impl Simulation {
         let prescribed = !self.slots[base].rhs.is_empty();
         let nf = self.net.friction.len();
         self.ws.qp_extra.fill(0.0);
-        self.qp_rhs(prescribed);
+        self.qp_rhs(prescribed, false);
         for _round in 0..=nf {
             // Gather the candidate subproblem.
             let mut k = 0;
