@@ -2,33 +2,44 @@
 //! profilers (`cargo run --release --example prof_vehicle -- sedan_8hp.ron 300000`; under
 //! callgrind, `--toggle-collect='*prof_vehicle::measure*'` counts only the measured steps).
 //!
-//! Automatics (file names containing `8hp`) pull away at 30 % throttle and cruise for 25 s first
-//! (with a third argument `hold`: stand in D on the brakes); manuals launch in first and shift
-//! to third. Prints the time per step, the engaged gear and the
+//! Automatics (file names containing `8hp`) pull away at 30 % throttle and cruise for 25 s first;
+//! a third argument `hold` stands in D on the brakes instead, `upshift` measures the steps of the
+//! first full-throttle upshift after 4 s. Manuals launch in first and shift to third. Prints the time per step, the engaged gear and the
 //! solver's counters.
 
 use driveline::core::automatic::Selector;
 use driveline::core::{DriverInput, Vehicle};
 use std::path::Path;
 
-/// The measured loop, kept out of line so a profiler can isolate it.
+/// The measured loop, kept out of line so a profiler can isolate it. With `shift`, it stops
+/// early when the automatic's shift in progress ends. Returns the steps taken.
 #[inline(never)]
-fn measure(v: &mut Vehicle, input: &DriverInput, n: usize) {
-    for _ in 0..n {
+fn measure(v: &mut Vehicle, input: &DriverInput, n: usize, shift: bool) -> usize {
+    for k in 0..n {
+        if shift && v.tcu().is_some_and(|t| t.target().is_none()) {
+            return k;
+        }
         v.step(input, 1e-3).expect("step");
     }
+    n
 }
 
 /// Brings `v` to a steady cruise and returns the input that holds it there.
-fn warm_up(v: &mut Vehicle, automatic: bool, hold: bool) -> DriverInput {
+fn warm_up(v: &mut Vehicle, automatic: bool, how: &str) -> DriverInput {
     if automatic {
         let mut input = DriverInput { selector: Selector::Drive, brake: 1.0, ..Default::default() };
-        for k in 0..25_000 {
-            if k == 1000 && !hold {
+        let (seconds, throttle) = if how == "upshift" { (4_000, 1.0) } else { (25_000, 0.3) };
+        for k in 0..seconds {
+            if k == 1000 && how != "hold" {
                 input.brake = 0.0;
-                input.throttle = 0.3;
+                input.throttle = throttle;
             }
             v.step(&input, 1e-3).expect("step");
+        }
+        if how == "upshift" {
+            while v.tcu().is_some_and(|t| t.target().is_none()) {
+                v.step(&input, 1e-3).expect("step");
+            }
         }
         return input;
     }
@@ -58,10 +69,10 @@ fn main() {
     let n: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(300_000);
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/vehicles").join(&file);
     let mut v = Vehicle::load(&path).expect("vehicle");
-    let hold = args.next().is_some_and(|a| a == "hold");
-    let input = warm_up(&mut v, file.contains("8hp"), hold);
+    let how = args.next().unwrap_or_default();
+    let input = warm_up(&mut v, file.contains("8hp"), &how);
     let t0 = std::time::Instant::now();
-    measure(&mut v, &input, n);
+    let n = measure(&mut v, &input, n, how == "upshift").max(1);
     let per_step = t0.elapsed().as_secs_f64() / n as f64 * 1e6;
     println!("{per_step:.2} us/step; gear {}; {:?}", v.telemetry().engaged_gear, v.simulation().stats());
 }
