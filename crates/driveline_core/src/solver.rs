@@ -372,6 +372,10 @@ struct Work {
     law_power: [Vec<f64>; 2],
     law_diss: [Vec<f64>; 2],
     fric_power: [Vec<f64>; 2],
+    /// Friction powers and torque-dependent friction torques at the sub-step end (from
+    /// [`Simulation::end_torques`]; `dep_tau` is scratch that stage evaluations overwrite).
+    fric_power_end: Vec<f64>,
+    dep_tau_end: Vec<f64>,
 }
 
 /// A running simulation of one [`Network`].
@@ -552,6 +556,8 @@ impl Simulation {
             law_power: [v(nl), v(nl)],
             law_diss: [v(nl), v(nl)],
             fric_power: [v(nf), v(nf)],
+            fric_power_end: v(nf),
+            dep_tau_end: v(nf),
         };
         let slots = (0..params.mode_cache_slots.max(3)).map(|_| ModeSlot::new(n, rmax, nf)).collect();
         let mut sim = Simulation {
@@ -1351,7 +1357,7 @@ impl Simulation {
             self.out_lambda[..r].copy_from_slice(&self.ws.lam_end[..r]);
             let Work { sig_end, sig, .. } = &mut self.ws;
             sig[2].copy_from_slice(sig_end);
-            self.update_torques();
+            self.update_torques(true);
         } else {
             self.update_outputs();
         }
@@ -1685,7 +1691,8 @@ impl Simulation {
             return;
         }
         let n = self.net.n_dof;
-        let Work { phi1, w1, sig_end, f_end, acc, fq, lam_end, ud, ls_a, dep_tau, .. } = &mut self.ws;
+        let Work { phi1, w1, sig_end, f_end, acc, fq, lam_end, ud, ls_a, dep_tau_end, fric_power_end, .. } =
+            &mut self.ws;
         Self::forces(&self.net, &self.modes, &self.regimes, phi1, w1, sig_end, f_end, None);
         if self.has_torque_dependent {
             Self::torque_dependent_correct(
@@ -1695,8 +1702,8 @@ impl Simulation {
                 w1,
                 f_end,
                 ls_a,
-                dep_tau,
-                None,
+                dep_tau_end,
+                Some(fric_power_end),
             );
         }
         Self::constraint_torques(&self.net, &self.slots[self.cur], f_end, &ud[2], acc, fq, lam_end, n, true);
@@ -2226,11 +2233,13 @@ impl Simulation {
         }
         // What a step in a limit removes (none for the kept modes but an elastic clutch's
         // stored T_s^2 / 2S): booked like a mode switch.
-        if self.params.track_energy {
+        // Only potentials read signals (the kinetic energy is the same on both sides).
+        let signal_potential = self.net.laws.iter().any(|l| matches!(l, Law::ElasticClutch { .. } | Law::Dog { .. }));
+        if self.params.track_energy && signal_potential {
             eval_signals(&self.net, t, true, &mut self.ws.sig[0]);
-            let (ke0, pe0) = self.kinetic_potential(0);
-            let (ke1, pe1) = self.kinetic_potential(2);
-            self.energy.dissipated += (ke0 + pe0) - (ke1 + pe1);
+            let (_, pe0) = self.kinetic_potential(0);
+            let (_, pe1) = self.kinetic_potential(2);
+            self.energy.dissipated += pe0 - pe1;
         }
         true
     }
@@ -2634,11 +2643,13 @@ impl Simulation {
         self.constraint_torques_at_e(self.t, true);
         let r = self.slots[self.cur].r;
         self.out_lambda[..r].copy_from_slice(&self.ws.lam[..r]);
-        self.update_torques();
+        self.update_torques(false);
     }
 
-    /// Element torques from `out_lambda` and the signals in `sig[2]`.
-    fn update_torques(&mut self) {
+    /// Element torques from `out_lambda` and the signals in `sig[2]`. `at_end`: the state is
+    /// the end of an event-free sub-step whose end caches ([`Simulation::end_torques`]) hold
+    /// the torque-dependent friction torques and powers.
+    fn update_torques(&mut self, at_end: bool) {
         // Law torques and dissipated powers.
         self.out_power.fill(0.0);
         self.ws.f.fill(0.0);
@@ -2649,7 +2660,13 @@ impl Simulation {
             self.out_power[e] += o.dissipation;
         }
         // Rolling lossy gears: their loss power comes from the loss torque solve.
-        if self.has_torque_dependent {
+        if self.has_torque_dependent && at_end {
+            for (i, fe) in self.net.friction.iter().enumerate() {
+                if matches!(fe.law, crate::elements::FrictionLaw::Lossy { .. }) {
+                    self.out_power[fe.element] = self.ws.fric_power_end[i];
+                }
+            }
+        } else if self.has_torque_dependent {
             let Work { f, sig, fric_power, ls_a, dep_tau, .. } = &mut self.ws;
             Self::forces(&self.net, &self.modes, &self.regimes, &self.phi, &self.w, &sig[2], f, None);
             fric_power[0].fill(0.0);
@@ -2704,7 +2721,7 @@ impl Simulation {
                     if matches!(fe.law, crate::elements::FrictionLaw::Ramp { .. }) =>
                 {
                     let _ = m;
-                    self.ws.dep_tau[i]
+                    if at_end { self.ws.dep_tau_end[i] } else { self.ws.dep_tau[i] }
                 }
                 FrictionMode::Free => 0.0,
                 FrictionMode::Stuck => {
