@@ -213,6 +213,11 @@ struct ModeSlot {
     /// Constraint torques directly from forces: `lambda = T (f - M u)` with
     /// `T = L (M N Mr^-1 N^T - I)` (`r x n`), `u` the prescribed acceleration.
     tmap: Vec<f64>,
+    /// Redundant slots only: the same map for a capacity-weighted split (regularisation
+    /// `eps_i = eps (c_max / c_i)^2` per row, clamped to `[1, 1e6] eps`, capacities at compile
+    /// time), which loads the stronger of two parallel locks. A certificate only: telemetry
+    /// keeps the minimum-norm split.
+    tmap_w: Vec<f64>,
     /// Friction index of each locked row (after the permanent rows).
     locked: CapVec<usize>,
     /// Kinematic clutch index of each engaged row (after the locked friction rows).
@@ -266,6 +271,7 @@ impl ModeSlot {
             mr_piv: vec![0; n],
             lmap: vec![0.0; rmax * n],
             tmap: vec![0.0; rmax * n],
+            tmap_w: vec![0.0; rmax * n],
             locked: CapVec::new(nf),
             kin: CapVec::new(rmax),
             rhs: CapVec::new(rmax),
@@ -304,6 +310,9 @@ struct Work {
     jphi: Vec<f64>,
     jw: Vec<f64>,
     tmp_rr: Vec<f64>,
+    tmp_rr_w: Vec<f64>,
+    piv_w: Vec<usize>,
+    lam_w: Vec<f64>,
     tmp_rn: Vec<f64>,
     piv: Vec<usize>,
     lam: Vec<f64>,
@@ -509,6 +518,9 @@ impl Simulation {
             jphi: v(n * n),
             jw: v(n * n),
             tmp_rr: v(rmax * rmax),
+            tmp_rr_w: v(rmax * rmax),
+            piv_w: vec![0; rmax + 1],
+            lam_w: v(rmax),
             tmp_rn: v(rmax * n),
             piv: vec![0; rmax.max(n) + 1],
             lam: v(rmax),
@@ -991,6 +1003,26 @@ impl Simulation {
                 tr = tr.max(ggt[a * r + a]);
             }
             let eps = if rank < r { 1e-12 * tr.max(1e-300) } else { 0.0 };
+            if rank < r {
+                // The weighted copy: permanent and kinematic rows (unlimited) weigh as the
+                // strongest lock.
+                let cap = |a: usize| {
+                    if a >= np && a < np + nl {
+                        net.friction[slot.locked[a - np]].law.capacity(&self.ws.sig[2]).tau_max.abs()
+                    } else {
+                        f64::INFINITY
+                    }
+                };
+                let cmax = (np..np + nl).map(cap).fold(0.0f64, f64::max).max(1e-300);
+                let gw = &mut self.ws.tmp_rr_w;
+                gw[..r * r].copy_from_slice(&ggt[..r * r]);
+                for a in 0..r {
+                    let c = cap(a).min(cmax);
+                    let f = if c > 0.0 { (cmax / c).powi(2).clamp(1.0, 1e6) } else { 1e6 };
+                    gw[a * r + a] += eps * f;
+                }
+                let _ = linalg::lu_factor(gw, r, &mut self.ws.piv_w);
+            }
             for a in 0..r {
                 ggt[a * r + a] += eps;
             }
@@ -1022,6 +1054,16 @@ impl Simulation {
                 v[k] -= 1.0;
                 for a in 0..r {
                     slot.tmap[a * n + k] = (0..n).map(|i| slot.lmap[a * n + i] * v[i]).sum();
+                }
+                if rank < r {
+                    let col = &mut self.ws.lam_w;
+                    for a in 0..r {
+                        col[a] = (0..n).map(|i| g[a * n + i] * v[i]).sum();
+                    }
+                    linalg::lu_solve(&self.ws.tmp_rr_w, r, &self.ws.piv_w, col);
+                    for a in 0..r {
+                        slot.tmap_w[a * n + k] = col[a];
+                    }
                 }
             }
         }
@@ -2526,6 +2568,43 @@ impl Simulation {
                     _ => law.hold_excess(self.ws.caps[i], lam[self.net.rows.len() + pos], lam, w),
                 };
                 if g >= -1e-9 * limit.max(1e-300) {
+                    inside = false;
+                    break;
+                }
+            }
+            if inside {
+                return -1.0;
+            }
+        }
+        // The capacity-weighted split is a second certificate, with a margin above its
+        // regularisation error (at most 1e-6 relative).
+        {
+            let n = self.net.n_dof;
+            let (f, ud, w) = match at {
+                At::Stage(i) => (&self.ws.f_st[i], &self.ws.ud[i], &self.ws.w_st[i]),
+                At::End => (&self.ws.f_end, &self.ws.ud[2], &self.ws.w1),
+                At::Dense => (&self.ws.f, &self.ws.ud[3], &self.ws.w_e),
+            };
+            let s = &self.slots[self.cur];
+            let np = self.net.rows.len();
+            let lam = &mut self.ws.lam_w;
+            for &r in s.event_rows.iter() {
+                lam[r] = (0..n)
+                    .map(|k| {
+                        let x = if s.rhs.is_empty() { f[k] } else { f[k] - self.net.mass[k] * ud[k] };
+                        s.tmap_w[r * n + k] * x
+                    })
+                    .sum();
+            }
+            let mut inside = true;
+            for (pos, &i) in s.locked.iter().enumerate() {
+                let law = &self.net.friction[i].law;
+                if matches!(law, crate::elements::FrictionLaw::Lossy { .. }) {
+                    inside = false;
+                    break;
+                }
+                let (g, limit) = law.hold_excess(self.ws.caps[i], lam[np + pos], lam, w);
+                if g >= -1e-5 * limit.max(1e-300) {
                     inside = false;
                     break;
                 }
