@@ -75,4 +75,16 @@ fn main() {
     let n = measure(&mut v, &input, n, how == "upshift").max(1);
     let per_step = t0.elapsed().as_secs_f64() / n as f64 * 1e6;
     println!("{per_step:.2} us/step; gear {}; {:?}", v.telemetry().engaged_gear, v.simulation().stats());
+    let net = v.simulation().network();
+    let varying = net.signals.iter().filter(|s| !matches!(s, driveline::core::Signal::Constant(_))).count();
+    println!(
+        "network: {} dof ({} nodes), {} laws, {} constraint rows, {} friction elements, {} signals ({} not constant)",
+        net.n_dof,
+        net.nodes.len(),
+        net.laws.len(),
+        net.rows.len(),
+        net.friction.len(),
+        net.signals.len(),
+        varying
+    );
 }

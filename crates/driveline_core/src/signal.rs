@@ -145,6 +145,25 @@ impl Signal {
         self.eval_side(t, true)
     }
 
+    /// True when the value does not depend on time: a constant, a held input (rate 0), or a
+    /// sum, product or gain of such. The solver evaluates steady signals once per input change
+    /// instead of at every stage.
+    pub fn is_steady(&self) -> bool {
+        match self {
+            Signal::Constant(_) => true,
+            Signal::Input { rate, .. } => *rate == 0.0,
+            Signal::Sum(items) | Signal::Product(items) => items.iter().all(Signal::is_steady),
+            Signal::OneMinus(u) | Signal::Gain(_, u) => u.is_steady(),
+            Signal::Difference(a, b) => a.is_steady() && b.is_steady(),
+            Signal::Step { .. }
+            | Signal::Ramp { .. }
+            | Signal::Sine { .. }
+            | Signal::Pulse { .. }
+            | Signal::Table(_)
+            | Signal::Ref(_) => false,
+        }
+    }
+
     fn eval_side(&self, t: f64, left: bool) -> f64 {
         // `before(s)` is "t is before the switching instant s" with the side convention.
         let before = |s: f64| if left { t <= s } else { t < s };

@@ -415,6 +415,14 @@ pub struct Simulation {
     breaking: u64,
     /// An input changed since the last step: re-resolve modes at the next step start.
     inputs_changed: bool,
+    /// Signals that are not steady ([`Signal::is_steady`]). With none, a filled signal buffer
+    /// stays valid until the next change of a signal.
+    unsteady_signals: usize,
+    /// Bumped at every change of a signal's definition or value.
+    sig_gen: u64,
+    /// The `sig_gen` at which each signal buffer (`sig[0]`, `sig[1]`, `sig[2]`, `sig_end`) was
+    /// filled while the signals were steady; `u64::MAX` when it must be evaluated again.
+    sig_filled: [u64; 4],
     /// Bumped whenever modes, regimes or the state are switched (every mode selection): the
     /// stage predictor and the reused Jacobians of nonlinear modes are valid within one epoch.
     epoch: u64,
@@ -480,6 +488,44 @@ fn eval_signals(net: &Network, t: f64, left: bool, out: &mut [f64]) {
 }
 
 impl Simulation {
+    /// Fills signal buffer `b` (`sig[0]`, `sig[1]`, `sig[2]`, or `sig_end` for 3) with the
+    /// signals at `t` (`left`: the limit from the left). While every signal is steady, a buffer
+    /// filled since the last change is kept, and an empty one is copied from a filled one.
+    fn fill_signals(&mut self, b: usize, t: f64, left: bool) {
+        if self.unsteady_signals == 0 {
+            if self.sig_filled[b] == self.sig_gen {
+                return;
+            }
+            if let Some(src) = (0..4).find(|&k| self.sig_filled[k] == self.sig_gen) {
+                let Work { sig, sig_end, .. } = &mut self.ws;
+                let [s0, s1, s2] = sig;
+                let mut bufs = [s0, s1, s2, sig_end];
+                let (from, to) = if src < b {
+                    let (lo, hi) = bufs.split_at_mut(b);
+                    (&*lo[src], &mut *hi[0])
+                } else {
+                    let (lo, hi) = bufs.split_at_mut(src);
+                    (&*hi[0], &mut *lo[b])
+                };
+                to.copy_from_slice(from);
+                self.sig_filled[b] = self.sig_gen;
+                return;
+            }
+        }
+        let out = if b == 3 { &mut self.ws.sig_end } else { &mut self.ws.sig[b] };
+        eval_signals(&self.net, t, left, out);
+        self.sig_filled[b] = if self.unsteady_signals == 0 { self.sig_gen } else { u64::MAX };
+    }
+
+    /// Records a change of signal values: filled buffers are stale. `recount` when a signal's
+    /// definition may have changed (its steadiness with it).
+    fn signals_changed(&mut self, recount: bool) {
+        self.sig_gen += 1;
+        if recount {
+            self.unsteady_signals = self.net.signals.iter().filter(|s| !s.is_steady()).count();
+        }
+    }
+
     /// Creates a simulation at the network's initial state, t = 0.
     pub fn new(net: Network) -> Self {
         Self::with_parameters(net, IntegrationParameters::default())
@@ -588,6 +634,9 @@ impl Simulation {
             next_time_event: 0.0,
             breaking: 0,
             inputs_changed: false,
+            unsteady_signals: net.signals.iter().filter(|s| !s.is_steady()).count(),
+            sig_gen: 0,
+            sig_filled: [u64::MAX; 4],
             epoch: 0,
             has_torque_dependent: net.friction.iter().any(|fe| fe.law.is_torque_dependent()),
             started: false,
@@ -661,6 +710,7 @@ impl Simulation {
             return Err(InputError::Unknown(name.to_string()));
         }
         self.inputs_changed = true;
+        self.signals_changed(true);
         Ok(())
     }
 
@@ -700,10 +750,12 @@ impl Simulation {
                     return Err(InputError::NotFinite { name: name.clone(), value: bad });
                 }
                 if *v != value || *r != rate || (rate != 0.0 && *since != now) {
+                    let steadiness_changed = (*r == 0.0) != (rate == 0.0);
                     *v = value;
                     *r = rate;
                     *since = now;
                     self.inputs_changed = true;
+                    self.signals_changed(steadiness_changed);
                 }
                 Ok(())
             }
@@ -798,7 +850,7 @@ impl Simulation {
     fn start(&mut self, t0: f64) {
         self.t = t0;
         self.next_time_event = self.compute_next_time_event(t0);
-        eval_signals(&self.net, t0, false, &mut self.ws.sig[2]);
+        self.fill_signals(2, t0, false);
         for (k, law) in self.net.laws.iter().enumerate() {
             self.regimes[k] = law.initial_state(&self.phi, &self.w, &self.ws.sig[2]);
         }
@@ -1399,6 +1451,7 @@ impl Simulation {
             self.out_lambda[..r].copy_from_slice(&self.ws.lam_end[..r]);
             let Work { sig_end, sig, .. } = &mut self.ws;
             sig[2].copy_from_slice(sig_end);
+            self.sig_filled[2] = self.sig_filled[3];
             self.update_torques(true);
         } else {
             self.update_outputs();
@@ -1437,10 +1490,9 @@ impl Simulation {
         let slot = self.cur;
         let t0 = self.t;
         for i in 0..2 {
-            let sig = &mut self.ws.sig[i];
-            eval_signals(&self.net, t0 + C[i] * h, false, sig);
+            self.fill_signals(i, t0 + C[i] * h, false);
         }
-        eval_signals(&self.net, t0 + h, true, &mut self.ws.sig_end);
+        self.fill_signals(3, t0 + h, true);
         self.ws.cache = 0;
         let prescribed = !self.slots[slot].rhs.is_empty();
         if prescribed {
@@ -1842,7 +1894,7 @@ impl Simulation {
                         (&self.ws.lam_end, &self.ws.sig_end)
                     }
                     At::Dense => {
-                        eval_signals(&self.net, t, false, &mut self.ws.sig[2]);
+                        self.fill_signals(2, t, false);
                         self.constraint_torques_at_e(t, false);
                         (&self.ws.lam, &self.ws.sig[2])
                     }
@@ -1858,6 +1910,9 @@ impl Simulation {
                 law.hold_excess(law.capacity(sig), lam[self.net.rows.len() + pos], lam, w).0
             }
             Ev::Regime(k) => {
+                if at == At::Dense {
+                    self.fill_signals(2, t, false);
+                }
                 let (phi, w) = match at {
                     At::Stage(j) => (&self.ws.phi_st[j], &self.ws.w_st[j]),
                     At::End => (&self.ws.phi1, &self.ws.w1),
@@ -1866,10 +1921,7 @@ impl Simulation {
                 let sig = match at {
                     At::Stage(j) => &self.ws.sig[j],
                     At::End => &self.ws.sig_end,
-                    At::Dense => {
-                        eval_signals(&self.net, t, false, &mut self.ws.sig[2]);
-                        &self.ws.sig[2]
-                    }
+                    At::Dense => &self.ws.sig[2],
                 };
                 let st = self.regimes[k];
                 if self.net.laws[k].next_regime(st, phi, w, sig) != st.regime { 1.0 } else { -1.0 }
@@ -2099,9 +2151,9 @@ impl Simulation {
         let nf = self.net.friction.len();
         // Energy just before the instant (left-limit signals, old regimes and modes): what the
         // switch removes (a lock impact, a released backlash spring, a limit step) is dissipated.
-        eval_signals(&self.net, self.t, true, &mut self.ws.sig[0]);
+        self.fill_signals(0, self.t, true);
         let (ke0, pe0) = self.kinetic_potential(0);
-        eval_signals(&self.net, self.t, false, &mut self.ws.sig[2]);
+        self.fill_signals(2, self.t, false);
         // Law regimes from the state.
         for k in 0..self.net.laws.len() {
             let law = &self.net.laws[k];
@@ -2230,7 +2282,7 @@ impl Simulation {
             return false;
         }
         let t = self.t;
-        eval_signals(&self.net, t, false, &mut self.ws.sig[2]);
+        self.fill_signals(2, t, false);
         for (k, law) in self.net.laws.iter().enumerate() {
             if law.next_regime(self.regimes[k], &self.phi, &self.w, &self.ws.sig[2]) != self.regimes[k].regime {
                 return false;
@@ -2278,7 +2330,7 @@ impl Simulation {
         // Only potentials read signals (the kinetic energy is the same on both sides).
         let signal_potential = self.net.laws.iter().any(|l| matches!(l, Law::ElasticClutch { .. } | Law::Dog { .. }));
         if self.params.track_energy && signal_potential {
-            eval_signals(&self.net, t, true, &mut self.ws.sig[0]);
+            self.fill_signals(0, t, true);
             let (_, pe0) = self.kinetic_potential(0);
             let (_, pe1) = self.kinetic_potential(2);
             self.energy.dissipated += pe0 - pe1;
@@ -2319,7 +2371,10 @@ impl Simulation {
             }
         }
         if changed {
-            eval_signals(&self.net, t, false, &mut self.ws.sig[2]);
+            self.signals_changed(true);
+        }
+        if changed {
+            self.fill_signals(2, t, false);
             self.next_time_event = self.compute_next_time_event(t);
         }
         // Reported modes: engaging slides in the direction of the remaining slip.
@@ -2543,7 +2598,7 @@ impl Simulation {
                 Self::stuck_capacities(&self.net, &self.modes, sig_end, caps);
             }
             At::Dense => {
-                eval_signals(&self.net, t, false, &mut self.ws.sig[2]);
+                self.fill_signals(2, t, false);
                 // Forces (into `f`) and the current mode's constraint torques (into `lam`).
                 self.constraint_torques_at_e(t, false);
                 let Work { sig, caps, .. } = &mut self.ws;
@@ -2718,7 +2773,7 @@ impl Simulation {
     fn update_outputs(&mut self) {
         self.ws.phi_e.copy_from_slice(&self.phi);
         self.ws.w_e.copy_from_slice(&self.w);
-        eval_signals(&self.net, self.t, false, &mut self.ws.sig[2]);
+        self.fill_signals(2, self.t, false);
         self.constraint_torques_at_e(self.t, true);
         let r = self.slots[self.cur].r;
         self.out_lambda[..r].copy_from_slice(&self.ws.lam[..r]);
