@@ -426,8 +426,9 @@ pub struct Simulation {
     /// `(sig_gen, epoch)` at which `ws.caps` last held the stuck elements' capacities under
     /// steady signals (group tests reuse them at every sample of the epoch).
     caps_key: (u64, u64),
-    /// Bumped whenever modes, regimes or the state are switched (every mode selection): the
-    /// stage predictor and the reused Jacobians of nonlinear modes are valid within one epoch.
+    /// Bumped at every mode selection (modes, regimes or the state may switch there): the
+    /// stage predictor, the reused Jacobians of nonlinear modes and the cached group
+    /// capacities are valid within one epoch.
     epoch: u64,
     /// The network has LossyGears with losses (the force pipeline corrects for them).
     has_torque_dependent: bool,
@@ -2321,12 +2322,16 @@ impl Simulation {
             self.ws.w_e.copy_from_slice(&self.w);
             self.constraint_torques_at_e(t, false);
             let s = &self.slots[self.cur];
-            for (pos, &i) in s.locked.iter().enumerate() {
+            let min_norm_inside = s.locked.iter().enumerate().all(|(pos, &i)| {
                 let lam_own = self.ws.lam[self.net.rows.len() + pos];
                 let (g, limit) = self.net.friction[i].law.hold_excess(self.ws.caps[i], lam_own, &self.ws.lam, &self.w);
-                if g >= -1e-9 * limit.max(1e-300) {
-                    return false;
-                }
+                g < -1e-9 * limit.max(1e-300)
+            });
+            // A redundant group (a brake and a rolling resistance on one wheel) may hold with a
+            // split other than the minimum-norm one: the capacity-weighted split certifies it.
+            let holds = min_norm_inside || (s.redundant && self.weighted_split_inside(At::Dense));
+            if !holds {
+                return false;
             }
         }
         // What a step in a limit removes (none for the kept modes but an elastic clutch's
@@ -2581,6 +2586,49 @@ impl Simulation {
         }
     }
 
+    /// The capacity-weighted split (`ModeSlot::tmap_w`) of the stuck torques at a sample, from
+    /// the forces there (`f_st`, `f_end`, or `f` for the dense sample, which
+    /// [`Simulation::constraint_torques_at_e`] fills) and `ws.caps`: true when it is strictly
+    /// inside every static limit, with a margin above its regularisation error (at most 1e-6
+    /// relative). A certificate that the stuck set holds when the minimum-norm split of a
+    /// redundant group overloads one element.
+    fn weighted_split_inside(&mut self, at: At) -> bool {
+        let n = self.net.n_dof;
+        let Work { f_st, ud, w_st, f_end, w1, f, w_e, acc, lam_w: lam, caps, .. } = &mut self.ws;
+        let (f, ud, w) = match at {
+            At::Stage(i) => (&f_st[i], &ud[i], &w_st[i]),
+            At::End => (&*f_end, &ud[2], &*w1),
+            At::Dense => (&*f, &ud[3], &*w_e),
+        };
+        let s = &self.slots[self.cur];
+        let np = self.net.rows.len();
+        let x = if s.rhs.is_empty() {
+            &f[..n]
+        } else {
+            for k in 0..n {
+                acc[k] = f[k] - self.net.mass[k] * ud[k];
+            }
+            &acc[..n]
+        };
+        for &r in s.event_rows.iter() {
+            lam[r] = s.tmap_w[r * n..(r + 1) * n].iter().zip(x).map(|(t, v)| t * v).sum();
+        }
+        let mut inside = true;
+        for (pos, &i) in s.locked.iter().enumerate() {
+            let law = &self.net.friction[i].law;
+            if matches!(law, crate::elements::FrictionLaw::Lossy { .. }) {
+                inside = false;
+                break;
+            }
+            let (g, limit) = law.hold_excess(caps[i], lam[np + pos], lam, w);
+            if g >= -1e-5 * limit.max(1e-300) {
+                inside = false;
+                break;
+            }
+        }
+        inside
+    }
+
     /// Break-away test of a redundant lock set (two locks on one relative motion) at a sample:
     /// the complementarity problem of the stuck elements is solved with the forces there; the
     /// result is the largest relative acceleration it cannot cancel, minus twice the
@@ -2644,45 +2692,9 @@ impl Simulation {
                 return -1.0;
             }
         }
-        // The capacity-weighted split is a second certificate, with a margin above its
-        // regularisation error (at most 1e-6 relative).
-        {
-            let n = self.net.n_dof;
-            let Work { f_st, ud, w_st, f_end, w1, f, w_e, acc, lam_w: lam, caps, .. } = &mut self.ws;
-            let (f, ud, w) = match at {
-                At::Stage(i) => (&f_st[i], &ud[i], &w_st[i]),
-                At::End => (&*f_end, &ud[2], &*w1),
-                At::Dense => (&*f, &ud[3], &*w_e),
-            };
-            let s = &self.slots[self.cur];
-            let np = self.net.rows.len();
-            let x = if s.rhs.is_empty() {
-                &f[..n]
-            } else {
-                for k in 0..n {
-                    acc[k] = f[k] - self.net.mass[k] * ud[k];
-                }
-                &acc[..n]
-            };
-            for &r in s.event_rows.iter() {
-                lam[r] = s.tmap_w[r * n..(r + 1) * n].iter().zip(x).map(|(t, v)| t * v).sum();
-            }
-            let mut inside = true;
-            for (pos, &i) in s.locked.iter().enumerate() {
-                let law = &self.net.friction[i].law;
-                if matches!(law, crate::elements::FrictionLaw::Lossy { .. }) {
-                    inside = false;
-                    break;
-                }
-                let (g, limit) = law.hold_excess(caps[i], lam[np + pos], lam, w);
-                if g >= -1e-5 * limit.max(1e-300) {
-                    inside = false;
-                    break;
-                }
-            }
-            if inside {
-                return -1.0;
-            }
+        // The capacity-weighted split is a second certificate.
+        if self.weighted_split_inside(at) {
+            return -1.0;
         }
         let base_key = Self::lock_key(&[], &self.kin_engaged) << nf;
         let base = self.slot_for(base_key);
