@@ -235,8 +235,8 @@ fn converter_at_stall_settles_where_the_k_factor_says() {
         sim.step(k as f64 * 1e-3 - sim.time()).unwrap();
     }
     let w_stall = 144.4 * 200f64.sqrt() * std::f64::consts::PI / 30.0;
-    // Time constant J / (2 w / K^2) = 0.16 s: after 25 of them the transient is below rounding
-    // of the Newton tolerance; 1e-9 relative is that tolerance's order.
+    // Time constant J / (2 w / K^2) = 0.16 s: after 25 of them the transient is gone; what is
+    // left is the Newton tolerance (1e-10 relative), so 1e-9 relative gives it a factor 10.
     let w = speed(&sim, "pump");
     assert!((w - w_stall).abs() < 1e-9 * w_stall, "pump {w} rad/s, expected {w_stall}");
     let tc = element(&sim, "tc");

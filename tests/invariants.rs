@@ -170,7 +170,7 @@ fn golden_hash_of_a_scripted_run() {
     assert_eq!(h, GOLDEN, "the numerics changed (golden hash {h:#018x})");
 }
 
-const GOLDEN: u64 = 0xb143_064c_8cc1_31cb;
+const GOLDEN: u64 = 0x66a7_aa6e_6e7d_2ce4;
 
 /// A scripted drive of the manual road car: first gear, a launch, a shift to second, a stop.
 fn scripted_drive(mut each: impl FnMut(&driveline::core::Vehicle, usize)) -> driveline::core::Vehicle {
@@ -204,8 +204,9 @@ fn vehicle_energy_ledger_closes() {
     let e = v.simulation().energy();
     let rel = e.residual().abs() / e.scale();
     println!("vehicle: residual {:e} J of {:e} J ({rel:e}), dissipated {} J", e.residual(), e.scale(), e.dissipated);
-    // Engine map, tyres and speed-dependent friction iterate Newton to 1e-13; lock impacts and
-    // limit steps are booked exactly: what is left is rounding over 9000 steps.
+    // Engine map, tyres and speed-dependent friction iterate Newton to 1e-10 (the ledger books
+    // the last iterate's forces: ~3e-11 relative here); lock impacts and limit steps are
+    // booked exactly; the rest is rounding over 9000 steps.
     assert!(rel < 1e-9, "residual {} J of {} J", e.residual(), e.scale());
     assert!(e.dissipated > 0.0);
 }
