@@ -308,6 +308,9 @@ pub struct DrivelineCache {
     sim: Option<Simulation>,
     /// Part entity of each element index.
     parts: Vec<Entity>,
+    /// `(part entity, element index)` sorted by entity: a part finds its element in
+    /// `O(log n)` when the parts are written back in parallel.
+    index: Vec<(Entity, usize)>,
     /// Number of builds so far (controllers that resolved element indices rebuild on change).
     generation: u64,
 }
@@ -457,6 +460,8 @@ fn rebuild_topology(
                 cache.sim = Some(Simulation::starting_at(net, driveline.parameters, t0));
                 cache.generation += 1;
                 cache.parts = members.0.iter().copied().filter(|e| parts.contains(*e)).collect();
+                cache.index = cache.parts.iter().enumerate().map(|(k, &e)| (e, k)).collect();
+                cache.index.sort_unstable();
             }
             Err(message) => {
                 cache.sim = None;
@@ -520,26 +525,30 @@ pub(crate) fn flush_failures(
     }
 }
 
-/// Writes body and coupling states back to the part entities (in place, no commands).
-fn write_back(roots: Query<&DrivelineCache>, mut states: Query<(&mut BodyState, &mut CouplingState)>) {
-    for cache in &roots {
-        let Some(sim) = cache.sim.as_ref() else { continue };
-        for (k, &entity) in cache.parts.iter().enumerate() {
-            let Ok((mut body, mut coupling)) = states.get_mut(entity) else { continue };
-            if let Some((angle, speed)) = sim.body_state(k) {
-                *body = BodyState { angle, speed };
-            }
-            if let Some((phi_rel, w_rel)) = sim.element_relative(k) {
-                *coupling = CouplingState {
-                    phi_rel,
-                    w_rel,
-                    torque: sim.element_torque(k),
-                    mode: sim.element_mode(k),
-                    dissipation: sim.element_dissipation(k),
-                };
-            }
+/// Writes body and coupling states back to the part entities (in place, no commands), in
+/// parallel over the parts: each reads only its own driveline's simulation.
+fn write_back(
+    roots: Query<&DrivelineCache>,
+    mut states: Query<(Entity, &PartOf, &mut BodyState, &mut CouplingState)>,
+) {
+    states.par_iter_mut().for_each(|(entity, part_of, mut body, mut coupling)| {
+        let Ok(cache) = roots.get(part_of.0) else { return };
+        let Some(sim) = cache.sim.as_ref() else { return };
+        let Ok(i) = cache.index.binary_search_by_key(&entity, |e| e.0) else { return };
+        let k = cache.index[i].1;
+        if let Some((angle, speed)) = sim.body_state(k) {
+            *body = BodyState { angle, speed };
         }
-    }
+        if let Some((phi_rel, w_rel)) = sim.element_relative(k) {
+            *coupling = CouplingState {
+                phi_rel,
+                w_rel,
+                torque: sim.element_torque(k),
+                mode: sim.element_mode(k),
+                dissipation: sim.element_dissipation(k),
+            };
+        }
+    });
 }
 
 /// Sends the mode changes of the last step.
