@@ -527,10 +527,7 @@ pub(crate) fn flush_failures(
 
 /// Writes body and coupling states back to the part entities (in place, no commands), in
 /// parallel over the parts: each reads only its own driveline's simulation.
-fn write_back(
-    roots: Query<&DrivelineCache>,
-    mut states: Query<(Entity, &PartOf, &mut BodyState, &mut CouplingState)>,
-) {
+fn write_back(roots: Query<&DrivelineCache>, mut states: Query<(Entity, &PartOf, &mut BodyState, &mut CouplingState)>) {
     states.par_iter_mut().for_each(|(entity, part_of, mut body, mut coupling)| {
         let Ok(cache) = roots.get(part_of.0) else { return };
         let Some(sim) = cache.sim.as_ref() else { return };
