@@ -431,6 +431,10 @@ pub struct Simulation {
     /// `(sig_gen, epoch)` at which `ws.caps` last held the stuck elements' capacities under
     /// steady signals (group tests reuse them at every sample of the epoch).
     caps_key: (u64, u64),
+    /// `sig_gen` at which `ws.caps` last held every friction element's capacity (a mode
+    /// selection or a completed input-change test); with steady signals break-away samples
+    /// read them instead of evaluating the law again.
+    caps_all_gen: u64,
     /// Bumped at every mode selection (modes, regimes or the state may switch there): the
     /// stage predictor, the reused Jacobians of nonlinear modes and the cached group
     /// capacities are valid within one epoch.
@@ -647,6 +651,7 @@ impl Simulation {
             sig_gen: 0,
             sig_filled: [u64::MAX; 4],
             caps_key: (u64::MAX, 0),
+            caps_all_gen: u64::MAX,
             epoch: 0,
             has_torque_dependent: net.friction.iter().any(|fe| fe.law.is_torque_dependent()),
             started: false,
@@ -744,6 +749,7 @@ impl Simulation {
 
     /// Sets the input behind `id` (see [`Simulation::input_id`]); same rules as
     /// [`Simulation::set_input`]: a non-finite value is refused and changes nothing.
+    #[inline]
     pub fn set_input_id(&mut self, id: InputId, value: f64) -> Result<(), InputError> {
         self.set_input_ramp_id(id, value, 0.0)
     }
@@ -751,6 +757,7 @@ impl Simulation {
     /// Sets the input behind `id` to `value` now, changing at `rate` (units per second) from
     /// now on: a first-order hold, so that a prescribed speed carries its acceleration into the
     /// step (the torque that accelerates what it drives). Non-finite values are refused.
+    #[inline]
     pub fn set_input_ramp_id(&mut self, id: InputId, value: f64, rate: f64) -> Result<(), InputError> {
         let now = self.t;
         match &mut self.net.signals[id.0] {
@@ -1917,7 +1924,13 @@ impl Simulation {
                     At::Dense => &self.ws.w_e,
                 };
                 let law = &self.net.friction[i].law;
-                law.hold_excess(law.capacity(sig), lam[self.net.rows.len() + pos], lam, w).0
+                // Steady signals: the capacity is the one the last full pass computed.
+                let cap = if self.unsteady_signals == 0 && self.caps_all_gen == self.sig_gen {
+                    self.ws.caps[i]
+                } else {
+                    law.capacity(sig)
+                };
+                law.hold_excess(cap, lam[self.net.rows.len() + pos], lam, w).0
             }
             Ev::Regime(k) => {
                 if at == At::Dense {
@@ -2214,6 +2227,7 @@ impl Simulation {
                 FrictionMode::Backward
             };
         }
+        self.caps_all_gen = self.sig_gen;
         if any_candidate {
             // Forces with the sliding torques of the non-candidates, none from candidates.
             let saved = std::mem::take(&mut self.modes);
@@ -2322,6 +2336,7 @@ impl Simulation {
                 }
             }
         }
+        self.caps_all_gen = self.sig_gen;
         if any_stuck {
             self.ws.phi_e.copy_from_slice(&self.phi);
             self.ws.w_e.copy_from_slice(&self.w);
