@@ -390,6 +390,11 @@ struct Work {
     /// [`Simulation::end_torques`]; `dep_tau` is scratch that stage evaluations overwrite).
     fric_power_end: Vec<f64>,
     dep_tau_end: Vec<f64>,
+    /// Law torques and dissipations and sliding friction torques at the sub-step end (from
+    /// [`Simulation::end_torques`]): the telemetry of a clean step end, not evaluated twice.
+    law_tau_end: Vec<f64>,
+    law_diss_end: Vec<f64>,
+    fric_tau_end: Vec<f64>,
 }
 
 /// A running simulation of one [`Network`].
@@ -629,6 +634,9 @@ impl Simulation {
             fric_power: [v(nf), v(nf)],
             fric_power_end: v(nf),
             dep_tau_end: v(nf),
+            law_tau_end: v(nl),
+            law_diss_end: v(nl),
+            fric_tau_end: v(nf),
         };
         let slots = (0..params.mode_cache_slots.max(3)).map(|_| ModeSlot::new(n, rmax, nf)).collect();
         let mut sim = Simulation {
@@ -1253,28 +1261,41 @@ impl Simulation {
         w: &[f64],
         sig: &[f64],
         f: &mut [f64],
-        mut powers: Option<(&mut [f64], &mut [f64], &mut [f64])>,
+        mut record: Record,
     ) {
         f.fill(0.0);
         for (k, law) in net.laws.iter().enumerate() {
             let o = law.eval(phi, w, sig, regimes[k], f, None);
-            if let Some((p, d, _)) = powers.as_mut() {
-                p[k] = o.power;
-                d[k] = o.dissipation;
+            match &mut record {
+                Record::Nothing => {}
+                Record::Powers(p, d, _) => {
+                    p[k] = o.power;
+                    d[k] = o.dissipation;
+                }
+                Record::Torques(tau, d, _, _) => {
+                    tau[k] = o.tau;
+                    d[k] = o.dissipation;
+                }
             }
         }
         for (i, fe) in net.friction.iter().enumerate() {
             let dir = modes[i].dir();
-            if dir != 0.0 {
+            let (tau, power) = if dir != 0.0 {
                 let wr = fe.row.dot(w);
                 let (tk, _) = fe.law.kinetic(sig, wr.abs(), w);
                 let tau = dir * tk;
                 fe.row.add_scaled(f, -tau);
-                if let Some((_, _, fp)) = powers.as_mut() {
-                    fp[i] = tau * wr; // dissipated
+                (tau, tau * wr) // dissipated
+            } else {
+                (0.0, 0.0)
+            };
+            match &mut record {
+                Record::Nothing => {}
+                Record::Powers(_, _, fp) => fp[i] = power,
+                Record::Torques(_, _, ft, fp) => {
+                    ft[i] = tau;
+                    fp[i] = power;
                 }
-            } else if let Some((_, _, fp)) = powers.as_mut() {
-                fp[i] = 0.0;
             }
         }
     }
@@ -1604,7 +1625,7 @@ impl Simulation {
                     &w_st[j],
                     &sig[j],
                     &mut f_st[j],
-                    Some((&mut law_power[j], &mut law_diss[j], &mut fric_power[j])),
+                    Record::Powers(&mut law_power[j], &mut law_diss[j], &mut fric_power[j]),
                 );
                 if self.has_torque_dependent {
                     let Work { w_st, f_st, ls_a, dep_tau, fric_power, .. } = &mut self.ws;
@@ -1754,7 +1775,7 @@ impl Simulation {
                 &w_st[i],
                 &sig[i],
                 &mut f_st[i],
-                Some((&mut law_power[i], &mut law_diss[i], &mut fric_power[i])),
+                Record::Powers(&mut law_power[i], &mut law_diss[i], &mut fric_power[i]),
             );
             if self.has_torque_dependent {
                 let Work { w_st, f_st, ls_a, dep_tau, fric_power, .. } = &mut self.ws;
@@ -1804,9 +1825,25 @@ impl Simulation {
             return;
         }
         let n = self.net.n_dof;
-        let Work { phi1, w1, sig_end, f_end, acc, fq, lam_end, ud, ls_a, dep_tau_end, fric_power_end, .. } =
-            &mut self.ws;
-        Self::forces(&self.net, &self.modes, &self.regimes, phi1, w1, sig_end, f_end, None);
+        let Work {
+            phi1,
+            w1,
+            sig_end,
+            f_end,
+            acc,
+            fq,
+            lam_end,
+            ud,
+            ls_a,
+            dep_tau_end,
+            fric_power_end,
+            law_tau_end,
+            law_diss_end,
+            fric_tau_end,
+            ..
+        } = &mut self.ws;
+        let record = Record::Torques(law_tau_end, law_diss_end, fric_tau_end, fric_power_end);
+        Self::forces(&self.net, &self.modes, &self.regimes, phi1, w1, sig_end, f_end, record);
         if self.has_torque_dependent {
             Self::torque_dependent_correct(
                 &self.net,
@@ -1960,7 +1997,7 @@ impl Simulation {
         let n = self.net.n_dof;
         self.prescribed(t, 3);
         let Work { phi_e, w_e, sig, f, acc, lam, fq, ud, ls_a, dep_tau, .. } = &mut self.ws;
-        Self::forces(&self.net, &self.modes, &self.regimes, phi_e, w_e, &sig[2], f, None);
+        Self::forces(&self.net, &self.modes, &self.regimes, phi_e, w_e, &sig[2], f, Record::Nothing);
         if self.has_torque_dependent {
             Self::torque_dependent_correct(&self.net, &self.slots[self.cur], &self.modes, w_e, f, ls_a, dep_tau, None);
         }
@@ -2252,7 +2289,7 @@ impl Simulation {
                         tmp_modes[i] = FrictionMode::Free;
                     }
                 }
-                Self::forces(&self.net, &tmp_modes, &self.regimes, &self.phi, &self.w, &sig[2], f, None);
+                Self::forces(&self.net, &tmp_modes, &self.regimes, &self.phi, &self.w, &sig[2], f, Record::Nothing);
                 for i in 0..nf {
                     if candidate[i] {
                         tmp_modes[i] = FrictionMode::Stuck;
@@ -2826,14 +2863,22 @@ impl Simulation {
     /// the end of an event-free sub-step whose end caches ([`Simulation::end_torques`]) hold
     /// the torque-dependent friction torques and powers.
     fn update_torques(&mut self, at_end: bool) {
-        // Law torques and dissipated powers.
+        // Law torques and dissipated powers (a clean end has them from its end forces).
         self.out_power.fill(0.0);
-        self.ws.f.fill(0.0);
-        for (k, law) in self.net.laws.iter().enumerate() {
-            let o = law.eval(&self.phi, &self.w, &self.ws.sig[2], self.regimes[k], &mut self.ws.f, None);
-            let e = self.net.law_element[k];
-            self.out_tau[e] = o.tau;
-            self.out_power[e] += o.dissipation;
+        if at_end {
+            for k in 0..self.net.laws.len() {
+                let e = self.net.law_element[k];
+                self.out_tau[e] = self.ws.law_tau_end[k];
+                self.out_power[e] += self.ws.law_diss_end[k];
+            }
+        } else {
+            self.ws.f.fill(0.0);
+            for (k, law) in self.net.laws.iter().enumerate() {
+                let o = law.eval(&self.phi, &self.w, &self.ws.sig[2], self.regimes[k], &mut self.ws.f, None);
+                let e = self.net.law_element[k];
+                self.out_tau[e] = o.tau;
+                self.out_power[e] += o.dissipation;
+            }
         }
         // Rolling lossy gears: their loss power comes from the loss torque solve.
         if self.has_torque_dependent && at_end {
@@ -2844,7 +2889,7 @@ impl Simulation {
             }
         } else if self.has_torque_dependent {
             let Work { f, sig, fric_power, ls_a, dep_tau, .. } = &mut self.ws;
-            Self::forces(&self.net, &self.modes, &self.regimes, &self.phi, &self.w, &sig[2], f, None);
+            Self::forces(&self.net, &self.modes, &self.regimes, &self.phi, &self.w, &sig[2], f, Record::Nothing);
             fric_power[0].fill(0.0);
             let s = &self.slots[self.cur];
             Self::torque_dependent_correct(
@@ -2905,6 +2950,12 @@ impl Simulation {
                     let pos = s.locked.iter().position(|&k| k == i).unwrap_or(0);
                     -self.out_lambda[self.net.rows.len() + pos]
                 }
+                _ if at_end => {
+                    // Sliding: the end forces' torque and power (same operands, same values).
+                    self.out_tau[fe.element] = self.ws.fric_tau_end[i];
+                    self.out_power[fe.element] = self.ws.fric_power_end[i];
+                    continue;
+                }
                 m => m.dir() * fe.law.kinetic(&self.ws.sig[2], fe.row.dot(&self.w).abs(), &self.w).0,
             };
             self.out_tau[fe.element] = tau;
@@ -2927,6 +2978,16 @@ fn lagrange(theta: f64) -> [f64; 3] {
         theta * (theta - c2) / (c1 * (c1 - c2)),
         theta * (theta - c1) / (c2 * (c2 - c1)),
     ]
+}
+
+/// What a force evaluation records per element besides the nodal forces.
+enum Record<'a> {
+    Nothing,
+    /// Stage powers for the energy ledger: law power, law dissipation, friction dissipation.
+    Powers(&'a mut [f64], &'a mut [f64], &'a mut [f64]),
+    /// Telemetry at a sub-step end: law torque, law dissipation, friction torque, friction
+    /// dissipation.
+    Torques(&'a mut [f64], &'a mut [f64], &'a mut [f64], &'a mut [f64]),
 }
 
 /// Source of a prescribed row's right-hand side.
