@@ -203,11 +203,10 @@ struct ModeSlot {
     r: usize,
     /// Null-space basis `n x m` (stride `n_dof`), identity on the free columns.
     nmat: Vec<f64>,
-    /// The non-zeros of `nmat` by rows (compressed: row `k` holds `nz[nz_start[k]..nz_start[k + 1]]`,
-    /// `(column, value)` in ascending columns). Gear chains make `N` sparse: most dependent
-    /// speeds follow one free speed, so the per-step products `N q` and `N^T f` run on these.
-    nz: CapVec<(usize, f64)>,
-    nz_start: Vec<usize>,
+    /// The non-zeros of `nmat` as `(row, column, value)`, by ascending rows, then columns. Gear
+    /// chains make `N` sparse: most dependent speeds follow one free speed, so the per-step
+    /// products `N q` and `N^T f` run over this list (in this order, which fixes the rounding).
+    nz: CapVec<(u32, u32, f64)>,
     free_cols: Vec<usize>,
     /// Reduced inertia `Mr = N^T M N` (`m x m`) and its LU factors.
     mr: Vec<f64>,
@@ -253,10 +252,14 @@ struct ModeSlot {
 }
 
 impl ModeSlot {
-    /// Row `k` of `N q` (the speed of node `k` for reduced speeds `q`).
+    /// `w = N q` (the node speeds for reduced speeds `q`) into `w[..n]`. A row sums its terms
+    /// from -0.0 in ascending columns (so a row of one term is that term, sign of zero kept).
     #[inline]
-    fn n_times(&self, k: usize, q: &[f64]) -> f64 {
-        self.nz[self.nz_start[k]..self.nz_start[k + 1]].iter().fold(-0.0, |acc, &(j, c)| acc + c * q[j])
+    fn n_times(&self, q: &[f64], w: &mut [f64]) {
+        w.fill(-0.0);
+        for &(k, j, c) in self.nz.iter() {
+            w[k as usize] += c * q[j as usize];
+        }
     }
 
     fn new(n: usize, rmax: usize, nf: usize) -> Self {
@@ -269,7 +272,6 @@ impl ModeSlot {
             r: 0,
             nmat: vec![0.0; n * n],
             nz: CapVec::new(n * n),
-            nz_start: vec![0; n + 1],
             free_cols: vec![0; n],
             mr: vec![0.0; n * n],
             mr_lu: vec![0.0; n * n],
@@ -1043,15 +1045,13 @@ impl Simulation {
         }
         slot.nz.clear();
         for k in 0..n {
-            slot.nz_start[k] = slot.nz.len();
             for j in 0..m {
                 let c = slot.nmat[k * n + j];
                 if c != 0.0 {
-                    slot.nz.push((j, c));
+                    slot.nz.push((k as u32, j as u32, c));
                 }
             }
         }
-        slot.nz_start[n] = slot.nz.len();
         for (jj, &(ra, _)) in slot.rhs.iter().enumerate() {
             slot.pmat[jj * n..(jj + 1) * n].fill(0.0);
             for i in 0..rank {
@@ -1642,19 +1642,19 @@ impl Simulation {
                 }
                 // g_j = N^T f_j (prescribed rows: the reduced force loses N^T M P rho').
                 let s = &self.slots[slot];
-                let gq = &mut self.ws.gq[j * m..(j + 1) * m];
+                let Work { gq, f_st, ud, acc, .. } = &mut self.ws;
+                let gq = &mut gq[j * m..(j + 1) * m];
                 gq.fill(0.0);
-                for k in 0..n {
-                    let fk = if prescribed {
-                        self.ws.f_st[j][k] - self.net.mass[k] * self.ws.ud[j][k]
-                    } else {
-                        self.ws.f_st[j][k]
-                    };
-                    if fk != 0.0 {
-                        for &(a, na) in &s.nz[s.nz_start[k]..s.nz_start[k + 1]] {
-                            gq[a] += na * fk;
-                        }
+                let x = if prescribed {
+                    for k in 0..n {
+                        acc[k] = f_st[j][k] - self.net.mass[k] * ud[j][k];
                     }
+                    &acc[..n]
+                } else {
+                    &f_st[j][..n]
+                };
+                for &(k, a, na) in s.nz.iter() {
+                    gq[a as usize] += na * x[k as usize];
                 }
             }
             let s = &self.slots[slot];
@@ -1720,10 +1720,11 @@ impl Simulation {
             let q0 = self.ws.q0[j];
             self.ws.res[j] = q0 + D[0] * (self.ws.q[j] - q0) + D[1] * (self.ws.q[m + j] - q0);
         }
-        let q1 = &self.ws.res[..m];
+        s.n_times(&self.ws.res[..m], &mut self.ws.w1[..n]);
         for k in 0..n {
-            let wv = s.n_times(k, q1);
-            self.ws.w1[k] = if prescribed { wv + self.ws.wp[2][k] } else { wv };
+            if prescribed {
+                self.ws.w1[k] += self.ws.wp[2][k];
+            }
             self.ws.phi1[k] = self.phi[k] + h * (B[0] * self.ws.w_st[0][k] + B[1] * self.ws.w_st[1][k]);
         }
         for k in n..self.phi.len() {
@@ -1741,9 +1742,7 @@ impl Simulation {
         for i in 0..2 {
             let qi = &q[i * m..(i + 1) * m];
             let wi = &mut w_st[i];
-            for k in 0..n {
-                wi[k] = s.n_times(k, qi);
-            }
+            s.n_times(qi, &mut wi[..n]);
             if !s.rhs.is_empty() {
                 for (x, p) in wi[..n].iter_mut().zip(&wp[i][..n]) {
                     *x += p;
