@@ -215,8 +215,12 @@ struct ModeSlot {
     /// Constraint-force map `r x n`: `lambda = L (M a - f)`.
     lmap: Vec<f64>,
     /// Constraint torques directly from forces: `lambda = T (f - M u)` with
-    /// `T = L (M N Mr^-1 N^T - I)` (`r x n`), `u` the prescribed acceleration.
+    /// `T = L (M N Mr^-1 N^T - I)` (`r x n`), `u` the prescribed acceleration. Stored by
+    /// columns (column `k` at `k * rstride`): forces are sparse, so the product runs over the
+    /// columns of the non-zero forces, each a contiguous `r`-vector.
     tmap: Vec<f64>,
+    /// Column stride of `tmap` and `tmap_w` (the largest row count of the network).
+    rstride: usize,
     /// Redundant slots only: the same map for a capacity-weighted split (regularisation
     /// `eps_i = eps (c_max / c_i)^2` per row, clamped to `[1, 1e6] eps`, capacities at compile
     /// time), which loads the stronger of two parallel locks. A certificate only: telemetry
@@ -228,10 +232,6 @@ struct ModeSlot {
     kin: CapVec<usize>,
     /// Rows with a prescribed right-hand side `row . w = rho(t)`: (active row, source).
     rhs: CapVec<(usize, Rhs)>,
-    /// The active rows whose multipliers event tests and energy read (locked and kinematic
-    /// rows, the permanent rows a torque-dependent limit reads, prescribed rows), ascending:
-    /// inside a sub-step only these are computed; telemetry at its end takes all `r`.
-    event_rows: CapVec<usize>,
     /// Particular solution of each rhs row for a unit `rho` (`n` each), zero on free columns.
     pmat: Vec<f64>,
     linear: bool,
@@ -278,11 +278,11 @@ impl ModeSlot {
             mr_piv: vec![0; n],
             lmap: vec![0.0; rmax * n],
             tmap: vec![0.0; rmax * n],
+            rstride: rmax,
             tmap_w: vec![0.0; rmax * n],
             locked: CapVec::new(nf),
             kin: CapVec::new(rmax),
             rhs: CapVec::new(rmax),
-            event_rows: CapVec::new(rmax),
             pmat: vec![0.0; rmax * n],
             linear: false,
             redundant: false,
@@ -303,6 +303,8 @@ struct Work {
     sig: [Vec<f64>; 3],
     f: Vec<f64>,
     fq: Vec<f64>,
+    /// The non-zero entries of a force vector, `(node, value)` ascending (`n` slots).
+    xnz: Vec<(u32, f64)>,
     phi_st: [Vec<f64>; 2],
     w_st: [Vec<f64>; 2],
     q0: Vec<f64>,
@@ -570,6 +572,7 @@ impl Simulation {
             sig: [v(net.signals.len()), v(net.signals.len()), v(net.signals.len())],
             f: v(nn),
             fq: v(n),
+            xnz: vec![(0, 0.0); n],
             phi_st: [v(nn), v(nn)],
             w_st: [v(nn), v(nn)],
             q0: v(n),
@@ -975,23 +978,6 @@ impl Simulation {
         for (j, &k) in slot.kin.iter().enumerate() {
             slot.rhs.push((np + nl + j, Rhs::Clutch(net.kinematic[k].rho_signal)));
         }
-        slot.event_rows.clear();
-        for i in 0..np {
-            let read = slot.rhs.iter().any(|&(ra, _)| ra == i)
-                || slot.locked.iter().any(|&l| match &net.friction[l].law {
-                    crate::elements::FrictionLaw::Lossy { gear_row, .. } => *gear_row == i,
-                    crate::elements::FrictionLaw::Ramp { input, .. } => {
-                        input.iter().any(|&(ri, c)| c != 0.0 && ri == i)
-                    }
-                    _ => false,
-                });
-            if read {
-                slot.event_rows.push(i);
-            }
-        }
-        for i in np..r {
-            slot.event_rows.push(i);
-        }
         // Dense G (r x n) into tmp_rn.
         let g = &mut self.ws.tmp_rn;
         g[..r * n].fill(0.0);
@@ -1129,8 +1115,9 @@ impl Simulation {
                     v[i] = net.mass[i] * (0..m).map(|j| slot.nmat[i * n + j] * q[j]).sum::<f64>();
                 }
                 v[k] -= 1.0;
+                let rs = slot.rstride;
                 for a in 0..r {
-                    slot.tmap[a * n + k] = (0..n).map(|i| slot.lmap[a * n + i] * v[i]).sum();
+                    slot.tmap[k * rs + a] = (0..n).map(|i| slot.lmap[a * n + i] * v[i]).sum();
                 }
                 if rank < r {
                     let col = &mut self.ws.lam_w;
@@ -1138,9 +1125,7 @@ impl Simulation {
                         col[a] = (0..n).map(|i| g[a * n + i] * v[i]).sum();
                     }
                     linalg::lu_solve(&self.ws.tmp_rr_w, r, &self.ws.piv_w, col);
-                    for a in 0..r {
-                        slot.tmap_w[a * n + k] = col[a];
-                    }
+                    slot.tmap_w[k * rs..k * rs + r].copy_from_slice(&col[..r]);
                 }
             }
         }
@@ -1326,7 +1311,7 @@ impl Simulation {
         let n = net.n_dof;
         // lambda of permanent row `g` for generalised force x: T_g . x.
         let lam_of = |x: &dyn Fn(usize) -> f64, g: usize, _a: &mut [f64]| -> f64 {
-            (0..n).map(|k| s.tmap[g * n + k] * x(k)).sum()
+            (0..n).map(|k| s.tmap[k * s.rstride + g] * x(k)).sum()
         };
         for (i, fe) in net.friction.iter().enumerate() {
             let dir = modes[i].dir();
@@ -1802,18 +1787,8 @@ impl Simulation {
         self.stage_forces();
         let n = self.net.n_dof;
         for i in 0..2 {
-            let Work { f_st, acc, fq, lam_st, ud, .. } = &mut self.ws;
-            Self::constraint_torques(
-                &self.net,
-                &self.slots[self.cur],
-                &f_st[i],
-                &ud[i],
-                acc,
-                fq,
-                &mut lam_st[i],
-                n,
-                false,
-            );
+            let Work { f_st, acc, xnz, lam_st, ud, .. } = &mut self.ws;
+            Self::constraint_torques(&self.net, &self.slots[self.cur], &f_st[i], &ud[i], acc, xnz, &mut lam_st[i], n);
         }
         self.ws.cache |= 2;
     }
@@ -1830,7 +1805,7 @@ impl Simulation {
             sig_end,
             f_end,
             acc,
-            fq,
+            xnz,
             lam_end,
             ud,
             ls_a,
@@ -1855,7 +1830,7 @@ impl Simulation {
                 Some(fric_power_end),
             );
         }
-        Self::constraint_torques(&self.net, &self.slots[self.cur], f_end, &ud[2], acc, fq, lam_end, n, true);
+        Self::constraint_torques(&self.net, &self.slots[self.cur], f_end, &ud[2], acc, xnz, lam_end, n);
         self.ws.cache |= 4;
     }
 
@@ -1950,7 +1925,7 @@ impl Simulation {
                     }
                     At::Dense => {
                         self.fill_signals(2, t, false);
-                        self.constraint_torques_at_e(t, false);
+                        self.constraint_torques_at_e(t);
                         (&self.ws.lam, &self.ws.sig[2])
                     }
                 };
@@ -1990,17 +1965,16 @@ impl Simulation {
         }
     }
 
-    /// Constraint torques `lambda` of the current mode at `(phi_e, w_e)` with signals `sig[2]`
-    /// (every row when `all`, else the event rows).
-    fn constraint_torques_at_e(&mut self, t: f64, all: bool) {
+    /// Constraint torques `lambda` of the current mode at `(phi_e, w_e)` with signals `sig[2]`.
+    fn constraint_torques_at_e(&mut self, t: f64) {
         let n = self.net.n_dof;
         self.prescribed(t, 3);
-        let Work { phi_e, w_e, sig, f, acc, lam, fq, ud, ls_a, dep_tau, .. } = &mut self.ws;
+        let Work { phi_e, w_e, sig, f, acc, lam, xnz, ud, ls_a, dep_tau, .. } = &mut self.ws;
         Self::forces(&self.net, &self.modes, &self.regimes, phi_e, w_e, &sig[2], f, Record::Nothing);
         if self.has_torque_dependent {
             Self::torque_dependent_correct(&self.net, &self.slots[self.cur], &self.modes, w_e, f, ls_a, dep_tau, None);
         }
-        Self::constraint_torques(&self.net, &self.slots[self.cur], f, &ud[3], acc, fq, lam, n, all);
+        Self::constraint_torques(&self.net, &self.slots[self.cur], f, &ud[3], acc, xnz, lam, n);
     }
 
     /// Prescribed parts of speed and acceleration at `t` into `wp[idx]`, `ud[idx]`.
@@ -2030,19 +2004,16 @@ impl Simulation {
     }
 
     /// `lambda = L (M a - f)` with `a = N Mr^-1 N^T (f - M ud) + ud`, `ud` the prescribed part
-    /// of the acceleration (zero without prescribed rows).
-    /// Every active row when `all`, else only the slot's
-    /// `event_rows` (the others keep stale values).
+    /// of the acceleration (zero without prescribed rows), for every active row.
     fn constraint_torques(
         net: &Network,
         s: &ModeSlot,
         f: &[f64],
         ud: &[f64],
         acc: &mut [f64],
-        _fq: &mut [f64],
+        xnz: &mut [(u32, f64)],
         lam: &mut [f64],
         n: usize,
-        all: bool,
     ) {
         let x = if s.rhs.is_empty() {
             &f[..n]
@@ -2052,16 +2023,7 @@ impl Simulation {
             }
             &acc[..n]
         };
-        let row = |r: usize| s.tmap[r * n..(r + 1) * n].iter().zip(x).map(|(t, v)| t * v).sum();
-        if all {
-            for r in 0..s.r {
-                lam[r] = row(r);
-            }
-        } else {
-            for &r in s.event_rows.iter() {
-                lam[r] = row(r);
-            }
-        }
+        map_columns(&s.tmap, s.rstride, nonzeros(x, xnz), &mut lam[..s.r]);
     }
 
     /// Looks for state events in the last integrated sub-step. Returns the earliest located
@@ -2418,7 +2380,7 @@ impl Simulation {
                 // The torque it carried just before: its constraint torque now.
                 self.ws.phi_e.copy_from_slice(&self.phi);
                 self.ws.w_e.copy_from_slice(&self.w);
-                self.constraint_torques_at_e(t, false);
+                self.constraint_torques_at_e(t);
                 let s = &self.slots[self.cur];
                 let pos = s.kin.iter().position(|&k| k == j).map(|p| self.net.rows.len() + s.locked.len() + p);
                 let tau_hold = pos.map_or(0.0, |p| -self.ws.lam[p]);
@@ -2579,14 +2541,14 @@ impl Simulation {
             }
             // Transmitted torques tau_a = -lambda_L - lambda_G under the base constraints
             // with the candidate torques applied.
-            let Work { f, qp_extra, qp_x, qp_idx, ls_a, acc, fq, lam, ud, dependent_input, .. } = &mut self.ws;
+            let Work { f, qp_extra, qp_x, qp_idx, ls_a, acc, xnz, lam, ud, dependent_input, .. } = &mut self.ws;
             for kk in 0..n {
                 ls_a[kk] = f[kk] + qp_extra[kk];
             }
             for a in 0..k {
                 self.net.friction[qp_idx[a]].row.add_scaled(ls_a, qp_x[a]);
             }
-            Self::constraint_torques(&self.net, &self.slots[base], ls_a, &ud[3], acc, fq, lam, n, true);
+            Self::constraint_torques(&self.net, &self.slots[base], ls_a, &ud[3], acc, xnz, lam, n);
             let mut change: f64 = 0.0;
             let mut scale: f64 = 1e-300;
             for a in 0..k {
@@ -2644,7 +2606,7 @@ impl Simulation {
     /// redundant group overloads one element.
     fn weighted_split_inside(&mut self, at: At) -> bool {
         let n = self.net.n_dof;
-        let Work { f_st, ud, w_st, f_end, w1, f, w_e, acc, lam_w: lam, caps, .. } = &mut self.ws;
+        let Work { f_st, ud, w_st, f_end, w1, f, w_e, acc, lam_w: lam, caps, xnz, .. } = &mut self.ws;
         let (f, ud, w) = match at {
             At::Stage(i) => (&f_st[i], &ud[i], &w_st[i]),
             At::End => (&*f_end, &ud[2], &*w1),
@@ -2660,9 +2622,7 @@ impl Simulation {
             }
             &acc[..n]
         };
-        for &r in s.event_rows.iter() {
-            lam[r] = s.tmap_w[r * n..(r + 1) * n].iter().zip(x).map(|(t, v)| t * v).sum();
-        }
+        map_columns(&s.tmap_w, s.rstride, nonzeros(x, xnz), &mut lam[..s.r]);
         let mut inside = true;
         for (pos, &i) in s.locked.iter().enumerate() {
             let law = &self.net.friction[i].law;
@@ -2708,7 +2668,7 @@ impl Simulation {
             At::Dense => {
                 self.fill_signals(2, t, false);
                 // Forces (into `f`) and the current mode's constraint torques (into `lam`).
-                self.constraint_torques_at_e(t, false);
+                self.constraint_torques_at_e(t);
                 let Work { sig, caps, .. } = &mut self.ws;
                 if !caps_valid {
                     Self::stuck_capacities(&self.net, &self.modes, &sig[2], caps);
@@ -2852,7 +2812,7 @@ impl Simulation {
         self.ws.phi_e.copy_from_slice(&self.phi);
         self.ws.w_e.copy_from_slice(&self.w);
         self.fill_signals(2, self.t, false);
-        self.constraint_torques_at_e(self.t, true);
+        self.constraint_torques_at_e(self.t);
         let r = self.slots[self.cur].r;
         self.out_lambda[..r].copy_from_slice(&self.ws.lam[..r]);
         self.update_torques(false);
@@ -2977,6 +2937,35 @@ fn lagrange(theta: f64) -> [f64; 3] {
         theta * (theta - c2) / (c1 * (c1 - c2)),
         theta * (theta - c1) / (c2 * (c2 - c1)),
     ]
+}
+
+/// Gathers the non-zero entries of `x` into `nz` as `(index, value)`, ascending, and returns
+/// them. Most nodes of a driveline carry no applied torque (gear members, locked shafts), so
+/// the constraint-torque maps run over these only.
+#[inline]
+fn nonzeros<'a>(x: &[f64], nz: &'a mut [(u32, f64)]) -> &'a [(u32, f64)] {
+    let mut k = 0;
+    for (i, &v) in x.iter().enumerate() {
+        if v != 0.0 {
+            nz[k] = (i as u32, v);
+            k += 1;
+        }
+    }
+    &nz[..k]
+}
+
+/// `out = map x` for a column-major `map` (column `k` at `k * stride`, `out.len()` rows), from
+/// the non-zeros of `x` ([`nonzeros`]): each row sums in ascending columns from +0.0.
+#[inline]
+fn map_columns(map: &[f64], stride: usize, xnz: &[(u32, f64)], out: &mut [f64]) {
+    out.fill(0.0);
+    let r = out.len();
+    for &(k, v) in xnz {
+        let col = &map[k as usize * stride..k as usize * stride + r];
+        for (o, c) in out.iter_mut().zip(col) {
+            *o += c * v;
+        }
+    }
 }
 
 /// What a force evaluation records per element besides the nodal forces.
