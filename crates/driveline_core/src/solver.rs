@@ -427,6 +427,9 @@ pub struct Simulation {
     /// Elements whose located break-away event is being resolved: at their static bound they
     /// break away even if the excess is still within rounding.
     breaking: u64,
+    /// Bit `i` set when friction element `i` slides (Forward or Backward): the elements whose
+    /// kinetic torque a force evaluation adds.
+    sliding: u64,
     /// An input changed since the last step: re-resolve modes at the next step start.
     inputs_changed: bool,
     /// Signals that are not steady ([`Signal::is_steady`]). With none, a filled signal buffer
@@ -659,6 +662,7 @@ impl Simulation {
             qp_tag: None,
             next_time_event: 0.0,
             breaking: 0,
+            sliding: 0,
             inputs_changed: false,
             unsteady_signals: net.signals.iter().filter(|s| !s.is_steady()).count(),
             sig_gen: 0,
@@ -1241,6 +1245,7 @@ impl Simulation {
     fn forces(
         net: &Network,
         modes: &[FrictionMode],
+        sliding: u64,
         regimes: &[LawState],
         phi: &[f64],
         w: &[f64],
@@ -1263,17 +1268,25 @@ impl Simulation {
                 }
             }
         }
-        for (i, fe) in net.friction.iter().enumerate() {
-            let dir = modes[i].dir();
-            let (tau, power) = if dir != 0.0 {
-                let wr = fe.row.dot(w);
-                let (tk, _) = fe.law.kinetic(sig, wr.abs(), w);
-                let tau = dir * tk;
-                fe.row.add_scaled(f, -tau);
-                (tau, tau * wr) // dissipated
-            } else {
-                (0.0, 0.0)
-            };
+        // Stuck and free elements carry no applied torque (a stuck one's is a constraint torque).
+        match &mut record {
+            Record::Nothing => {}
+            Record::Powers(_, _, fp) => fp.fill(0.0),
+            Record::Torques(_, _, ft, fp) => {
+                ft.fill(0.0);
+                fp.fill(0.0);
+            }
+        }
+        let mut rest = sliding;
+        while rest != 0 {
+            let i = rest.trailing_zeros() as usize;
+            rest &= rest - 1;
+            let fe = &net.friction[i];
+            let wr = fe.row.dot(w);
+            let (tk, _) = fe.law.kinetic(sig, wr.abs(), w);
+            let tau = modes[i].dir() * tk;
+            fe.row.add_scaled(f, -tau);
+            let power = tau * wr; // dissipated
             match &mut record {
                 Record::Nothing => {}
                 Record::Powers(_, _, fp) => fp[i] = power,
@@ -1486,16 +1499,17 @@ impl Simulation {
 
     /// Sliding friction elements whose slip is zero (to rounding) now.
     fn slips_at_zero(&self) -> u64 {
-        if self.net.friction.is_empty() {
+        if self.sliding == 0 {
             return 0;
         }
         let n = self.net.n_dof;
         let tol = 1e-12 * self.w[..n].iter().fold(1.0f64, |s, v| s.max(v.abs()));
         let mut mask = 0;
-        for (i, fe) in self.net.friction.iter().enumerate() {
-            if matches!(self.modes[i], FrictionMode::Forward | FrictionMode::Backward)
-                && fe.row.dot(&self.w).abs() <= tol
-            {
+        let mut rest = self.sliding;
+        while rest != 0 {
+            let i = rest.trailing_zeros() as usize;
+            rest &= rest - 1;
+            if self.net.friction[i].row.dot(&self.w).abs() <= tol {
                 mask |= 1 << i;
             }
         }
@@ -1605,6 +1619,7 @@ impl Simulation {
                 Self::forces(
                     &self.net,
                     &self.modes,
+                    self.sliding,
                     &self.regimes,
                     &phi_st[j],
                     &w_st[j],
@@ -1754,6 +1769,7 @@ impl Simulation {
             Self::forces(
                 &self.net,
                 &self.modes,
+                self.sliding,
                 &self.regimes,
                 &phi_st[i],
                 &w_st[i],
@@ -1817,7 +1833,7 @@ impl Simulation {
             ..
         } = &mut self.ws;
         let record = Record::Torques(law_tau_end, law_diss_end, fric_tau_end, fric_power_end);
-        Self::forces(&self.net, &self.modes, &self.regimes, phi1, w1, sig_end, f_end, record);
+        Self::forces(&self.net, &self.modes, self.sliding, &self.regimes, phi1, w1, sig_end, f_end, record);
         if self.has_torque_dependent {
             Self::torque_dependent_correct(
                 &self.net,
@@ -1970,7 +1986,7 @@ impl Simulation {
         let n = self.net.n_dof;
         self.prescribed(t, 3);
         let Work { phi_e, w_e, sig, f, acc, lam, xnz, ud, ls_a, dep_tau, .. } = &mut self.ws;
-        Self::forces(&self.net, &self.modes, &self.regimes, phi_e, w_e, &sig[2], f, Record::Nothing);
+        Self::forces(&self.net, &self.modes, self.sliding, &self.regimes, phi_e, w_e, &sig[2], f, Record::Nothing);
         if self.has_torque_dependent {
             Self::torque_dependent_correct(&self.net, &self.slots[self.cur], &self.modes, w_e, f, ls_a, dep_tau, None);
         }
@@ -2250,7 +2266,18 @@ impl Simulation {
                         tmp_modes[i] = FrictionMode::Free;
                     }
                 }
-                Self::forces(&self.net, &tmp_modes, &self.regimes, &self.phi, &self.w, &sig[2], f, Record::Nothing);
+                let sliding = sliding_mask(&tmp_modes);
+                Self::forces(
+                    &self.net,
+                    &tmp_modes,
+                    sliding,
+                    &self.regimes,
+                    &self.phi,
+                    &self.w,
+                    &sig[2],
+                    f,
+                    Record::Nothing,
+                );
                 for i in 0..nf {
                     if candidate[i] {
                         tmp_modes[i] = FrictionMode::Stuck;
@@ -2298,6 +2325,7 @@ impl Simulation {
                 self.modes[i] = to;
             }
         }
+        self.sliding = sliding_mask(&self.modes);
         if !initial {
             let (ke1, pe1) = self.kinetic_potential(2);
             self.energy.dissipated += (ke0 + pe0) - (ke1 + pe1);
@@ -2848,7 +2876,17 @@ impl Simulation {
             }
         } else if self.has_torque_dependent {
             let Work { f, sig, fric_power, ls_a, dep_tau, .. } = &mut self.ws;
-            Self::forces(&self.net, &self.modes, &self.regimes, &self.phi, &self.w, &sig[2], f, Record::Nothing);
+            Self::forces(
+                &self.net,
+                &self.modes,
+                self.sliding,
+                &self.regimes,
+                &self.phi,
+                &self.w,
+                &sig[2],
+                f,
+                Record::Nothing,
+            );
             fric_power[0].fill(0.0);
             let s = &self.slots[self.cur];
             Self::torque_dependent_correct(
@@ -2966,6 +3004,14 @@ fn map_columns(map: &[f64], stride: usize, xnz: &[(u32, f64)], out: &mut [f64]) 
             *o += c * v;
         }
     }
+}
+
+/// Bit `i` set for each sliding (Forward or Backward) element `i` of `modes`.
+fn sliding_mask(modes: &[FrictionMode]) -> u64 {
+    modes
+        .iter()
+        .enumerate()
+        .fold(0, |m, (i, md)| if matches!(md, FrictionMode::Forward | FrictionMode::Backward) { m | 1 << i } else { m })
 }
 
 /// What a force evaluation records per element besides the nodal forces.
