@@ -2050,6 +2050,7 @@ impl Simulation {
         let mut forced: u64 = 0;
         let mut slip_thetas = [f64::INFINITY; 64];
         let nf = self.net.friction.len();
+        let suspects = self.breakaway_suspects();
         let consider = |this: &mut Self, ev: Ev, best: &mut Option<(f64, Ev)>| -> Option<f64> {
             if !this.may_trigger(ev) {
                 return None;
@@ -2088,7 +2089,7 @@ impl Simulation {
                     }
                     // Break-away, sampled at both stages and the end so that a torque peak
                     // inside the step is not missed, then located on the dense output.
-                    if !self.slots[self.cur].redundant {
+                    if suspects & (1 << i) != 0 {
                         consider(self, Ev::Breakaway(i), &mut best);
                     }
                 }
@@ -2111,6 +2112,34 @@ impl Simulation {
         }
         let breaking = if let Ev::Breakaway(i) = ev { 1u64 << i } else { 0 };
         Some((theta.clamp(0.0, 1.0), forced, breaking))
+    }
+
+    /// The stuck elements of a non-redundant mode whose break-away function is positive at a
+    /// stage or the end of the last sub-step (the samples [`Simulation::event_value`] takes),
+    /// as a mask: the others need no event search. One pass over the locked rows.
+    fn breakaway_suspects(&mut self) -> u64 {
+        if self.slots[self.cur].redundant || self.slots[self.cur].locked.is_empty() {
+            return 0;
+        }
+        self.stage_torques();
+        self.end_torques();
+        // Steady signals: the capacities are the ones the last full pass computed.
+        let caps_steady = self.unsteady_signals == 0 && self.caps_all_gen == self.sig_gen;
+        let np = self.net.rows.len();
+        let Work { lam_st, lam_end, sig, sig_end, w_st, w1, caps, .. } = &self.ws;
+        let samples = [(&lam_st[0], &sig[0], &w_st[0]), (&lam_st[1], &sig[1], &w_st[1]), (lam_end, sig_end, w1)];
+        let mut mask = 0;
+        for (pos, &i) in self.slots[self.cur].locked.iter().enumerate() {
+            let law = &self.net.friction[i].law;
+            for &(lam, sig, w) in &samples {
+                let cap = if caps_steady { caps[i] } else { law.capacity(sig) };
+                if law.hold_excess(cap, lam[np + pos], lam, w).0 > 0.0 {
+                    mask |= 1 << i;
+                    break;
+                }
+            }
+        }
+        mask
     }
 
     /// A cheap screen before the sampling of [`Simulation::detect_event`]: false when the event
