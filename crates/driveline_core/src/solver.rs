@@ -2089,13 +2089,13 @@ impl Simulation {
                     }
                     // Break-away, sampled at both stages and the end so that a torque peak
                     // inside the step is not missed, then located on the dense output.
-                    if suspects & (1 << i) != 0 {
+                    if suspects & (1 << i) != 0 && !self.slots[self.cur].redundant {
                         consider(self, Ev::Breakaway(i), &mut best);
                     }
                 }
             }
         }
-        if self.slots[self.cur].redundant && self.modes.contains(&FrictionMode::Stuck) {
+        if self.slots[self.cur].redundant && suspects != 0 {
             consider(self, Ev::Group, &mut best);
         }
         for k in 0..self.net.laws.len() {
@@ -2114,13 +2114,18 @@ impl Simulation {
         Some((theta.clamp(0.0, 1.0), forced, breaking))
     }
 
-    /// The stuck elements of a non-redundant mode whose break-away function is positive at a
-    /// stage or the end of the last sub-step (the samples [`Simulation::event_value`] takes),
-    /// as a mask: the others need no event search. One pass over the locked rows.
+    /// The stuck elements whose break-away test may fire in the last sub-step, as a mask: the
+    /// others need no event search. One pass over the locked rows at the samples
+    /// [`Simulation::event_value`] takes (both stages and the end). A non-redundant mode marks
+    /// each element whose break-away function is positive at a sample; a redundant one marks
+    /// every element when the minimum-norm split is not strictly inside every limit at every
+    /// sample (the first certificate of [`Simulation::group_violation`]; a LossyGear always
+    /// takes the group test).
     fn breakaway_suspects(&mut self) -> u64 {
-        if self.slots[self.cur].redundant || self.slots[self.cur].locked.is_empty() {
+        if self.slots[self.cur].locked.is_empty() {
             return 0;
         }
+        let redundant = self.slots[self.cur].redundant;
         self.stage_torques();
         self.end_torques();
         // Steady signals: the capacities are the ones the last full pass computed.
@@ -2131,9 +2136,16 @@ impl Simulation {
         let mut mask = 0;
         for (pos, &i) in self.slots[self.cur].locked.iter().enumerate() {
             let law = &self.net.friction[i].law;
+            if redundant && matches!(law, crate::elements::FrictionLaw::Lossy { .. }) {
+                return u64::MAX;
+            }
             for &(lam, sig, w) in &samples {
                 let cap = if caps_steady { caps[i] } else { law.capacity(sig) };
-                if law.hold_excess(cap, lam[np + pos], lam, w).0 > 0.0 {
+                let (g, limit) = law.hold_excess(cap, lam[np + pos], lam, w);
+                if redundant && g >= -1e-9 * limit.max(1e-300) {
+                    return u64::MAX;
+                }
+                if g > 0.0 {
                     mask |= 1 << i;
                     break;
                 }
