@@ -241,7 +241,9 @@ struct ModeSlot {
     dr: Vec<f64>,
     kr: Vec<f64>,
     newton_h: f64,
-    newton_lu: Vec<f64>,
+    /// The inverse of the Newton matrix for step `newton_h` (`2m x 2m`; its LU factors while
+    /// it is formed, pivots in `newton_piv`).
+    newton_inv: Vec<f64>,
     newton_piv: Vec<usize>,
     /// The mode epoch ([`Simulation::epoch`]) `dr`/`kr` were evaluated in: a nonlinear mode
     /// reuses its Jacobian (and the Newton factors) over the steps of one epoch while the
@@ -289,7 +291,7 @@ impl ModeSlot {
             dr: vec![0.0; n * n],
             kr: vec![0.0; n * n],
             newton_h: f64::NAN,
-            newton_lu: vec![0.0; 4 * n * n],
+            newton_inv: vec![0.0; 4 * n * n],
             newton_piv: vec![0; 2 * n],
             jac_epoch: u64::MAX,
             jac_stale: true,
@@ -376,8 +378,12 @@ struct Work {
     /// Which of the per-sub-step caches are filled: bit 0 stage forces, bit 1 stage torques,
     /// bit 2 end forces and torques.
     cache: u8,
-    newton_lu: Vec<f64>,
+    /// A sub-step's own inverse Newton matrix (an event-cut size), as in [`ModeSlot`].
+    newton_inv: Vec<f64>,
     newton_piv: Vec<usize>,
+    /// The inverse of a Newton matrix being formed, then a column of the identity
+    /// (`4 n^2 + 2 n`).
+    newton_tmp: Vec<f64>,
     phi_save: Vec<f64>,
     w_save: Vec<f64>,
     /// The last committed sub-step in reduced coordinates (start `q0`, stages `Q1 Q2`), its
@@ -628,7 +634,8 @@ impl Simulation {
             lam_st: [v(rmax), v(rmax)],
             lam_end: v(rmax),
             cache: 0,
-            newton_lu: v(4 * n * n),
+            newton_inv: v(4 * n * n),
+            newton_tmp: v(4 * n * n + 2 * n),
             newton_piv: vec![0; 2 * n],
             phi_save: v(nn),
             w_save: v(nn),
@@ -1220,11 +1227,12 @@ impl Simulation {
         let s = &mut self.slots[slot];
         let m = s.m;
         let mm = 2 * m;
+        let Work { newton_inv, newton_piv, newton_tmp, .. } = &mut self.ws;
         let (lu, piv) = if scratch {
-            (&mut self.ws.newton_lu, &mut self.ws.newton_piv)
+            (newton_inv, newton_piv)
         } else {
             s.newton_h = h;
-            (&mut s.newton_lu, &mut s.newton_piv)
+            (&mut s.newton_inv, &mut s.newton_piv)
         };
         for bi in 0..2 {
             for bk in 0..2 {
@@ -1237,7 +1245,20 @@ impl Simulation {
                 }
             }
         }
+        // A singular matrix leaves non-finite factors: the step then reports a non-finite state.
         let _ = linalg::lu_factor(lu, mm, piv);
+        // The explicit inverse: every Newton correction of the factors' lifetime (many steps in
+        // a linear mode or on a kept Jacobian) is then one matrix-vector product.
+        let (inv, col) = newton_tmp.split_at_mut(mm * mm);
+        for c in 0..mm {
+            col[..mm].fill(0.0);
+            col[c] = 1.0;
+            linalg::lu_solve(lu, mm, piv, &mut col[..mm]);
+            for r in 0..mm {
+                inv[r * mm + c] = col[r];
+            }
+        }
+        lu[..mm * mm].copy_from_slice(inv);
     }
 
     /// Generalised forces at (phi, w) with signals `sig`, modes and regimes as they are.
@@ -1672,15 +1693,15 @@ impl Simulation {
                     self.ws.res[i * m + a] = ha0 * self.ws.gq[a] + ha1 * self.ws.gq[m + a] - mq;
                 }
             }
-            if scratch {
-                linalg::lu_solve(&self.ws.newton_lu, 2 * m, &self.ws.newton_piv, &mut self.ws.res);
-            } else {
-                linalg::lu_solve(&s.newton_lu, 2 * m, &s.newton_piv, &mut self.ws.res);
-            }
-            for k in 0..2 * m {
-                self.ws.q[k] += self.ws.res[k];
-                norm_dq = norm_dq.max(self.ws.res[k].abs());
-                norm_q = norm_q.max(self.ws.q[k].abs());
+            // The correction: the inverse Newton matrix times the residual.
+            let mm = 2 * m;
+            let Work { newton_inv, res, q, .. } = &mut self.ws;
+            let inv = if scratch { &newton_inv[..mm * mm] } else { &s.newton_inv[..mm * mm] };
+            for (k, row) in inv.chunks_exact(mm.max(1)).enumerate() {
+                let dq: f64 = row.iter().zip(&res[..mm]).map(|(a, r)| a * r).sum();
+                q[k] += dq;
+                norm_dq = norm_dq.max(dq.abs());
+                norm_q = norm_q.max(q[k].abs());
             }
             if linear || norm_dq <= self.params.newton_tolerance * (1.0 + norm_q) {
                 // A converged correction is within the tolerance: the forces just evaluated are
