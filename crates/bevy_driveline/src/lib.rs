@@ -405,6 +405,7 @@ fn rebuild_topology(
     mut removed: RemovedComponents<Part>,
     mut failed: MessageWriter<DrivelineBuildFailed>,
     mut touched: Local<Vec<Entity>>,
+    mut commands: Commands,
 ) {
     let any_removed = removed.read().count() > 0;
     // The roots of changed parts, gathered in one pass over the parts (asking each root
@@ -462,6 +463,9 @@ fn rebuild_topology(
                 cache.parts = members.0.iter().copied().filter(|e| parts.contains(*e)).collect();
                 cache.index = cache.parts.iter().enumerate().map(|(k, &e)| (e, k)).collect();
                 cache.index.sort_unstable();
+                for (k, &e) in cache.parts.iter().enumerate() {
+                    commands.entity(e).try_insert(PartSlot(k));
+                }
             }
             Err(message) => {
                 cache.sim = None;
@@ -525,14 +529,28 @@ pub(crate) fn flush_failures(
     }
 }
 
+/// A part's element index in its driveline's network, set at each build, so that the
+/// write-back finds the element without a search (checked against the cache: a stale slot
+/// falls back to the search).
+#[derive(Component, Debug, Clone, Copy)]
+struct PartSlot(usize);
+
 /// Writes body and coupling states back to the part entities (in place, no commands), in
 /// parallel over the parts: each reads only its own driveline's simulation.
-fn write_back(roots: Query<&DrivelineCache>, mut states: Query<(Entity, &PartOf, &mut BodyState, &mut CouplingState)>) {
-    states.par_iter_mut().for_each(|(entity, part_of, mut body, mut coupling)| {
+fn write_back(
+    roots: Query<&DrivelineCache>,
+    mut states: Query<(Entity, &PartOf, Option<&PartSlot>, &mut BodyState, &mut CouplingState)>,
+) {
+    states.par_iter_mut().for_each(|(entity, part_of, slot, mut body, mut coupling)| {
         let Ok(cache) = roots.get(part_of.0) else { return };
         let Some(sim) = cache.sim.as_ref() else { return };
-        let Ok(i) = cache.index.binary_search_by_key(&entity, |e| e.0) else { return };
-        let k = cache.index[i].1;
+        let k = match slot {
+            Some(&PartSlot(k)) if cache.parts.get(k) == Some(&entity) => k,
+            _ => {
+                let Ok(i) = cache.index.binary_search_by_key(&entity, |e| e.0) else { return };
+                cache.index[i].1
+            }
+        };
         if let Some((angle, speed)) = sim.body_state(k) {
             *body = BodyState { angle, speed };
         }
