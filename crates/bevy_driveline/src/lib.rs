@@ -71,7 +71,7 @@ pub mod vehicle;
 use bevy_app::{App, FixedUpdate, Plugin, PluginGroup, PluginGroupBuilder};
 use bevy_ecs::intern::Interned;
 use bevy_ecs::prelude::*;
-use bevy_ecs::schedule::{LogLevel, ScheduleBuildSettings, ScheduleLabel};
+use bevy_ecs::schedule::{LogLevel, ScheduleBuildSettings, ScheduleLabel, SingleThreadedExecutor};
 use bevy_time::Time;
 use driveline_core::{
     ElementKind, ElementSpec, FrictionMode, IntegrationParameters, Network, NetworkSpec, Scenario, Simulation,
@@ -158,9 +158,13 @@ impl Plugin for DrivelineCorePlugin {
                 .chain(),
         );
         // The solve runs in a private schedule whose order is fully specified: any ambiguity
-        // between its systems is an error when the schedule is built.
+        // between its systems is an error when the schedule is built. Its systems form one
+        // chain, so they run on the calling thread (a multi-threaded executor would only hand
+        // each one to a worker and wait); each system spreads its drivelines over the compute
+        // task pool itself.
         let mut solve = Schedule::new(DrivelineSolveSchedule);
         solve.set_build_settings(ScheduleBuildSettings { ambiguity_detection: LogLevel::Error, ..Default::default() });
+        solve.set_executor(SingleThreadedExecutor::new());
         solve.add_systems(
             (
                 rebuild_topology,
