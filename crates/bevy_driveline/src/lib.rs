@@ -165,16 +165,7 @@ impl Plugin for DrivelineCorePlugin {
         let mut solve = Schedule::new(DrivelineSolveSchedule);
         solve.set_build_settings(ScheduleBuildSettings { ambiguity_detection: LogLevel::Error, ..Default::default() });
         solve.set_executor(SingleThreadedExecutor::new());
-        solve.add_systems(
-            (
-                rebuild_topology,
-                apply_inputs,
-                vehicle::vehicle_before_step,
-                step_drivelines,
-                vehicle::vehicle_after_step,
-            )
-                .chain(),
-        );
+        solve.add_systems((rebuild_topology, apply_inputs, vehicle::step_vehicles, step_drivelines).chain());
         app.add_schedule(solve);
         app.add_systems(
             self.schedule,
@@ -494,13 +485,14 @@ fn apply_inputs(
     }
 }
 
-/// One coupled step of every driveline by the schedule's time delta, in parallel across the
-/// compute task pool (drivelines are independent; each one's result does not depend on the
+/// One coupled step of every driveline that is not a vehicle (vehicles step with their
+/// controllers in `vehicle::step_vehicles`) by the schedule's time delta, in parallel across
+/// the compute task pool (drivelines are independent; each one's result does not depend on the
 /// thread). A refused step (a non-finite state) leaves the driveline where it was and is
 /// reported, in entity order.
 fn step_drivelines(
     time: Res<Time>,
-    mut roots: Query<(Entity, &mut DrivelineCache)>,
+    mut roots: Query<(Entity, &mut DrivelineCache), Without<vehicle::VehicleController>>,
     mut failed: MessageWriter<DrivelineStepFailed>,
     mut failures: Local<std::sync::Mutex<Vec<DrivelineStepFailed>>>,
 ) {

@@ -9,9 +9,7 @@
 
 use crate::{Driveline, DrivelineCache, DrivelineStepFailed, spawn_network};
 use bevy_ecs::prelude::*;
-use driveline_core::vehicle::{
-    DriverInput, PendingStep, Road, Telemetry, VehicleControl, VehicleEvent, VehicleSpec, build,
-};
+use driveline_core::vehicle::{DriverInput, Road, Telemetry, VehicleControl, VehicleEvent, VehicleSpec, build};
 
 /// The vehicle's controllers (shift controller, engine controller, linkages, clutch heat),
 /// created from its description once the network is built and again after every rebuild.
@@ -22,7 +20,6 @@ pub struct VehicleController {
     road: Road,
     control: Option<VehicleControl>,
     generation: u64,
-    pending: Option<PendingStep>,
 }
 
 impl VehicleController {
@@ -73,7 +70,7 @@ pub fn spawn_vehicle(world: &mut World, mut spec: VehicleSpec, road: Road) -> Re
     let root = world
         .spawn((
             Driveline::default(),
-            VehicleController { spec, layout: layout.clone(), road, control: None, generation: 0, pending: None },
+            VehicleController { spec, layout: layout.clone(), road, control: None, generation: 0 },
             VehicleInput::default(),
             VehicleTelemetry::default(),
         ))
@@ -82,17 +79,27 @@ pub fn spawn_vehicle(world: &mut World, mut spec: VehicleSpec, road: Road) -> Re
     Ok(root)
 }
 
-/// Control and actuation: (re)creates the controllers after a rebuild, then writes the inputs.
-/// Vehicles are independent: they run in parallel across the compute task pool.
-pub(crate) fn vehicle_before_step(
+/// One step of every vehicle, in parallel across the compute task pool: control and
+/// actuation ((re)creating the controllers after a rebuild, then writing the inputs), the
+/// coupled step, then heat, fuel and telemetry. A vehicle's phases run back to back on one
+/// thread, so its data is brought into the cache once per step rather than once per phase
+/// (with a thousand vehicles the fleet does not fit in the cache). Failures are reported in
+/// entity order; then the step's vehicle events as [`VehicleMessage`]s, vehicle by vehicle in
+/// entity order.
+pub(crate) fn step_vehicles(
     time: Res<bevy_time::Time>,
-    mut roots: Query<(Entity, &mut VehicleController, &VehicleInput, &mut DrivelineCache)>,
+    mut roots: Query<(Entity, &mut VehicleController, &VehicleInput, &mut VehicleTelemetry, &mut DrivelineCache)>,
     mut failed: MessageWriter<DrivelineStepFailed>,
+    mut messages: MessageWriter<VehicleMessage>,
     mut failures: Local<std::sync::Mutex<Vec<DrivelineStepFailed>>>,
 ) {
     let dt = time.delta_secs_f64();
     let sink = &*failures;
-    roots.par_iter_mut().for_each(|(root, mut vc, input, mut cache)| {
+    let fail = |root, e: driveline_core::StepError| {
+        let f = DrivelineStepFailed { driveline: root, message: e.to_string() };
+        sink.lock().unwrap_or_else(|p| p.into_inner()).push(f);
+    };
+    roots.par_iter_mut().for_each(|(root, mut vc, input, mut tele, mut cache)| {
         let generation = cache.generation();
         let Some(sim) = cache.simulation_mut() else { return };
         if vc.control.is_none() || vc.generation != generation {
@@ -104,38 +111,21 @@ pub(crate) fn vehicle_before_step(
         if dt <= 0.0 {
             return;
         }
-        let vc = &mut *vc;
         let control = vc.control.as_mut().expect("created above");
-        match control.before_step(sim, &input.0, dt) {
-            Ok(p) => vc.pending = Some(p),
-            Err(e) => {
-                vc.pending = None;
-                let f = DrivelineStepFailed { driveline: root, message: e.to_string() };
-                sink.lock().unwrap_or_else(|p| p.into_inner()).push(f);
-            }
+        let pending = match control.before_step(sim, &input.0, dt) {
+            Ok(p) => p,
+            Err(e) => return fail(root, e),
+        };
+        // A refused step leaves the state where it was; the controllers still see its end.
+        if let Err(e) = sim.step(dt) {
+            fail(root, e);
         }
+        control.after_step(sim, pending, dt);
+        tele.0 = *control.telemetry();
     });
     crate::flush_failures(&mut failures, &mut failed);
-}
-
-/// Heat, fuel and telemetry after the coupled step (in parallel); then the step's vehicle
-/// events as [`VehicleMessage`]s, vehicle by vehicle in entity order.
-pub(crate) fn vehicle_after_step(
-    time: Res<bevy_time::Time>,
-    mut roots: Query<(Entity, &mut VehicleController, &mut VehicleTelemetry, &DrivelineCache)>,
-    mut messages: MessageWriter<VehicleMessage>,
-) {
-    let dt = time.delta_secs_f64();
-    roots.par_iter_mut().for_each(|(_, mut vc, mut tele, cache)| {
-        let Some(sim) = cache.simulation() else { return };
-        let vc = &mut *vc;
-        if let (Some(control), Some(p)) = (vc.control.as_mut(), vc.pending.take()) {
-            control.after_step(sim, p, dt);
-            tele.0 = *control.telemetry();
-        }
-    });
     // Query iteration order is the archetype table order, fixed for a given world history.
-    for (root, vc, _, _) in &roots {
+    for (root, vc, ..) in &roots {
         for e in vc.events() {
             messages.write(VehicleMessage { vehicle: root, event: *e });
         }

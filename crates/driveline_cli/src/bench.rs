@@ -101,6 +101,12 @@ fn fleet(o: &BenchOptions, threads: usize) -> Result<BenchResult, String> {
     app.add_plugins(DrivelinePlugins::default());
     app.insert_resource(BenchCycle(cycle));
     app.add_systems(FixedUpdate, drive.in_set(DrivelineSystems::Control));
+    if threads == 1 {
+        // One thread: the systems run where the tick runs, without hand-offs to a worker.
+        app.edit_schedule(FixedUpdate, |s| {
+            s.set_executor(bevy_ecs::schedule::SingleThreadedExecutor::new());
+        });
+    }
     let spread = app.world().resource::<BenchCycle>().0.duration();
     for i in 0..o.vehicles {
         let root = spawn_vehicle(app.world_mut(), spec.clone(), Road::Body)?;
