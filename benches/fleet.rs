@@ -45,8 +45,7 @@ fn fleet(n: usize, warm_up: usize) -> App {
 fn fleet_tick(c: &mut Criterion) {
     let mut g = c.benchmark_group("fleet_tick_1ms");
     // The test profile (CI's smoke run) is not optimised: a small fleet there.
-    let (sizes, warm_up): (&[usize], usize) =
-        if cfg!(debug_assertions) { (&[4], 5) } else { (&[100, 1000], 2000) };
+    let (sizes, warm_up): (&[usize], usize) = if cfg!(debug_assertions) { (&[4], 5) } else { (&[100, 1000], 2000) };
     for &n in sizes {
         g.throughput(Throughput::Elements(n as u64));
         g.bench_function(BenchmarkId::new("sedan_8hp", n), |b| {
