@@ -307,6 +307,8 @@ struct Work {
     fq: Vec<f64>,
     /// The non-zero entries of a force vector, `(node, value)` ascending (`n` slots).
     xnz: Vec<(u32, f64)>,
+    /// Located slip-reversal thetas of the sub-step being searched (valid where its mask says).
+    slip_theta: Vec<f64>,
     phi_st: [Vec<f64>; 2],
     w_st: [Vec<f64>; 2],
     q0: Vec<f64>,
@@ -582,6 +584,7 @@ impl Simulation {
             f: v(nn),
             fq: v(n),
             xnz: vec![(0, 0.0); n],
+            slip_theta: v(nf),
             phi_st: [v(nn), v(nn)],
             w_st: [v(nn), v(nn)],
             q0: v(n),
@@ -2069,7 +2072,8 @@ impl Simulation {
         let t0 = self.t;
         let mut best: Option<(f64, Ev)> = None;
         let mut forced: u64 = 0;
-        let mut slip_thetas = [f64::INFINITY; 64];
+        // Slips located in this sub-step: a mask, their thetas in `ws.slip_theta`.
+        let mut slipped: u64 = 0;
         let nf = self.net.friction.len();
         let suspects = self.breakaway_suspects();
         let consider = |this: &mut Self, ev: Ev, best: &mut Option<(f64, Ev)>| -> Option<f64> {
@@ -2095,7 +2099,8 @@ impl Simulation {
             match mode {
                 FrictionMode::Forward | FrictionMode::Backward => {
                     if let Some(th) = consider(self, Ev::Slip(i), &mut best) {
-                        slip_thetas[i] = th;
+                        self.ws.slip_theta[i] = th;
+                        slipped |= 1 << i;
                     }
                     if self.net.friction[i].law.free_signal().is_some() {
                         consider(self, Ev::Release(i), &mut best);
@@ -2126,8 +2131,11 @@ impl Simulation {
         }
         let (theta, ev) = best?;
         let tol = (self.params.event_time_tolerance / h).max(1e-12) * 4.0;
-        for i in 0..nf {
-            if slip_thetas[i] <= theta + tol {
+        let mut rest = slipped;
+        while rest != 0 {
+            let i = rest.trailing_zeros() as usize;
+            rest &= rest - 1;
+            if self.ws.slip_theta[i] <= theta + tol {
                 forced |= 1 << i;
             }
         }

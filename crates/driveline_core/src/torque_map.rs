@@ -151,8 +151,10 @@ impl TorqueMap {
             k += 1;
         }
         let s = (theta - self.throttle[k - 1]) / (self.throttle[k] - self.throttle[k - 1]);
-        let (t0, d0) = self.row(k - 1, w);
-        let (t1, d1) = self.row(k, w);
+        // Both throttle rows share the speed axis: one search serves both.
+        let j = self.segment(w);
+        let (t0, d0) = self.row(k - 1, j, w);
+        let (t1, d1) = self.row(k, j, w);
         (t0 + s * (t1 - t0), d0 + s * (d1 - d0))
     }
 
@@ -167,20 +169,36 @@ impl TorqueMap {
         self.eval(1.0, w).0
     }
 
-    fn row(&self, k: usize, w: f64) -> (f64, f64) {
-        let ns = self.speed.len();
-        let r = &self.torque[k * ns..(k + 1) * ns];
+    /// Where speed `w` lies on the speed axis: 0 below the first point, `ns` at or above the
+    /// last, else the index `j` of the first point at or above `w` (`1 <= j < ns`).
+    fn segment(&self, w: f64) -> usize {
         let sp = &self.speed;
+        let ns = sp.len();
         if w <= sp[0] {
-            // Linear from (0, 0) to the first point.
-            return if sp[0] > 0.0 { (r[0] * w / sp[0], r[0] / sp[0]) } else { (r[0], 0.0) };
+            return 0;
         }
         if w >= sp[ns - 1] {
-            return (r[ns - 1], 0.0);
+            return ns;
         }
         let mut j = 1;
         while sp[j] < w {
             j += 1;
+        }
+        j
+    }
+
+    /// Torque of throttle row `k` at speed `w` in segment `j` ([`TorqueMap::segment`]), and its
+    /// slope over speed.
+    fn row(&self, k: usize, j: usize, w: f64) -> (f64, f64) {
+        let ns = self.speed.len();
+        let r = &self.torque[k * ns..(k + 1) * ns];
+        let sp = &self.speed;
+        if j == 0 {
+            // Linear from (0, 0) to the first point.
+            return if sp[0] > 0.0 { (r[0] * w / sp[0], r[0] / sp[0]) } else { (r[0], 0.0) };
+        }
+        if j == ns {
+            return (r[ns - 1], 0.0);
         }
         let slope = (r[j] - r[j - 1]) / (sp[j] - sp[j - 1]);
         (r[j - 1] + slope * (w - sp[j - 1]), slope)
