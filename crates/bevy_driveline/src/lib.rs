@@ -309,11 +309,8 @@ impl DrivelineInputs {
 #[derive(Component, Debug, Default)]
 pub struct DrivelineCache {
     sim: Option<Simulation>,
-    /// Part entity of each element index.
+    /// Part entity of each element index (each part also holds its index in a `PartSlot`).
     parts: Vec<Entity>,
-    /// `(part entity, element index)` sorted by entity: a part finds its element in
-    /// `O(log n)` when the parts are written back in parallel.
-    index: Vec<(Entity, usize)>,
     /// Number of builds so far (controllers that resolved element indices rebuild on change).
     generation: u64,
 }
@@ -464,8 +461,6 @@ fn rebuild_topology(
                 cache.sim = Some(Simulation::starting_at(net, driveline.parameters, t0));
                 cache.generation += 1;
                 cache.parts = members.0.iter().copied().filter(|e| parts.contains(*e)).collect();
-                cache.index = cache.parts.iter().enumerate().map(|(k, &e)| (e, k)).collect();
-                cache.index.sort_unstable();
                 for (k, &e) in cache.parts.iter().enumerate() {
                     commands.entity(e).try_insert(PartSlot(k));
                 }
@@ -533,9 +528,10 @@ pub(crate) fn flush_failures(
     }
 }
 
-/// A part's element index in its driveline's network, set at each build, so that the
-/// write-back finds the element without a search (checked against the cache: a stale slot
-/// falls back to the search).
+/// A part's element index in its driveline's network, set at each build (the build's
+/// commands apply when the solve schedule ends, before the write-back), so that the
+/// write-back finds the element without a search. Checked against the cache: a part that the
+/// last build did not include is skipped.
 #[derive(Component, Debug, Clone, Copy)]
 struct PartSlot(usize);
 
@@ -543,18 +539,14 @@ struct PartSlot(usize);
 /// parallel over the parts: each reads only its own driveline's simulation.
 fn write_back(
     roots: Query<&DrivelineCache>,
-    mut states: Query<(Entity, &PartOf, Option<&PartSlot>, &mut BodyState, &mut CouplingState)>,
+    mut states: Query<(Entity, &PartOf, &PartSlot, &mut BodyState, &mut CouplingState)>,
 ) {
-    states.par_iter_mut().for_each(|(entity, part_of, slot, mut body, mut coupling)| {
+    states.par_iter_mut().for_each(|(entity, part_of, &PartSlot(k), mut body, mut coupling)| {
         let Ok(cache) = roots.get(part_of.0) else { return };
         let Some(sim) = cache.sim.as_ref() else { return };
-        let k = match slot {
-            Some(&PartSlot(k)) if cache.parts.get(k) == Some(&entity) => k,
-            _ => {
-                let Ok(i) = cache.index.binary_search_by_key(&entity, |e| e.0) else { return };
-                cache.index[i].1
-            }
-        };
+        if cache.parts.get(k) != Some(&entity) {
+            return;
+        }
         if let Some((angle, speed)) = sim.body_state(k) {
             *body = BodyState { angle, speed };
         }

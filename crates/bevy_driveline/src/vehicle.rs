@@ -81,11 +81,9 @@ pub fn spawn_vehicle(world: &mut World, mut spec: VehicleSpec, road: Road) -> Re
 
 /// One step of every vehicle, in parallel across the compute task pool: control and
 /// actuation ((re)creating the controllers after a rebuild, then writing the inputs), the
-/// coupled step, then heat, fuel and telemetry. A vehicle's phases run back to back on one
-/// thread, so its data is brought into the cache once per step rather than once per phase
-/// (with a thousand vehicles the fleet does not fit in the cache). Failures are reported in
-/// entity order; then the step's vehicle events as [`VehicleMessage`]s, vehicle by vehicle in
-/// entity order.
+/// coupled step, then heat, fuel and telemetry, back to back on one thread (one parallel pass
+/// over the vehicles, not three). Failures are reported in entity order; then the step's
+/// vehicle events as [`VehicleMessage`]s, vehicle by vehicle in entity order.
 pub(crate) fn step_vehicles(
     time: Res<bevy_time::Time>,
     mut roots: Query<(Entity, &mut VehicleController, &VehicleInput, &mut VehicleTelemetry, &mut DrivelineCache)>,

@@ -1976,14 +1976,7 @@ impl Simulation {
                     At::End => &self.ws.w1,
                     At::Dense => &self.ws.w_e,
                 };
-                let law = &self.net.friction[i].law;
-                // Steady signals: the capacity is the one the last full pass computed.
-                let cap = if self.unsteady_signals == 0 && self.caps_all_gen == self.sig_gen {
-                    self.ws.caps[i]
-                } else {
-                    law.capacity(sig)
-                };
-                law.hold_excess(cap, lam[self.net.rows.len() + pos], lam, w).0
+                self.net.friction[i].law.hold_excess(self.capacity(i, sig), lam[self.net.rows.len() + pos], lam, w).0
             }
             Ev::Regime(k) => {
                 if at == At::Dense {
@@ -2157,30 +2150,51 @@ impl Simulation {
         let redundant = self.slots[self.cur].redundant;
         self.stage_torques();
         self.end_torques();
-        // Steady signals: the capacities are the ones the last full pass computed.
-        let caps_steady = self.unsteady_signals == 0 && self.caps_all_gen == self.sig_gen;
         let np = self.net.rows.len();
-        let Work { lam_st, lam_end, sig, sig_end, w_st, w1, caps, .. } = &self.ws;
+        let Work { lam_st, lam_end, sig, sig_end, w_st, w1, .. } = &self.ws;
         let samples = [(&lam_st[0], &sig[0], &w_st[0]), (&lam_st[1], &sig[1], &w_st[1]), (lam_end, sig_end, w1)];
+        if redundant {
+            let all_inside =
+                samples.iter().all(|&(lam, sig, w)| self.min_norm_inside(lam, w, |i| self.capacity(i, sig)));
+            return if all_inside { 0 } else { u64::MAX };
+        }
         let mut mask = 0;
         for (pos, &i) in self.slots[self.cur].locked.iter().enumerate() {
             let law = &self.net.friction[i].law;
-            if redundant && matches!(law, crate::elements::FrictionLaw::Lossy { .. }) {
-                return u64::MAX;
-            }
             for &(lam, sig, w) in &samples {
-                let cap = if caps_steady { caps[i] } else { law.capacity(sig) };
-                let (g, limit) = law.hold_excess(cap, lam[np + pos], lam, w);
-                if redundant && g >= -1e-9 * limit.max(1e-300) {
-                    return u64::MAX;
-                }
-                if g > 0.0 {
+                if law.hold_excess(self.capacity(i, sig), lam[np + pos], lam, w).0 > 0.0 {
                     mask |= 1 << i;
                     break;
                 }
             }
         }
         mask
+    }
+
+    /// Static capacity of friction element `i` under signals `sig`: with steady signals, the
+    /// one the last full pass (a mode selection or an input-change test) computed.
+    #[inline]
+    fn capacity(&self, i: usize, sig: &[f64]) -> Capacity {
+        if self.unsteady_signals == 0 && self.caps_all_gen == self.sig_gen {
+            self.ws.caps[i]
+        } else {
+            self.net.friction[i].law.capacity(sig)
+        }
+    }
+
+    /// True when the current mode's minimum-norm split (`lam` at speeds `w`) holds every lock
+    /// strictly inside its static limit (capacities from `cap`), with a margin of 1e-9 of the
+    /// limit. A LossyGear's bounds move with the split itself: never certified here.
+    fn min_norm_inside(&self, lam: &[f64], w: &[f64], cap: impl Fn(usize) -> Capacity) -> bool {
+        let np = self.net.rows.len();
+        self.slots[self.cur].locked.iter().enumerate().all(|(pos, &i)| {
+            let law = &self.net.friction[i].law;
+            if matches!(law, crate::elements::FrictionLaw::Lossy { .. }) {
+                return false;
+            }
+            let (g, limit) = law.hold_excess(cap(i), lam[np + pos], lam, w);
+            g < -1e-9 * limit.max(1e-300)
+        })
     }
 
     /// A cheap screen before the sampling of [`Simulation::detect_event`]: false when the event
@@ -2782,21 +2796,7 @@ impl Simulation {
                 At::End => (&self.ws.lam_end, &self.ws.w1),
                 At::Dense => (&self.ws.lam, &self.ws.w_e),
             };
-            let s = &self.slots[self.cur];
-            let mut inside = true;
-            for (pos, &i) in s.locked.iter().enumerate() {
-                let law = &self.net.friction[i].law;
-                // A LossyGear's bounds move with the split itself: always take the full solve.
-                let (g, limit) = match law {
-                    crate::elements::FrictionLaw::Lossy { .. } => (0.0, 0.0),
-                    _ => law.hold_excess(self.ws.caps[i], lam[self.net.rows.len() + pos], lam, w),
-                };
-                if g >= -1e-9 * limit.max(1e-300) {
-                    inside = false;
-                    break;
-                }
-            }
-            if inside {
+            if self.min_norm_inside(lam, w, |i| self.ws.caps[i]) {
                 return -1.0;
             }
         }
