@@ -48,6 +48,9 @@ pub struct InputId(usize);
 
 /// Gauss-Legendre 2-stage coefficients.
 const S3: f64 = 0.288_675_134_594_812_9; // sqrt(3)/6
+/// Sub-steps a reused Jacobian must have served before three Newton iterations on it call for
+/// a fresh one (four always do).
+const JAC_PAYBACK: u32 = 8;
 const C: [f64; 2] = [0.5 - S3, 0.5 + S3];
 const A: [[f64; 2]; 2] = [[0.25, 0.25 - S3], [0.25 + S3, 0.25]];
 const B: [f64; 2] = [0.5, 0.5];
@@ -207,6 +210,8 @@ struct ModeSlot {
     /// chains make `N` sparse: most dependent speeds follow one free speed, so the per-step
     /// products `N q` and `N^T f` run over this list (in this order, which fixes the rounding).
     nz: CapVec<(u32, u32, f64)>,
+    /// Row `k` of `N` is `nz[nz_row[k]..nz_row[k + 1]]` (`n + 1` offsets).
+    nz_row: Vec<u32>,
     free_cols: Vec<usize>,
     /// Reduced inertia `Mr = N^T M N` (`m x m`) and its LU factors.
     mr: Vec<f64>,
@@ -251,6 +256,8 @@ struct ModeSlot {
     jac_epoch: u64,
     /// The last Newton iteration converged slowly on the reused Jacobian: refresh it.
     jac_stale: bool,
+    /// Sub-steps integrated on the current Jacobian since it was evaluated.
+    jac_uses: u32,
 }
 
 impl ModeSlot {
@@ -274,6 +281,7 @@ impl ModeSlot {
             r: 0,
             nmat: vec![0.0; n * n],
             nz: CapVec::new(n * n),
+            nz_row: vec![0; n + 1],
             free_cols: vec![0; n],
             mr: vec![0.0; n * n],
             mr_lu: vec![0.0; n * n],
@@ -295,6 +303,7 @@ impl ModeSlot {
             newton_piv: vec![0; 2 * n],
             jac_epoch: u64::MAX,
             jac_stale: true,
+            jac_uses: 0,
         }
     }
 }
@@ -1045,6 +1054,7 @@ impl Simulation {
         }
         slot.nz.clear();
         for k in 0..n {
+            slot.nz_row[k] = slot.nz.len() as u32;
             for j in 0..m {
                 let c = slot.nmat[k * n + j];
                 if c != 0.0 {
@@ -1052,6 +1062,7 @@ impl Simulation {
                 }
             }
         }
+        slot.nz_row[n] = slot.nz.len() as u32;
         for (jj, &(ra, _)) in slot.rhs.iter().enumerate() {
             slot.pmat[jj * n..(jj + 1) * n].fill(0.0);
             for i in 0..rank {
@@ -1186,28 +1197,30 @@ impl Simulation {
                 }
             }
         }
-        // N^T J N over the non-zeros of J only (a few per element law).
+        self.slots[slot].jac_uses = 0;
+        // N^T J N over the non-zeros of J (a few per element law) and of N's rows (mostly one:
+        // a dependent speed follows one free speed). Each entry of `Dr`, `Kr` sums its terms in
+        // ascending (i, j), as a dense product skipping zeros would.
         let s = &mut self.slots[slot];
         let m = s.m;
         s.dr[..m * m].fill(0.0);
         s.kr[..m * m].fill(0.0);
+        let row = |k: usize| &s.nz[s.nz_row[k] as usize..s.nz_row[k + 1] as usize];
         for i in 0..n {
+            let ni = row(i);
+            if ni.is_empty() {
+                continue;
+            }
             for j in 0..n {
                 let (dw, dp) = (jw[i * n + j], jphi[i * n + j]);
                 if dw == 0.0 && dp == 0.0 {
                     continue;
                 }
-                for a in 0..m {
-                    let na = s.nmat[i * n + a];
-                    if na == 0.0 {
-                        continue;
-                    }
-                    for b in 0..m {
-                        let nb = s.nmat[j * n + b];
-                        if nb != 0.0 {
-                            s.dr[a * m + b] += na * dw * nb;
-                            s.kr[a * m + b] += na * dp * nb;
-                        }
+                for &(_, a, na) in ni {
+                    for &(_, b, nb) in row(j) {
+                        let ab = a as usize * m + b as usize;
+                        s.dr[ab] += na * dw * nb;
+                        s.kr[ab] += na * dp * nb;
                     }
                 }
             }
@@ -1619,6 +1632,14 @@ impl Simulation {
                 }
             }
         }
+        // A fresh Jacobian costs about two and a half Newton iterations (its evaluation and the
+        // factors): worth it when the old one has served a while and now needs a third
+        // iteration. One aged within a few sub-steps (clutch pressures ramping through a
+        // shift) would age as fast again: it is kept until a fourth iteration is needed.
+        if reused {
+            self.slots[slot].jac_uses += 1;
+        }
+        let slow = if self.slots[slot].jac_uses > JAC_PAYBACK { 3 } else { 4 };
         let mut iter = 0;
         loop {
             iter += 1;
@@ -1719,7 +1740,7 @@ impl Simulation {
                 self.stats.newton_failures += 1;
                 break;
             }
-            if reused && iter >= 3 {
+            if reused && iter >= slow {
                 // Slow on the old Jacobian: continue from this iterate on a fresh one.
                 reused = false;
                 if scratch {
@@ -1733,7 +1754,7 @@ impl Simulation {
                 }
             }
         }
-        if reused && iter > 2 {
+        if reused && iter >= slow {
             self.slots[slot].jac_stale = true;
         }
         self.stage_states(h);
