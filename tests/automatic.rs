@@ -174,6 +174,29 @@ fn kickdown_drops_gears_in_one_shift() {
 }
 
 #[test]
+fn park_and_neutral_are_no_shift_between_them() {
+    // P and N close the same elements (A in the 8HP; the pawl is separate): starting in P and
+    // moving P -> N -> P reports no shift; N -> D is one garage shift into first.
+    let mut car = sedan();
+    let idle = |selector| DriverInput { selector, ..DriverInput::default() };
+    let mut kinds = Vec::new();
+    for selector in [Selector::Park, Selector::Neutral, Selector::Park, Selector::Neutral] {
+        kinds.extend(run(&mut car, 1.0, |_, _| idle(selector), |_| false).1);
+    }
+    let shifts = |k: &[VehicleEventKind]| {
+        k.iter()
+            .filter(|e| matches!(e, VehicleEventKind::ShiftStarted { .. } | VehicleEventKind::ShiftCompleted { .. }))
+            .count()
+    };
+    assert_eq!(shifts(&kinds), 0, "{kinds:?}");
+    let (reports, kinds) = run(&mut car, 1.5, |_, _| idle(Selector::Drive), |_| false);
+    assert_eq!(shifts(&kinds), 2, "{kinds:?}");
+    assert!(kinds.contains(&VehicleEventKind::ShiftStarted { from: 0, to: 1 }), "{kinds:?}");
+    assert_eq!(reports.len(), 1);
+    assert_eq!(car.telemetry().engaged_gear, 1);
+}
+
+#[test]
 fn park_holds_drive_creeps_reverse_backs_up_and_park_ratchets_at_speed() {
     let idle = |selector, grade| DriverInput { selector, grade, ..DriverInput::default() };
     // P on a 15 % grade with the brakes off: the pawl holds the car still (a stuck element:

@@ -516,6 +516,12 @@ impl Tcu {
         best
     }
 
+    /// True when gears `a` and `b` close the same shift elements.
+    fn same_elements(&self, a: usize, b: usize) -> bool {
+        let (a, b) = (&self.gears[a].closed, &self.gears[b].closed);
+        a.len() == b.len() && a.iter().all(|k| b.contains(k))
+    }
+
     /// The (off-going, on-coming) pair of a single-swap shift.
     fn swap(&self, from: usize, to: usize) -> Option<(usize, usize)> {
         let a = &self.gears[from].closed;
@@ -541,6 +547,11 @@ impl Tcu {
         self.last_pedal = inp.pedal;
         self.selector = inp.selector;
 
+        // P and N close the same elements (the pawl is not a shift element): moving between
+        // two such gears changes nothing in the box, so it is no shift and reports none.
+        if self.shift.is_none() && want != self.current && self.same_elements(self.current, want) {
+            self.current = want;
+        }
         // Start a shift.
         if self.shift.is_none() && want != self.current {
             let from_g = gear_number(&self.gears[self.current], &self.forward, self.current);
