@@ -27,6 +27,15 @@ fn flywheel(app: &mut App, j: f64) -> (Entity, Entity) {
     (root, wheel)
 }
 
+/// A torque source part of constant `tau` (N m) on `on`'s `flange_a`, in `root`'s driveline.
+fn motor(app: &mut App, root: Entity, on: Entity, tau: f64) {
+    app.world_mut().spawn((
+        Part::new("motor", ElementKind::Torque { tau: Signal::Constant(tau), use_support: false }),
+        PartOf(root),
+        Connections::new().with("flange", on, "flange_a"),
+    ));
+}
+
 fn fixed_step(app: &mut App, dt: Duration) {
     app.world_mut().resource_mut::<Time>().advance_by(dt);
     app.world_mut().run_schedule(FixedUpdate);
@@ -63,11 +72,7 @@ fn the_first_tick_builds_steps_and_writes_back() {
     // 2 N m torque (J = 0.5 kg m^2) turns at a = 4 rad/s^2 after its first 1 ms step.
     let mut app = create_app();
     let (root, wheel) = flywheel(&mut app, 0.5);
-    app.world_mut().spawn((
-        Part::new("T", ElementKind::Torque { tau: Signal::Constant(2.0), use_support: false }),
-        PartOf(root),
-        Connections::new().with("flange", wheel, "flange_a"),
-    ));
+    motor(&mut app, root, wheel, 2.0);
     fixed_step(&mut app, Duration::from_millis(1));
     let w = app.world().get::<BodyState>(wheel).unwrap().speed;
     // One exact step of a linear mode: rounding only.
@@ -80,11 +85,7 @@ fn adding_a_part_rebuilds_and_a_bad_part_is_reported() {
     let (root, j) = flywheel(&mut app, 2.0);
     fixed_step(&mut app, Duration::from_millis(10));
     // A constant 4 N m on J = 2 kg m^2: w = 2 t after it is added.
-    app.world_mut().spawn((
-        Part::new("motor", ElementKind::Torque { tau: Signal::Constant(4.0), use_support: false }),
-        PartOf(root),
-        Connections::new().with("flange", j, "flange_a"),
-    ));
+    motor(&mut app, root, j, 4.0);
     for _ in 0..100 {
         fixed_step(&mut app, Duration::from_millis(10));
     }
@@ -164,11 +165,7 @@ fn a_rebuild_keeps_the_motion_and_the_clock() {
     // a damper; the rebuilt network starts from w = 1 rad/s at t = 0.5 s, not from rest at 0.
     let mut app = create_app();
     let (root, j) = flywheel(&mut app, 2.0);
-    app.world_mut().spawn((
-        Part::new("motor", ElementKind::Torque { tau: Signal::Constant(4.0), use_support: false }),
-        PartOf(root),
-        Connections::new().with("flange", j, "flange_a"),
-    ));
+    motor(&mut app, root, j, 4.0);
     for _ in 0..50 {
         fixed_step(&mut app, Duration::from_millis(10));
     }
