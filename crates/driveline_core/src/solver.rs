@@ -82,8 +82,8 @@ pub struct IntegrationParameters {
     /// event location (default 256). Guards against Zeno behaviour; counted in the stats.
     pub max_substeps: usize,
     /// Number of compiled modes (lock patterns) kept (default 32, at least 3). Each slot is
-    /// preallocated: for the 8HP sedan (17 coordinates, 27 rows) about 28 KB. Fewer slots save
-    /// memory at the price of recompiling modes a drive cycle revisits (8 slots: 0.67 MB less
+    /// preallocated: for the 8HP sedan (17 coordinates, 27 rows) about 22 KB. Fewer slots save
+    /// memory at the price of recompiling modes a drive cycle revisits (8 slots: 0.54 MB less
     /// per 8HP sedan, about 9 times the compiles on UDDS).
     pub mode_cache_slots: usize,
     /// Integrate the energy ledger (default true). Costs two force evaluations per sub-step.
@@ -220,8 +220,6 @@ struct ModeSlot {
     mr: Vec<f64>,
     mr_lu: Vec<f64>,
     mr_piv: Vec<usize>,
-    /// Constraint-force map `r x n`: `lambda = L (M a - f)`.
-    lmap: Vec<f64>,
     /// Constraint torques directly from forces: `lambda = T (f - M u)` with
     /// `T = L (M N Mr^-1 N^T - I)` (`r x n`), `u` the prescribed acceleration. Stored by
     /// columns (column `k` at `k * rstride`): forces are sparse, so the product runs over the
@@ -285,13 +283,12 @@ impl ModeSlot {
             m: 0,
             r: 0,
             nmat: vec![0.0; n * n],
-            nz: CapVec::new(n * n),
+            nz: CapVec::new(n * mmax),
             nz_row: vec![0; n + 1],
             free_cols: vec![0; n],
             mr: vec![0.0; mmax * mmax],
             mr_lu: vec![0.0; mmax * mmax],
             mr_piv: vec![0; mmax],
-            lmap: vec![0.0; rmax * n],
             tmap: vec![0.0; rmax * n],
             rstride: rmax,
             tmap_w: vec![0.0; rmax * n],
@@ -377,6 +374,9 @@ struct Work {
     ud: [Vec<f64>; 4],
     /// Augmented matrix for the mode compilation `[G | I]`.
     aug: Vec<f64>,
+    /// The compiled mode's constraint-force map `r x n`, `lambda = L (M a - f)`, from which the
+    /// compilation derives the slot's `tmap`.
+    lmap: Vec<f64>,
     /// Scratch of the torque-dependent correction (LossyGear, limited slip), the friction torque
     /// it solved per element, and the estimates of the torque each limit depends on (a lossy
     /// gear's transmitted torque, a limited-slip pack's input torque), per friction element.
@@ -642,6 +642,7 @@ impl Simulation {
             wp: [v(nn), v(nn), v(nn), v(nn)],
             ud: [v(nn), v(nn), v(nn), v(nn)],
             aug: v(rmax * (n + rmax)),
+            lmap: v(rmax * n),
             ls_a: v(nn),
             dep_tau: v(n.max(nf)),
             dependent_input: v(nf),
@@ -1135,7 +1136,7 @@ impl Simulation {
                 }
                 linalg::lu_solve(ggt, r, rp, col);
                 for a in 0..r {
-                    slot.lmap[a * n + k] = col[a];
+                    self.ws.lmap[a * n + k] = col[a];
                 }
             }
             // T column k = L (M N Mr^-1 N^T e_k - e_k).
@@ -1154,7 +1155,7 @@ impl Simulation {
                 v[k] -= 1.0;
                 let rs = slot.rstride;
                 for a in 0..r {
-                    slot.tmap[k * rs + a] = (0..n).map(|i| slot.lmap[a * n + i] * v[i]).sum();
+                    slot.tmap[k * rs + a] = (0..n).map(|i| self.ws.lmap[a * n + i] * v[i]).sum();
                 }
                 if rank < r {
                     let col = &mut self.ws.lam_w;
