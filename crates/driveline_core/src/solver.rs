@@ -82,8 +82,8 @@ pub struct IntegrationParameters {
     /// event location (default 256). Guards against Zeno behaviour; counted in the stats.
     pub max_substeps: usize,
     /// Number of compiled modes (lock patterns) kept (default 32, at least 3). Each slot is
-    /// preallocated: for the 8HP sedan (17 coordinates, 27 rows) about 22 KB. Fewer slots save
-    /// memory at the price of recompiling modes a drive cycle revisits (8 slots: 0.54 MB less
+    /// preallocated: for the 8HP sedan (17 coordinates, 27 rows) about 18 KB. Fewer slots save
+    /// memory at the price of recompiling modes a drive cycle revisits (8 slots: 0.44 MB less
     /// per 8HP sedan, about 9 times the compiles on UDDS).
     pub mode_cache_slots: usize,
     /// Integrate the energy ledger (default true). Costs two force evaluations per sub-step.
@@ -272,9 +272,10 @@ impl ModeSlot {
         }
     }
 
-    /// A slot for a network of `n` coordinates and at most `rmax` active rows, whose modes
-    /// keep at most `mmax` free coordinates (the `m x m` and `2m x 2m` matrices are sized by it).
-    fn new(n: usize, mmax: usize, rmax: usize, nf: usize) -> Self {
+    /// A slot for a network of `n` coordinates and at most `rmax` active rows, `nrhs` of them
+    /// with a prescribed right-hand side, whose modes keep at most `mmax` free coordinates (the
+    /// `m x m` and `2m x 2m` matrices are sized by it).
+    fn new(n: usize, mmax: usize, rmax: usize, nrhs: usize, nf: usize) -> Self {
         Self {
             key: 0,
             generation: 0,
@@ -294,8 +295,8 @@ impl ModeSlot {
             tmap_w: vec![0.0; rmax * n],
             locked: CapVec::new(nf),
             kin: CapVec::new(rmax),
-            rhs: CapVec::new(rmax),
-            pmat: vec![0.0; rmax * n],
+            rhs: CapVec::new(nrhs),
+            pmat: vec![0.0; nrhs * n],
             linear: false,
             redundant: false,
             dr: vec![0.0; mmax * mmax],
@@ -675,7 +676,8 @@ impl Simulation {
         // engaged kinematic clutch). Every other mode adds rows to it, so its free-coordinate
         // count bounds theirs: the other slots are sized by it (a third of the memory of a
         // vehicle's mode cache).
-        let slots = vec![ModeSlot::new(n, n, rmax, nf)];
+        let nrhs = net.row_rhs.iter().flatten().count() + nk;
+        let slots = vec![ModeSlot::new(n, n, rmax, nrhs, nf)];
         let mut sim = Simulation {
             phi: net.phi_start.clone(),
             w: net.w_start.clone(),
@@ -715,7 +717,7 @@ impl Simulation {
         sim.compile_into(0, 0);
         let mmax = sim.slots[0].m;
         let more = sim.params.mode_cache_slots.max(3) - 1;
-        sim.slots.extend((0..more).map(|_| ModeSlot::new(n, mmax, rmax, nf)));
+        sim.slots.extend((0..more).map(|_| ModeSlot::new(n, mmax, rmax, nrhs, nf)));
         sim.start(if t0.is_finite() { t0 } else { 0.0 });
         sim
     }
