@@ -272,6 +272,18 @@ impl ModeSlot {
         }
     }
 
+    /// Grows the `m x m` and `2m x 2m` buffers to hold a mode with `m` free coordinates.
+    fn reserve(&mut self, m: usize) {
+        if self.mr.len() < m * m {
+            for b in [&mut self.mr, &mut self.mr_lu, &mut self.dr, &mut self.kr] {
+                b.resize(m * m, 0.0);
+            }
+            self.newton_inv.resize(4 * m * m, 0.0);
+            self.mr_piv.resize(m, 0);
+            self.newton_piv.resize(2 * m, 0);
+        }
+    }
+
     /// A slot for a network of `n` coordinates and at most `rmax` active rows, `nrhs` of them
     /// with a prescribed right-hand side, whose modes keep at most `mmax` free coordinates (the
     /// `m x m` and `2m x 2m` matrices are sized by it).
@@ -1051,6 +1063,10 @@ impl Simulation {
         slot.redundant = rank < r;
         let m = n - rank;
         slot.m = m;
+        // Slots are sized by the base mode, whose free coordinates bound every other mode's.
+        // Rounding in a near-degenerate rank decision could in principle break that bound: the
+        // slot then grows (an allocation, once) rather than fail.
+        slot.reserve(m);
         // Free columns and null basis (stored with stride n).
         let mut fc = 0;
         for c in 0..n {
