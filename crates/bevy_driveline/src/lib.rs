@@ -533,8 +533,8 @@ pub(crate) fn flush_failures(
 
 /// A part's element index in its driveline's network, set at each build (the build's
 /// commands apply at the solve schedule's first sync point, before the step and the
-/// write-back), so that the write-back finds the element without a search. Checked against the cache: a part that the
-/// last build did not include is skipped.
+/// write-back), so that the write-back finds the element without a search. Checked against
+/// the cache: a part that the last build did not include is skipped.
 #[derive(Component, Debug, Clone, Copy)]
 struct PartSlot(usize);
 

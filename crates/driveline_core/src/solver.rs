@@ -48,9 +48,6 @@ pub struct InputId(usize);
 
 /// Gauss-Legendre 2-stage coefficients.
 const S3: f64 = 0.288_675_134_594_812_9; // sqrt(3)/6
-/// Sub-steps a reused Jacobian must have served before three Newton iterations on it call for
-/// a fresh one (four always do).
-const JAC_PAYBACK: u32 = 8;
 const C: [f64; 2] = [0.5 - S3, 0.5 + S3];
 const A: [[f64; 2]; 2] = [[0.25, 0.25 - S3], [0.25 + S3, 0.25]];
 const B: [f64; 2] = [0.5, 0.5];
@@ -61,6 +58,10 @@ const A2: [[f64; 2]; 2] = [
     [A[0][0] * A[0][0] + A[0][1] * A[1][0], A[0][0] * A[0][1] + A[0][1] * A[1][1]],
     [A[1][0] * A[0][0] + A[1][1] * A[1][0], A[1][0] * A[0][1] + A[1][1] * A[1][1]],
 ];
+
+/// Sub-steps a reused Jacobian must have served before three Newton iterations on it call for
+/// a fresh one (four always do).
+const JAC_PAYBACK: u32 = 8;
 
 /// Every tunable of the solver, with its default, unit and trade-off.
 #[derive(Debug, Clone, Copy, PartialEq)]
