@@ -12,10 +12,41 @@ use serde::{Deserialize, Serialize};
 /// assert_eq!(mu.eval(5.0), 0.45);
 /// assert_eq!(mu.eval(50.0), 0.4);
 /// ```
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(transparent)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(from = "Vec<(f64, f64)>", into = "Vec<(f64, f64)>")]
 pub struct Table1D {
     points: Vec<(f64, f64)>,
+    /// Search start per bucket of the abscissa range (tables of more than [`SCAN_ROWS`] rows;
+    /// empty otherwise): a long table (a converter's 29 speed ratios) is looked up in one or
+    /// two comparisons instead of a scan over its rows.
+    buckets: Vec<u32>,
+    /// Buckets per unit of x.
+    bucket_scale: f64,
+}
+
+/// Tables of at most this many rows are scanned (a few comparisons, no index).
+const SCAN_ROWS: usize = 8;
+
+impl PartialEq for Table1D {
+    /// Tables are equal when their rows are (the bucket index follows from the rows).
+    fn eq(&self, other: &Self) -> bool {
+        self.points == other.points
+    }
+}
+
+impl From<Vec<(f64, f64)>> for Table1D {
+    /// The rows as they are (deserialised tables are checked by [`Table1D::validate`] after).
+    fn from(points: Vec<(f64, f64)>) -> Self {
+        let mut t = Self { points, buckets: Vec::new(), bucket_scale: 0.0 };
+        t.index();
+        t
+    }
+}
+
+impl From<Table1D> for Vec<(f64, f64)> {
+    fn from(t: Table1D) -> Self {
+        t.points
+    }
 }
 
 /// What is wrong with a table.
@@ -45,14 +76,41 @@ pub enum TableError {
 impl Table1D {
     /// Builds a table after checking that it is non-empty, finite and strictly increasing in x.
     pub fn new(points: Vec<(f64, f64)>) -> Result<Self, TableError> {
-        let t = Self { points };
+        let t = Self::from(points);
         t.validate()?;
         Ok(t)
     }
 
     /// A constant table `y(x) = y`.
     pub fn constant(y: f64) -> Self {
-        Self { points: vec![(0.0, y)] }
+        Self::from(vec![(0.0, y)])
+    }
+
+    /// Builds the bucket index of a long, valid table: `2 n` buckets of equal width over the
+    /// abscissa range, each holding the first row at or right of its left edge. Any start
+    /// gives the same row (the lookup walks to it), so rounding in the bucket arithmetic can
+    /// cost a comparison, never change a result. Invalid tables get no index.
+    fn index(&mut self) {
+        self.buckets.clear();
+        let p = &self.points;
+        if p.len() <= SCAN_ROWS || self.validate().is_err() {
+            return;
+        }
+        let (x0, x1) = (p[0].0, p[p.len() - 1].0);
+        let nb = 2 * p.len();
+        let scale = nb as f64 / (x1 - x0);
+        if !scale.is_finite() {
+            return;
+        }
+        let mut i = 1;
+        for b in 0..nb {
+            let edge = x0 + b as f64 / scale;
+            while i < p.len() - 1 && p[i].0 < edge {
+                i += 1;
+            }
+            self.buckets.push(i as u32);
+        }
+        self.bucket_scale = scale;
     }
 
     /// Checks the invariants [`Table1D::new`] enforces (deserialised tables call this).
@@ -97,8 +155,17 @@ impl Table1D {
         if x >= last.0 {
             return (last.1, 0.0);
         }
-        // Tables are short (a few rows): a linear scan is faster than bisection.
+        // The row pair around x: the first row i >= 1 with x <= x_i. Short tables are scanned
+        // from the start; long ones from their bucket's start, stepping back first should
+        // rounding have put x just left of the bucket's edge.
         let mut i = 1;
+        if !self.buckets.is_empty() {
+            let b = ((x - p[0].0) * self.bucket_scale) as usize;
+            i = self.buckets[b.min(self.buckets.len() - 1)] as usize;
+            while i > 1 && p[i - 1].0 >= x {
+                i -= 1;
+            }
+        }
         while p[i].0 < x {
             i += 1;
         }
@@ -122,6 +189,37 @@ mod tests {
     fn rejects_non_monotonic() {
         let e = Table1D::new(vec![(0.0, 1.0), (2.0, 1.0), (1.0, 0.0)]).unwrap_err();
         assert!(matches!(e, TableError::NotIncreasing { row: 2, .. }));
+    }
+
+    /// The bucket index of a long table must pick the same row pair as a scan from the start,
+    /// so that indexed and scanned lookups agree bit for bit, at the rows, between them and
+    /// one ulp either side of every row (where rounding in the bucket arithmetic could err).
+    #[test]
+    fn indexed_lookup_equals_the_scan() {
+        let xs: [f64; 14] = [0.0, 0.01, 0.02, 0.03, 0.1, 0.15, 0.2, 0.5, 0.55, 0.6, 0.61, 0.9, 0.95, 1.0];
+        let t = Table1D::new(xs.iter().map(|&x| (x, (7.0 * x).sin() + x * x)).collect()).unwrap();
+        assert!(!t.buckets.is_empty(), "a 14-row table is indexed");
+        let scan = |x: f64| {
+            let p = t.points();
+            if x <= p[0].0 {
+                return (p[0].1, 0.0);
+            }
+            if x >= p[p.len() - 1].0 {
+                return (p[p.len() - 1].1, 0.0);
+            }
+            let i = p.iter().position(|r| r.0 >= x).unwrap();
+            let s = (p[i].1 - p[i - 1].1) / (p[i].0 - p[i - 1].0);
+            (p[i - 1].1 + s * (x - p[i - 1].0), s)
+        };
+        let mut probes: Vec<f64> = (0..=2000).map(|k| -0.1 + 1.2 * k as f64 / 2000.0).collect();
+        for &x in &xs {
+            probes.extend([x, f64::from_bits(x.to_bits() + 1), f64::from_bits(x.to_bits().max(1) - 1)]);
+        }
+        for x in probes {
+            let (a, b) = (t.eval_with_slope(x), scan(x));
+            assert_eq!((a.0.to_bits(), a.1.to_bits()), (b.0.to_bits(), b.1.to_bits()), "x = {x:e}");
+        }
+        assert!(t.eval(f64::NAN).is_nan());
     }
 
     #[test]
