@@ -79,8 +79,12 @@ impl MagicFormula {
     #[inline]
     pub fn eval(&self, kappa: f64) -> (f64, f64) {
         let bk = self.b * kappa;
-        let x = bk - self.e * (bk - bk.atan());
-        let dx = self.b - self.e * (self.b - self.b / (1.0 + bk * bk));
+        // E = 0 (the default) makes x = B kappa exactly: skip the inner arctangent.
+        let (x, dx) = if self.e == 0.0 {
+            (bk, self.b)
+        } else {
+            (bk - self.e * (bk - bk.atan()), self.b - self.e * (self.b - self.b / (1.0 + bk * bk)))
+        };
         let arg = self.c * x.atan();
         (self.d * arg.sin(), self.d * arg.cos() * self.c * dx / (1.0 + x * x))
     }
