@@ -197,6 +197,21 @@ impl EnergyLedger {
     }
 }
 
+/// Where an element's reported mode comes from.
+#[derive(Debug, Clone, Copy)]
+enum ModeSource {
+    /// No mode (inertias, springs, sources...).
+    None,
+    /// Friction element `k`.
+    Friction(usize),
+    /// Kinematic clutch `j`.
+    Kinematic(usize),
+    /// A LossyGear without losses: an ideal gear, MSL mode 2 (free).
+    Ideal,
+    /// Elastic clutch law `k`.
+    Law(usize),
+}
+
 /// One compiled mode: the null space of the active rigid constraints and what follows from it.
 #[derive(Debug, Clone)]
 struct ModeSlot {
@@ -490,6 +505,12 @@ pub struct Simulation {
     /// The network has LossyGears with losses (the force pipeline corrects for them).
     has_torque_dependent: bool,
     started: bool,
+    /// The permanent rows that report a torque, as `(row, element, coefficient)`: a gear
+    /// reports `flange_b.tau = -c_b lambda`, a speed source `lambda` (derived once from the
+    /// element kinds, not matched by name every step).
+    row_outputs: Vec<(usize, usize, f64)>,
+    /// Where each element's mode comes from (see [`Simulation::element_mode`]).
+    mode_sources: Vec<ModeSource>,
     ws: Work,
     events: CapVec<ModeEvent>,
     stats: StepStats,
@@ -716,6 +737,8 @@ impl Simulation {
             epoch: 0,
             has_torque_dependent: net.friction.iter().any(|fe| fe.law.is_torque_dependent()),
             started: false,
+            row_outputs: Vec::new(),
+            mode_sources: Vec::new(),
             ws,
             events: CapVec::new(4 * (nf + nl) + 8),
             stats: StepStats::default(),
@@ -727,6 +750,8 @@ impl Simulation {
             params,
             net,
         };
+        sim.row_outputs = Self::row_outputs(&sim.net);
+        sim.mode_sources = Self::mode_sources(&sim.net);
         sim.compile_into(0, 0);
         let mmax = sim.slots[0].m;
         let more = sim.params.mode_cache_slots.max(3) - 1;
@@ -861,18 +886,51 @@ impl Simulation {
     /// Mode of an element if it has one: friction elements, and elastic clutches (stick = 0,
     /// slide = +-1, no limit torque = 2).
     pub fn element_mode(&self, element: usize) -> Option<FrictionMode> {
-        let info = &self.net.elements[element];
-        if let Some(k) = info.friction {
-            return Some(self.modes[k]);
+        match *self.mode_sources.get(element)? {
+            ModeSource::None => None,
+            ModeSource::Friction(k) => Some(self.modes[k]),
+            ModeSource::Kinematic(j) => Some(self.kin_modes[j]),
+            ModeSource::Ideal => Some(FrictionMode::Free),
+            ModeSource::Law(k) => self.law_mode(k),
         }
-        if let Some(j) = self.net.kinematic.iter().position(|k| k.element == element) {
-            return Some(self.kin_modes[j]);
+    }
+
+    /// Where each element's mode comes from, in the order [`Simulation::element_mode`] has
+    /// always looked: friction element, kinematic clutch, lossless gear, elastic clutch law.
+    fn mode_sources(net: &Network) -> Vec<ModeSource> {
+        (0..net.elements.len())
+            .map(|e| {
+                let info = &net.elements[e];
+                if let Some(k) = info.friction {
+                    ModeSource::Friction(k)
+                } else if let Some(j) = net.kinematic.iter().position(|k| k.element == e) {
+                    ModeSource::Kinematic(j)
+                } else if info.kind == "LossyGear" {
+                    ModeSource::Ideal // lossless table: an ideal gear (MSL mode 2)
+                } else if let Some(k) = info.law.filter(|&k| matches!(net.laws[k], Law::ElasticClutch { .. })) {
+                    ModeSource::Law(k)
+                } else {
+                    ModeSource::None
+                }
+            })
+            .collect()
+    }
+
+    /// The permanent rows that report an element torque (see `row_outputs`).
+    fn row_outputs(net: &Network) -> Vec<(usize, usize, f64)> {
+        let mut out = Vec::new();
+        for (ri, &e) in net.row_element.iter().enumerate() {
+            let info = &net.elements[e];
+            match info.kind {
+                "IdealGear" | "LossyGear" => {
+                    let cb = net.rows[ri].entries.iter().find(|x| x.0 == info.nodes[1]).map(|x| x.1).unwrap_or(0.0);
+                    out.push((ri, e, -cb));
+                }
+                "Speed" | "Position" | "LinearSpeed" => out.push((ri, e, 1.0)),
+                _ => {}
+            }
         }
-        if info.kind == "LossyGear" {
-            return Some(FrictionMode::Free); // lossless table: an ideal gear (MSL mode 2)
-        }
-        let k = info.law?;
-        self.law_mode(k)
+        out
     }
 
     fn law_mode(&self, k: usize) -> Option<FrictionMode> {
@@ -3031,17 +3089,8 @@ impl Simulation {
         }
         // Permanent rows: gears report flange_b.tau (node b receives -ratio lambda =
         // -flange_b.tau), speed sources the torque they apply to their flange.
-        for (ri, &e) in self.net.row_element.iter().enumerate() {
-            let info = &self.net.elements[e];
-            let row = self.net.rows[ri];
-            match info.kind {
-                "IdealGear" | "LossyGear" => {
-                    let cb = row.entries.iter().find(|x| x.0 == info.nodes[1]).map(|x| x.1).unwrap_or(0.0);
-                    self.out_tau[e] = -cb * self.out_lambda[ri];
-                }
-                "Speed" | "Position" | "LinearSpeed" => self.out_tau[e] = self.out_lambda[ri],
-                _ => {}
-            }
+        for &(ri, e, c) in &self.row_outputs {
+            self.out_tau[e] = c * self.out_lambda[ri];
         }
         // Engaged kinematic clutches carry their constraint torque.
         let s = &self.slots[self.cur];
