@@ -3,7 +3,7 @@
 //! `driveline bench`: what the solver alone reaches on this machine, so the cost of the Bevy
 //! App around it (executor, task hand-offs, part write-back) can be read off the difference.
 //!
-//! `cargo run --release --example fleet_threads -- 400 2` (vehicles, threads). The sedans pull
+//! `cargo run --release --example fleet_threads -- 400 2 [2000]` (vehicles, threads, steps). The sedans pull
 //! away in D at 30 % throttle (not the bench's traffic cycle), after 0.1 s on their own.
 
 use driveline::core::automatic::Selector;
@@ -28,7 +28,7 @@ fn main() {
     for c in cars.iter_mut() {
         (0..100).for_each(|_| step(c));
     }
-    let steps = 2000;
+    let steps = args.next().and_then(Result::ok).unwrap_or(2000).max(1);
     let chunk = n.div_ceil(threads);
     let start = std::time::Instant::now();
     for _ in 0..steps {

@@ -71,10 +71,18 @@ fn main() {
     let mut v = Vehicle::load(&path).expect("vehicle");
     let how = args.next().unwrap_or_default();
     let input = warm_up(&mut v, file.contains("8hp"), &how);
+    let before = v.simulation().stats();
     let t0 = std::time::Instant::now();
     let n = measure(&mut v, &input, n, how == "upshift").max(1);
     let per_step = t0.elapsed().as_secs_f64() / n as f64 * 1e6;
-    println!("{per_step:.2} us/step; gear {}; {:?}", v.telemetry().engaged_gear, v.simulation().stats());
+    let after = v.simulation().stats();
+    println!(
+        "measured steps: {:.3} sub-steps, {:.3} Newton iterations, {:.4} Jacobians per step",
+        (after.substeps - before.substeps) as f64 / n as f64,
+        (after.newton_iterations - before.newton_iterations) as f64 / n as f64,
+        (after.jacobian_updates - before.jacobian_updates) as f64 / n as f64,
+    );
+    println!("{per_step:.2} us/step over {n} steps; gear {}; {:?}", v.telemetry().engaged_gear, v.simulation().stats());
     let net = v.simulation().network();
     let varying = net.signals.iter().filter(|s| !matches!(s, driveline::core::Signal::Constant(_))).count();
     println!(

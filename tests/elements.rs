@@ -170,6 +170,48 @@ fn parallel_clutches_share_the_torque_and_slip_together() {
 }
 
 #[test]
+fn simultaneous_break_aways_resolve_as_one_event() {
+    // Two clutches on different relative motions reach their limits at the same instant
+    // (t = 0.5 s, see the scenario). Resolved one at a time, the second one's event sits at
+    // the very start of the next sub-step and the first one locks again: a Zeno chain that
+    // only the sub-step guard ends. Resolved together: one event, both slide.
+    let mut sim = load_element("TwinBreakaway");
+    let (c1, c2) = (element(&sim, "c1"), element(&sim, "c2"));
+    let (j1, j2) = (element(&sim, "J1"), element(&sim, "J2"));
+    let mut events = Vec::new();
+    for k in 1..=1000 {
+        sim.step(k as f64 * 1e-3 - sim.time()).unwrap();
+        events.extend(sim.events().iter().map(|e| (e.time, e.element, e.to.code())));
+        let t = sim.time();
+        // Symmetric branches stay symmetric, stuck or sliding.
+        let (w1, w2) = (sim.body_state(j1).unwrap().1, sim.body_state(j2).unwrap().1);
+        assert!((w1 - w2).abs() <= 1e-12 * (1.0 + w1.abs()), "t {t}: {w1} vs {w2}");
+        if t < 0.499 {
+            // Stuck: each flywheel takes a third of the drive, 20 t N m (MSL sign: the flywheel
+            // is driven, tau < 0).
+            assert!((sim.element_torque(c1) + 20.0 * t).abs() < 1e-9 * (1.0 + 20.0 * t), "t {t}");
+        } else if t > 0.501 {
+            // Sliding: the kinetic torque mu fn = 10 N m each, same sign.
+            assert!((sim.element_torque(c1) + 10.0).abs() < 1e-9, "t {t}: {}", sim.element_torque(c1));
+            assert!((sim.element_torque(c2) + 10.0).abs() < 1e-9, "t {t}: {}", sim.element_torque(c2));
+        }
+    }
+    let stats = sim.stats();
+    assert_eq!(stats.zeno_guards, 0, "{stats:?}");
+    // Two mode changes (one per clutch), both at the located instant; the hub runs ahead of the
+    // flywheels it drives: w_rel = w_b - w_a < 0, sliding backward.
+    assert_eq!(events.len(), 2, "{events:?}");
+    let mut who: Vec<usize> = events.iter().map(|e| e.1).collect();
+    who.sort_unstable();
+    assert_eq!(who, vec![c1.min(c2), c1.max(c2)]);
+    for (t, _, to) in &events {
+        // Located on the collocation polynomial: the event time tolerance, far below 1e-8 s.
+        assert!((t - 0.5).abs() < 1e-8, "break-away at {t}");
+        assert_eq!(*to, -1);
+    }
+}
+
+#[test]
 fn position_source_prescribes_angle_and_speed() {
     let mut sim = load_element("PositionSource");
     let w = 4.0 * std::f64::consts::PI;

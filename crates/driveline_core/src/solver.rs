@@ -347,7 +347,8 @@ struct Work {
     fq: Vec<f64>,
     /// The non-zero entries of a force vector, `(node, value)` ascending (`n` slots).
     xnz: Vec<(u32, f64)>,
-    /// Located slip-reversal thetas of the sub-step being searched (valid where its mask says).
+    /// Located slip-reversal and break-away thetas of the sub-step being searched (valid where
+    /// its masks say).
     slip_theta: Vec<f64>,
     phi_st: [Vec<f64>; 2],
     w_st: [Vec<f64>; 2],
@@ -486,10 +487,18 @@ pub struct Simulation {
     /// Signals that are not steady ([`Signal::is_steady`]). With none, a filled signal buffer
     /// stays valid until the next change of a signal.
     unsteady_signals: usize,
-    /// Bumped at every change of a signal's definition or value.
+    /// The indices of the signals that are not steady (capacity: every signal, so a recount
+    /// never allocates).
+    unsteady: CapVec<u32>,
+    /// Bumped at every change of a signal's definition or value (what depends on the signals,
+    /// such as the cached capacities, is stale).
     sig_gen: u64,
-    /// The `sig_gen` at which each signal buffer (`sig[0]`, `sig[1]`, `sig[2]`, `sig_end`) was
-    /// filled while the signals were steady; `u64::MAX` when it must be evaluated again.
+    /// The generation of the signal buffers' steady values: bumped with `sig_gen`, except
+    /// when an input set by its id is patched into the buffers in place.
+    buf_gen: u64,
+    /// The `buf_gen` at which each signal buffer (`sig[0]`, `sig[1]`, `sig[2]`, `sig_end`) was
+    /// filled: its steady signals are valid while the generation holds (the unsteady ones are
+    /// evaluated at every fill); `u64::MAX` when it must be evaluated again.
     sig_filled: [u64; 4],
     /// `(sig_gen, epoch)` at which `ws.caps` last held the stuck elements' capacities under
     /// steady signals (group tests reuse them at every sample of the epoch).
@@ -571,14 +580,12 @@ fn eval_signals(net: &Network, t: f64, left: bool, out: &mut [f64]) {
 
 impl Simulation {
     /// Fills signal buffer `b` (`sig[0]`, `sig[1]`, `sig[2]`, or `sig_end` for 3) with the
-    /// signals at `t` (`left`: the limit from the left). While every signal is steady, a buffer
-    /// filled since the last change is kept, and an empty one is copied from a filled one.
+    /// signals at `t` (`left`: the limit from the left). The steady signals of a buffer filled
+    /// since the last change are kept (an empty buffer copies them from a filled one); only
+    /// the unsteady ones (ramping inputs, sines, tables...) are evaluated again.
     fn fill_signals(&mut self, b: usize, t: f64, left: bool) {
-        if self.unsteady_signals == 0 {
-            if self.sig_filled[b] == self.sig_gen {
-                return;
-            }
-            if let Some(src) = (0..4).find(|&k| self.sig_filled[k] == self.sig_gen) {
+        if self.sig_filled[b] != self.buf_gen {
+            if let Some(src) = (0..4).find(|&k| self.sig_filled[k] == self.buf_gen) {
                 let Work { sig, sig_end, .. } = &mut self.ws;
                 let [s0, s1, s2] = sig;
                 let mut bufs = [s0, s1, s2, sig_end];
@@ -590,22 +597,41 @@ impl Simulation {
                     (&*hi[0], &mut *lo[b])
                 };
                 to.copy_from_slice(from);
-                self.sig_filled[b] = self.sig_gen;
+            } else {
+                let out = if b == 3 { &mut self.ws.sig_end } else { &mut self.ws.sig[b] };
+                eval_signals(&self.net, t, left, out);
+                self.sig_filled[b] = self.buf_gen;
                 return;
             }
+            self.sig_filled[b] = self.buf_gen;
         }
+        // The steady signals are those of the buffer; the others are evaluated at `t`.
         let out = if b == 3 { &mut self.ws.sig_end } else { &mut self.ws.sig[b] };
-        eval_signals(&self.net, t, left, out);
-        self.sig_filled[b] = if self.unsteady_signals == 0 { self.sig_gen } else { u64::MAX };
+        for &k in self.unsteady.iter() {
+            let s = &self.net.signals[k as usize];
+            out[k as usize] = if left { s.eval_left(t) } else { s.eval(t) };
+        }
     }
 
     /// Records a change of signal values: filled buffers are stale. `recount` when a signal's
     /// definition may have changed (its steadiness with it).
     fn signals_changed(&mut self, recount: bool) {
         self.sig_gen += 1;
+        self.buf_gen += 1;
         if recount {
-            self.unsteady_signals = self.net.signals.iter().filter(|s| !s.is_steady()).count();
+            self.count_unsteady();
         }
+    }
+
+    /// Lists the signals that are not steady.
+    fn count_unsteady(&mut self) {
+        self.unsteady.clear();
+        for (k, s) in self.net.signals.iter().enumerate() {
+            if !s.is_steady() {
+                self.unsteady.push(k as u32);
+            }
+        }
+        self.unsteady_signals = self.unsteady.len();
     }
 
     /// Creates a simulation at the network's initial state, t = 0.
@@ -729,8 +755,10 @@ impl Simulation {
             breaking: 0,
             sliding: 0,
             inputs_changed: false,
-            unsteady_signals: net.signals.iter().filter(|s| !s.is_steady()).count(),
+            unsteady_signals: 0,
+            unsteady: CapVec::new(net.signals.len()),
             sig_gen: 0,
+            buf_gen: 0,
             sig_filled: [u64::MAX; 4],
             caps_key: (u64::MAX, 0),
             caps_all_gen: u64::MAX,
@@ -752,6 +780,7 @@ impl Simulation {
         };
         sim.row_outputs = Self::row_outputs(&sim.net);
         sim.mode_sources = Self::mode_sources(&sim.net);
+        sim.count_unsteady();
         sim.compile_into(0, 0);
         let mmax = sim.slots[0].m;
         let more = sim.params.mode_cache_slots.max(3) - 1;
@@ -861,7 +890,22 @@ impl Simulation {
                     *r = rate;
                     *since = now;
                     self.inputs_changed = true;
-                    self.signals_changed(steadiness_changed);
+                    // An input by id is a whole signal that no other signal contains: the
+                    // buffers stay valid with its new value patched in (a ramp is unsteady and
+                    // evaluated at every fill anyway).
+                    self.sig_gen += 1;
+                    if steadiness_changed {
+                        self.count_unsteady();
+                    }
+                    if rate == 0.0 {
+                        let k = id.0;
+                        let Work { sig, sig_end, .. } = &mut self.ws;
+                        for (b, buf) in sig.iter_mut().chain(std::iter::once(sig_end)).enumerate() {
+                            if self.sig_filled[b] == self.buf_gen {
+                                buf[k] = value;
+                            }
+                        }
+                    }
                 }
                 Ok(())
             }
@@ -2178,6 +2222,8 @@ impl Simulation {
         let mut forced: u64 = 0;
         // Slips located in this sub-step: a mask, their thetas in `ws.slip_theta`.
         let mut slipped: u64 = 0;
+        // Break-aways located in this sub-step (their thetas in `ws.slip_theta` too).
+        let mut breaking_at: u64 = 0;
         let nf = self.net.friction.len();
         let suspects = self.breakaway_suspects();
         let consider = |this: &mut Self, ev: Ev, best: &mut Option<(f64, Ev)>| -> Option<f64> {
@@ -2219,8 +2265,12 @@ impl Simulation {
                     }
                     // Break-away, sampled at both stages and the end so that a torque peak
                     // inside the step is not missed, then located on the dense output.
-                    if suspects & (1 << i) != 0 && !self.slots[self.cur].redundant {
-                        consider(self, Ev::Breakaway(i), &mut best);
+                    if suspects & (1 << i) != 0
+                        && !self.slots[self.cur].redundant
+                        && let Some(th) = consider(self, Ev::Breakaway(i), &mut best)
+                    {
+                        self.ws.slip_theta[i] = th;
+                        breaking_at |= 1 << i;
                     }
                 }
             }
@@ -2243,7 +2293,20 @@ impl Simulation {
                 forced |= 1 << i;
             }
         }
-        let breaking = if let Ev::Breakaway(i) = ev { 1u64 << i } else { 0 };
+        // Every break-away located at the same instant goes together (two symmetric wheels
+        // breaking loose at once): resolving one at a time would find the other's event at
+        // the very start of the next sub-step, and the first one stuck again.
+        let mut breaking = 0;
+        if let Ev::Breakaway(_) = ev {
+            let mut rest = breaking_at;
+            while rest != 0 {
+                let i = rest.trailing_zeros() as usize;
+                rest &= rest - 1;
+                if self.ws.slip_theta[i] <= theta + tol {
+                    breaking |= 1 << i;
+                }
+            }
+        }
         Some((theta.clamp(0.0, 1.0), forced, breaking))
     }
 
@@ -2978,7 +3041,7 @@ impl Simulation {
                 // of rounding size here, so the element goes when its torque is at the limit to
                 // within 1e-9, whatever side of it rounding put the complementarity solution.
                 let at_located_breakaway = self.breaking & (1 << i) != 0
-                    && (self.ws.qp_state[a] != 0 || x.abs() >= (1.0 - 1e-9) * self.ws.caps[i].tau_max);
+                    && (self.ws.qp_state[a] != 0 || x.abs() >= (1.0 - 1e-6) * self.ws.caps[i].tau_max);
                 if self.ws.qp_state[a] == 0 && !at_located_breakaway {
                     continue;
                 }
