@@ -2285,28 +2285,24 @@ impl Simulation {
         }
         let (theta, ev) = best?;
         let tol = (self.params.event_time_tolerance / h).max(1e-12) * 4.0;
-        let mut rest = slipped;
-        while rest != 0 {
-            let i = rest.trailing_zeros() as usize;
-            rest &= rest - 1;
-            if self.ws.slip_theta[i] <= theta + tol {
-                forced |= 1 << i;
-            }
-        }
-        // Every break-away located at the same instant goes together (two symmetric wheels
-        // breaking loose at once): resolving one at a time would find the other's event at
-        // the very start of the next sub-step, and the first one stuck again.
-        let mut breaking = 0;
-        if let Ev::Breakaway(_) = ev {
-            let mut rest = breaking_at;
+        // The elements of `mask` whose located theta is that of the event, to tolerance.
+        let at_theta = |mask: u64| {
+            let mut out = 0;
+            let mut rest = mask;
             while rest != 0 {
                 let i = rest.trailing_zeros() as usize;
                 rest &= rest - 1;
                 if self.ws.slip_theta[i] <= theta + tol {
-                    breaking |= 1 << i;
+                    out |= 1 << i;
                 }
             }
-        }
+            out
+        };
+        forced |= at_theta(slipped);
+        // Every break-away located at the same instant goes together (two symmetric wheels
+        // breaking loose at once): resolving one at a time would find the other's event at
+        // the very start of the next sub-step, and the first one stuck again.
+        let breaking = if let Ev::Breakaway(_) = ev { at_theta(breaking_at) } else { 0 };
         Some((theta.clamp(0.0, 1.0), forced, breaking))
     }
 
