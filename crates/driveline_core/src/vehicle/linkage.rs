@@ -65,7 +65,17 @@ pub struct Sleeve {
     passed: [bool; 2],
     indexed: [bool; 2],
     blocked: [bool; 2],
+    /// At rest against its end stop, in gear: the target it settled for, the position and
+    /// speed it settled at, and the output it gives while all three hold (the step is then a
+    /// no-op).
+    rest: Option<(f64, f64, f64, SleeveOutput)>,
 }
+
+/// A sleeve in gear whose speed stays below this (m/s) over a whole step, moving less than
+/// [`REST_TRAVEL`], has settled against its stop: it stays there until the target changes.
+const REST_SPEED: f64 = 1e-9;
+/// See [`REST_SPEED`], m.
+const REST_TRAVEL: f64 = 1e-12;
 
 /// Result of one step of a sleeve.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -130,8 +140,22 @@ impl Sleeve {
             self.passed = [false; 2];
             self.indexed = [false; 2];
             self.blocked = [false; 2];
+            self.rest = None;
             return SleeveOutput::default();
         }
+        // Likewise a sleeve settled in gear and kept there: the actuator holds it against the
+        // stop with the dogs in, the forces balance, and what the driveline does (slip,
+        // torque) only acts on a sleeve that moves (face friction) or has not passed the tips.
+        match self.rest {
+            Some((t, z, v, out)) if t == target && z == self.z && v == self.v => return out,
+            _ => self.rest = None,
+        }
+        let z0 = self.z;
+        let mut fired = false;
+        let mut event = |e| {
+            fired = true;
+            event(e)
+        };
         let n = (dt / MAX_SUBSTEP).ceil().max(1.0);
         let h = dt / n;
         let n = n as usize;
@@ -262,6 +286,15 @@ impl Sleeve {
             };
             out.cone_force[s] = impulse[s] / dt;
         }
+        let toward = if target > 0.0 { 0 } else { 1 };
+        if target != 0.0
+            && self.passed[toward]
+            && !fired
+            && self.v.abs() <= REST_SPEED
+            && (self.z - z0).abs() <= REST_TRAVEL
+        {
+            self.rest = Some((target, self.z, self.v, out));
+        }
         out
     }
 }
@@ -316,6 +349,39 @@ mod tests {
             view.angle += view.slip * 1e-3;
         }
         (ev, out)
+    }
+
+    #[test]
+    fn a_sleeve_settled_in_gear_rests_until_the_target_changes() {
+        let p = params(DogModel::Friction, false);
+        let mut s = Sleeve::default();
+        let view = SideView { present: true, slip: 1.0, ..Default::default() };
+        let (ev, out) = push(&mut s, &p, view, 0.5);
+        assert_eq!(ev, vec![LinkageEvent::Passed(0)]);
+        assert_eq!(out.engagement[0], 1.0);
+        assert!(s.rest.is_some(), "not settled after 0.5 s: z {} v {}", s.z, s.v);
+        // Against the stop, the actuator's force balances the stop spring: the sleeve sits
+        // F / k = 0.3 mm beyond the full travel (to the 2 mm the target asks beyond it, the
+        // saturated actuator pushes with its full 300 N).
+        assert!((s.z - (p.full() + p.force / p.linkage.stop_stiffness)).abs() < 1e-9, "z = {}", s.z);
+        // At rest the step is a no-op, whatever the driveline does.
+        let rested = s;
+        let busy = SideView { slip: 50.0, torque: 400.0, ..view };
+        let (ev, out2) = push(&mut s, &p, busy, 0.1);
+        assert!(ev.is_empty());
+        assert_eq!((s, out2), (rested, out));
+        // The integrated motion would not have moved it either, to the rest tolerances.
+        let mut moving = Sleeve { rest: None, ..rested };
+        push(&mut moving, &p, busy, 0.1);
+        assert!((moving.z - rested.z).abs() < 1e-10 && moving.v.abs() < 1e-8, "{} {}", moving.z, moving.v);
+        // A new target wakes it: pulled back to neutral with the dogs unloaded (loaded, their
+        // face friction would hold them in), they come out.
+        let unloaded = SideView { torque: 0.0, ..busy };
+        for _ in 0..300 {
+            s.step(&p, 0.0, [unloaded, SideView::default()], 1e-3, |_| {});
+        }
+        assert!(s.rest.is_none());
+        assert!(s.z.abs() < p.dog.clearance, "z = {}", s.z);
     }
 
     #[test]
