@@ -80,6 +80,33 @@ fn the_first_tick_builds_steps_and_writes_back() {
 }
 
 #[test]
+fn parts_marked_skip_write_back_keep_their_state_while_the_rest_is_written() {
+    // Two flywheels under the same 2 N m: one written back, one marked. Both are simulated
+    // (the marked one's motion still shows in the solver), only the marked part's components
+    // stay as they were.
+    let mut app = create_app();
+    let (root, written) = flywheel(&mut app, 0.5);
+    motor(&mut app, root, written, 2.0);
+    let (root2, skipped) = flywheel(&mut app, 0.5);
+    motor(&mut app, root2, skipped, 2.0);
+    skip_write_back(app.world_mut(), root2);
+    for _ in 0..10 {
+        fixed_step(&mut app, Duration::from_millis(1));
+    }
+    // a = 4 rad/s^2 for 10 ms; one exact step per tick of a linear mode: rounding only.
+    let w = app.world().get::<BodyState>(written).unwrap().speed;
+    assert!((w - 0.04).abs() < 1e-14, "{w}");
+    assert_eq!(*app.world().get::<BodyState>(skipped).unwrap(), BodyState::default());
+    assert_eq!(*app.world().get::<CouplingState>(skipped).unwrap(), CouplingState::default());
+    // Unmarked again, it is written at the next step with the motion it had all along.
+    app.world_mut().entity_mut(skipped).remove::<SkipWriteBack>();
+    fixed_step(&mut app, Duration::from_millis(1));
+    let (w1, w2) =
+        (app.world().get::<BodyState>(written).unwrap().speed, app.world().get::<BodyState>(skipped).unwrap().speed);
+    assert_eq!(w1.to_bits(), w2.to_bits());
+}
+
+#[test]
 fn adding_a_part_rebuilds_and_a_bad_part_is_reported() {
     let mut app = create_app();
     let (root, j) = flywheel(&mut app, 2.0);

@@ -22,6 +22,9 @@ pub struct BenchOptions {
     pub json: Option<PathBuf>,
     pub scenario: Option<PathBuf>,
     pub steps: u64,
+    /// Write each part entity's state after every step (the plugin's default); false marks
+    /// the parts [`SkipWriteBack`], as a fleet that reads only the vehicle telemetry would.
+    pub part_states: bool,
 }
 
 /// What a bench measured (the `--json` contract).
@@ -115,6 +118,9 @@ fn fleet(o: &BenchOptions, threads: usize) -> Result<BenchResult, String> {
         app.world_mut()
             .entity_mut(root)
             .insert(BenchDriver { driver: Driver::new(&spec, DriverParams::default()), offset });
+        if !o.part_states {
+            skip_write_back(app.world_mut(), root);
+        }
     }
     let step = Duration::from_secs_f64(o.dt);
     let tick = |app: &mut App| {

@@ -106,6 +106,10 @@ enum Command {
         /// Steps for --scenario.
         #[arg(long, default_value_t = 100_000)]
         steps: u64,
+        /// Do not write the part entities' states after each step (the vehicles' telemetry
+        /// is still written): what a fleet that reads only the vehicle telemetry costs.
+        #[arg(long)]
+        no_part_states: bool,
     },
     /// Print the gear ratios of a planetary gearbox, computed from its kinematics, as CSV
     /// `gear,ratio` (input speed / output speed, reverse negative, 4 decimals).
@@ -155,13 +159,31 @@ fn main() -> ExitCode {
                 }
             }
         }
-        Command::Bench { vehicle, vehicles, seconds, dt, threads, cycle, json, scenario, steps } => {
-            let o = bench::BenchOptions { vehicle, vehicles, seconds, dt, threads, cycle, json, scenario, steps };
+        Command::Bench { vehicle, vehicles, seconds, dt, threads, cycle, json, scenario, steps, no_part_states } => {
+            let part_states = !no_part_states;
+            let o = bench::BenchOptions {
+                vehicle,
+                vehicles,
+                seconds,
+                dt,
+                threads,
+                cycle,
+                json,
+                scenario,
+                steps,
+                part_states,
+            };
             match bench::bench(o) {
                 Ok(r) => {
                     println!(
-                        "{} vehicle(s) x {} steps on {} thread(s): {:.0} vehicle-steps/s, {:.2} us per vehicle-step, {:.2}x real time",
-                        r.vehicles, r.steps, r.threads, r.vehicle_steps_per_s, r.us_per_vehicle_step, r.realtime_factor
+                        "{} vehicle(s) x {} steps on {} thread(s): {:.0} vehicle-steps/s, {:.2} us per vehicle-step, {:.2}x real time{}",
+                        r.vehicles,
+                        r.steps,
+                        r.threads,
+                        r.vehicle_steps_per_s,
+                        r.us_per_vehicle_step,
+                        r.realtime_factor,
+                        if part_states { "" } else { " (part states not written)" }
                     );
                     ExitCode::SUCCESS
                 }
