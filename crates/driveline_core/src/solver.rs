@@ -877,6 +877,21 @@ impl Simulation {
     /// step (the torque that accelerates what it drives). Non-finite values are refused.
     #[inline]
     pub fn set_input_ramp_id(&mut self, id: InputId, value: f64, rate: f64) -> Result<(), InputError> {
+        // Controllers write most inputs every step unchanged: that answer stays inline (a NaN
+        // never compares equal, so it takes the checked path below).
+        if let Signal::Input { value: v, rate: r, since, .. } = &self.net.signals[id.0]
+            && *v == value
+            && *r == rate
+            && (rate == 0.0 || *since == self.t)
+        {
+            return Ok(());
+        }
+        self.change_input(id, value, rate)
+    }
+
+    /// [`Simulation::set_input_ramp_id`] for a value that may differ from the present one.
+    #[inline(never)]
+    fn change_input(&mut self, id: InputId, value: f64, rate: f64) -> Result<(), InputError> {
         let now = self.t;
         match &mut self.net.signals[id.0] {
             Signal::Input { value: v, name, rate: r, since } => {
