@@ -39,11 +39,22 @@ impl Piston {
     /// spring pushes the oil out at the same rate. The pressure's first-order response is
     /// integrated exactly over the step, so any step size is stable.
     pub fn step(&mut self, e: &ShiftElementSpec, command: f64, lag: f64, dt: f64) -> f64 {
+        self.step_with_response(e, command, Self::response(lag, dt), dt)
+    }
+
+    /// The fraction of a pressure difference the valve closes in `dt` with lag `lag`:
+    /// `1 - exp(-dt / lag)`.
+    pub fn response(lag: f64, dt: f64) -> f64 {
+        1.0 - (-dt / lag).exp()
+    }
+
+    /// [`Piston::step`] with the valve's [`Piston::response`] for this step already known (the
+    /// same for every piston of a gearbox: one exponential a step instead of one per piston).
+    pub fn step_with_response(&mut self, e: &ShiftElementSpec, command: f64, a: f64, dt: f64) -> f64 {
         let cmd = if command.is_finite() { command.clamp(0.0, e.max_pressure) } else { 0.0 };
         let kiss = Self::kiss_pressure(e);
         let rate = dt / e.fill_time();
         self.fill = if cmd > kiss { (self.fill + rate).min(1.0) } else { (self.fill - rate).max(0.0) };
-        let a = 1.0 - (-dt / lag).exp();
         self.pressure += (cmd - self.pressure) * a;
         if self.fill < 1.0 {
             self.pressure = self.pressure.min(kiss);

@@ -850,8 +850,9 @@ impl Tcu {
         // Pistons and heat.
         let mut out = TcuOutput { lockup: self.lockup, park, reduction, ..TcuOutput::default() };
         let th = spec.thermal;
+        let response = Piston::response(c.pressure_lag, dt);
         for k in 0..n.min(MAX_ELEMENTS) {
-            out.force[k] = self.pistons[k].step(&gb.elements[k], self.commands[k], c.pressure_lag, dt);
+            out.force[k] = self.pistons[k].step_with_response(&gb.elements[k], self.commands[k], response, dt);
             let p = 0.5 * (inp.power[k] + self.last_power[k]);
             self.last_power[k] = inp.power[k];
             // Implicit in the cooling term: stable at any step.

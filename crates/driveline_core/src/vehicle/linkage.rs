@@ -119,6 +119,13 @@ impl Sleeve {
         self.z.abs() < p.dog.clearance
     }
 
+    /// True when a step towards `target` would leave the sleeve exactly where it is whatever
+    /// its dogs do: at rest in neutral with nowhere to go, or settled in gear for this target.
+    pub fn at_rest_for(&self, target: f64) -> bool {
+        (self.z == 0.0 && self.v == 0.0 && target == 0.0)
+            || self.rest.is_some_and(|(t, z, v, _)| t == target && z == self.z && v == self.v)
+    }
+
     /// Side held at its tips right now, if any.
     pub fn blocked_side(&self) -> Option<usize> {
         self.blocked.iter().position(|&b| b)

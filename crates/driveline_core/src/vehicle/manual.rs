@@ -193,22 +193,27 @@ impl Manual {
         };
         let full = self.params.full();
         for j in 0..self.sleeves.len() {
-            let mut view = [SideView::default(); 2];
-            for (k, g) in layout.gears.iter().enumerate() {
-                if g.sleeve == j {
-                    let side = if g.side > 0.0 { 0 } else { 1 };
-                    let (phi, w) = sim.element_relative(self.ids.dogs[k]).unwrap_or((0.0, 0.0));
-                    // The dog's relative coordinate is output - idler; the linkage wants idler - output.
-                    view[side] =
-                        SideView { present: true, slip: -w, angle: -phi, torque: sim.element_torque(self.ids.dogs[k]) };
-                }
-            }
             let target = match sel {
                 Some(k) if sel_sleeve == Some(j) && others_neutral(&self.sleeves, &self.params, j) => {
                     layout.gears[k].side * (full + 0.002)
                 }
                 _ => 0.0,
             };
+            // A sleeve at rest (in neutral, or settled in gear) for this target does not look
+            // at its dogs: no need to read them.
+            let mut view = [SideView::default(); 2];
+            if !self.sleeves[j].at_rest_for(target) {
+                for (k, g) in layout.gears.iter().enumerate() {
+                    if g.sleeve == j {
+                        let side = if g.side > 0.0 { 0 } else { 1 };
+                        let (phi, w) = sim.element_relative(self.ids.dogs[k]).unwrap_or((0.0, 0.0));
+                        // The dog's relative coordinate is output - idler; the linkage wants
+                        // idler - output.
+                        let torque = sim.element_torque(self.ids.dogs[k]);
+                        view[side] = SideView { present: true, slip: -w, angle: -phi, torque };
+                    }
+                }
+            }
             let mut lev = [None; 4];
             let mut nl = 0;
             let o = self.sleeves[j].step(&self.params, target, view, dt, |e| {
