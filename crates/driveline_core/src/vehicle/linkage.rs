@@ -122,8 +122,12 @@ impl Sleeve {
     /// True when a step towards `target` would leave the sleeve exactly where it is whatever
     /// its dogs do: at rest in neutral with nowhere to go, or settled in gear for this target.
     pub fn at_rest_for(&self, target: f64) -> bool {
-        (self.z == 0.0 && self.v == 0.0 && target == 0.0)
-            || self.rest.is_some_and(|(t, z, v, _)| t == target && z == self.z && v == self.v)
+        (self.z == 0.0 && self.v == 0.0 && target == 0.0) || self.settled_output(target).is_some()
+    }
+
+    /// The output of a sleeve settled in gear for `target`, while it stays where it settled.
+    fn settled_output(&self, target: f64) -> Option<SleeveOutput> {
+        self.rest.filter(|&(t, z, v, _)| t == target && z == self.z && v == self.v).map(|r| r.3)
     }
 
     /// Side held at its tips right now, if any.
@@ -153,10 +157,10 @@ impl Sleeve {
         // Likewise a sleeve settled in gear and kept there: the actuator holds it against the
         // stop with the dogs in, the forces balance, and what the driveline does (slip,
         // torque) only acts on a sleeve that moves (face friction) or has not passed the tips.
-        match self.rest {
-            Some((t, z, v, out)) if t == target && z == self.z && v == self.v => return out,
-            _ => self.rest = None,
+        if let Some(out) = self.settled_output(target) {
+            return out;
         }
+        self.rest = None;
         let z0 = self.z;
         let mut fired = false;
         let mut event = |e| {
