@@ -339,6 +339,19 @@ impl ModeSlot {
     }
 }
 
+impl Work {
+    /// The signal buffers `sig[0]`, `sig[1]`, `sig[2]`, `sig_end`, by index 0 to 3.
+    fn signal_buffers(&mut self) -> [&mut Vec<f64>; 4] {
+        let [s0, s1, s2] = &mut self.sig;
+        [s0, s1, s2, &mut self.sig_end]
+    }
+
+    /// Signal buffer `b` (see [`Work::signal_buffers`]).
+    fn signal_buffer(&mut self, b: usize) -> &mut Vec<f64> {
+        if b == 3 { &mut self.sig_end } else { &mut self.sig[b] }
+    }
+}
+
 /// Preallocated scratch buffers.
 #[derive(Debug, Clone)]
 struct Work {
@@ -484,11 +497,9 @@ pub struct Simulation {
     sliding: u64,
     /// An input changed since the last step: re-resolve modes at the next step start.
     inputs_changed: bool,
-    /// Signals that are not steady ([`Signal::is_steady`]). With none, a filled signal buffer
-    /// stays valid until the next change of a signal.
-    unsteady_signals: usize,
-    /// The indices of the signals that are not steady (capacity: every signal, so a recount
-    /// never allocates).
+    /// The indices of the signals that are not steady ([`Signal::is_steady`]; capacity: every
+    /// signal, so a recount never allocates). With none, a filled signal buffer stays valid
+    /// until the next change of a signal.
     unsteady: CapVec<u32>,
     /// Bumped at every change of a signal's definition or value (what depends on the signals,
     /// such as the cached capacities, is stale).
@@ -586,9 +597,7 @@ impl Simulation {
     fn fill_signals(&mut self, b: usize, t: f64, left: bool) {
         if self.sig_filled[b] != self.buf_gen {
             if let Some(src) = (0..4).find(|&k| self.sig_filled[k] == self.buf_gen) {
-                let Work { sig, sig_end, .. } = &mut self.ws;
-                let [s0, s1, s2] = sig;
-                let mut bufs = [s0, s1, s2, sig_end];
+                let mut bufs = self.ws.signal_buffers();
                 let (from, to) = if src < b {
                     let (lo, hi) = bufs.split_at_mut(b);
                     (&*lo[src], &mut *hi[0])
@@ -598,7 +607,7 @@ impl Simulation {
                 };
                 to.copy_from_slice(from);
             } else {
-                let out = if b == 3 { &mut self.ws.sig_end } else { &mut self.ws.sig[b] };
+                let out = self.ws.signal_buffer(b);
                 eval_signals(&self.net, t, left, out);
                 self.sig_filled[b] = self.buf_gen;
                 return;
@@ -606,7 +615,7 @@ impl Simulation {
             self.sig_filled[b] = self.buf_gen;
         }
         // The steady signals are those of the buffer; the others are evaluated at `t`.
-        let out = if b == 3 { &mut self.ws.sig_end } else { &mut self.ws.sig[b] };
+        let out = self.ws.signal_buffer(b);
         for &k in self.unsteady.iter() {
             let s = &self.net.signals[k as usize];
             out[k as usize] = if left { s.eval_left(t) } else { s.eval(t) };
@@ -631,7 +640,6 @@ impl Simulation {
                 self.unsteady.push(k as u32);
             }
         }
-        self.unsteady_signals = self.unsteady.len();
     }
 
     /// Creates a simulation at the network's initial state, t = 0.
@@ -755,7 +763,6 @@ impl Simulation {
             breaking: 0,
             sliding: 0,
             inputs_changed: false,
-            unsteady_signals: 0,
             unsteady: CapVec::new(net.signals.len()),
             sig_gen: 0,
             buf_gen: 0,
@@ -914,8 +921,7 @@ impl Simulation {
                     }
                     if rate == 0.0 {
                         let k = id.0;
-                        let Work { sig, sig_end, .. } = &mut self.ws;
-                        for (b, buf) in sig.iter_mut().chain(std::iter::once(sig_end)).enumerate() {
+                        for (b, buf) in self.ws.signal_buffers().into_iter().enumerate() {
                             if self.sig_filled[b] == self.buf_gen {
                                 buf[k] = value;
                             }
@@ -2360,7 +2366,7 @@ impl Simulation {
     /// one the last full pass (a mode selection or an input-change test) computed.
     #[inline]
     fn capacity(&self, i: usize, sig: &[f64]) -> Capacity {
-        if self.unsteady_signals == 0 && self.caps_all_gen == self.sig_gen {
+        if self.unsteady.is_empty() && self.caps_all_gen == self.sig_gen {
             self.ws.caps[i]
         } else {
             self.net.friction[i].law.capacity(sig)
@@ -2943,7 +2949,7 @@ impl Simulation {
     fn group_violation(&mut self, at: At, t: f64) -> f64 {
         let nf = self.net.friction.len();
         // Steady signals give every sample of the epoch the same capacities.
-        let caps_valid = self.unsteady_signals == 0 && self.caps_key == (self.sig_gen, self.epoch);
+        let caps_valid = self.unsteady.is_empty() && self.caps_key == (self.sig_gen, self.epoch);
         match at {
             At::Stage(i) => {
                 self.stage_forces();
@@ -2972,7 +2978,7 @@ impl Simulation {
                 }
             }
         }
-        self.caps_key = if self.unsteady_signals == 0 { (self.sig_gen, self.epoch) } else { (u64::MAX, 0) };
+        self.caps_key = if self.unsteady.is_empty() { (self.sig_gen, self.epoch) } else { (u64::MAX, 0) };
         // The current mode's minimum-norm split is one split: when it is strictly inside every
         // limit, the group holds and the complementarity solve below would say so too.
         {
@@ -3050,7 +3056,9 @@ impl Simulation {
                 let x = self.ws.qp_x[a];
                 // A break-away located by the event search: the excess over the static limit is
                 // of rounding size here, so the element goes when its torque is at the limit to
-                // within 1e-9, whatever side of it rounding put the complementarity solution.
+                // within 1e-6, whatever side of it rounding put the complementarity solution
+                // (the state here is the re-integrated one, not the dense output the search
+                // sampled: they differ by about 1e-7 of the limit).
                 let at_located_breakaway = self.breaking & (1 << i) != 0
                     && (self.ws.qp_state[a] != 0 || x.abs() >= (1.0 - 1e-6) * self.ws.caps[i].tau_max);
                 if self.ws.qp_state[a] == 0 && !at_located_breakaway {

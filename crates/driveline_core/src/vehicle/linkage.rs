@@ -122,7 +122,12 @@ impl Sleeve {
     /// True when a step towards `target` would leave the sleeve exactly where it is whatever
     /// its dogs do: at rest in neutral with nowhere to go, or settled in gear for this target.
     pub fn at_rest_for(&self, target: f64) -> bool {
-        (self.z == 0.0 && self.v == 0.0 && target == 0.0) || self.settled_output(target).is_some()
+        self.resting_in_neutral(target) || self.settled_output(target).is_some()
+    }
+
+    /// In neutral, at rest, and kept there: no force acts on the sleeve at all.
+    fn resting_in_neutral(&self, target: f64) -> bool {
+        self.z == 0.0 && self.v == 0.0 && target == 0.0
     }
 
     /// The output of a sleeve settled in gear for `target`, while it stays where it settled.
@@ -147,7 +152,7 @@ impl Sleeve {
         let l = &p.linkage;
         // A sleeve resting in neutral and kept there feels no force at all (actuator, rail
         // friction, detent and stops all vanish at z = 0, v = 0): it stays exactly where it is.
-        if self.z == 0.0 && self.v == 0.0 && target == 0.0 {
+        if self.resting_in_neutral(target) {
             self.passed = [false; 2];
             self.indexed = [false; 2];
             self.blocked = [false; 2];
