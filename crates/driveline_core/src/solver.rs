@@ -518,12 +518,21 @@ pub struct Simulation {
     /// selection or a completed input-change test); with steady signals break-away samples
     /// read them instead of evaluating the law again.
     caps_all_gen: u64,
+    /// The friction elements whose capacity inputs set by id changed since `caps_all_gen`,
+    /// as a mask (`None` when something else changed too): an input-change test re-evaluates
+    /// only these.
+    caps_stale: Option<u64>,
+    /// For each signal, the friction elements whose law reads it (their normal force or
+    /// load), as a mask.
+    readers: Vec<u64>,
     /// Bumped at every mode selection (modes, regimes or the state may switch there): the
     /// stage predictor, the reused Jacobians of nonlinear modes and the cached group
     /// capacities are valid within one epoch.
     epoch: u64,
-    /// The network has LossyGears with losses (the force pipeline corrects for them).
-    has_torque_dependent: bool,
+    /// The friction elements whose sliding torque depends on the constraint torques (rolling
+    /// LossyGears, limited-slip packs), as a mask: the force pipeline corrects for those that
+    /// slide.
+    torque_dependent: u64,
     started: bool,
     /// The permanent rows that report a torque, as `(row, element, coefficient)`: a gear
     /// reports `flange_b.tau = -c_b lambda`, a speed source `lambda` (derived once from the
@@ -626,6 +635,7 @@ impl Simulation {
     /// definition may have changed (its steadiness with it).
     fn signals_changed(&mut self, recount: bool) {
         self.sig_gen += 1;
+        self.caps_stale = None;
         self.buf_gen += 1;
         if recount {
             self.count_unsteady();
@@ -769,8 +779,19 @@ impl Simulation {
             sig_filled: [u64::MAX; 4],
             caps_key: (u64::MAX, 0),
             caps_all_gen: u64::MAX,
+            caps_stale: None,
+            readers: (0..net.signals.len())
+                .map(|k| {
+                    let reads = |fe: &crate::elements::FrictionElement| fe.law.free_signal() == Some(k);
+                    net.friction.iter().enumerate().fold(0, |m, (i, fe)| if reads(fe) { m | 1 << i } else { m })
+                })
+                .collect(),
             epoch: 0,
-            has_torque_dependent: net.friction.iter().any(|fe| fe.law.is_torque_dependent()),
+            torque_dependent: net
+                .friction
+                .iter()
+                .enumerate()
+                .fold(0, |m, (i, fe)| if fe.law.is_torque_dependent() { m | 1 << i } else { m }),
             started: false,
             row_outputs: Vec::new(),
             mode_sources: Vec::new(),
@@ -919,6 +940,10 @@ impl Simulation {
                     if steadiness_changed {
                         self.count_unsteady();
                     }
+                    self.caps_stale = match self.caps_stale {
+                        Some(m) if !steadiness_changed && self.unsteady.is_empty() => Some(m | self.readers[id.0]),
+                        _ => None,
+                    };
                     if rate == 0.0 {
                         let k = id.0;
                         for (b, buf) in self.ws.signal_buffers().into_iter().enumerate() {
@@ -1502,11 +1527,13 @@ impl Simulation {
     /// itself affine in the pack torque; the sign case of `T_in` is chosen consistently.
     ///
     /// `fp` gets the friction power, `tau_out` the friction torque of each corrected element.
+    /// `mask`: the torque-dependent elements that slide under `modes` (the others are skipped).
     #[allow(clippy::too_many_arguments)]
     fn torque_dependent_correct(
         net: &Network,
         s: &ModeSlot,
         modes: &[FrictionMode],
+        mask: u64,
         w: &[f64],
         f: &mut [f64],
         a: &mut [f64],
@@ -1518,7 +1545,11 @@ impl Simulation {
         let lam_of = |x: &dyn Fn(usize) -> f64, g: usize, _a: &mut [f64]| -> f64 {
             (0..n).map(|k| s.tmap[k * s.rstride + g] * x(k)).sum()
         };
-        for (i, fe) in net.friction.iter().enumerate() {
+        let mut rest = mask;
+        while rest != 0 {
+            let i = rest.trailing_zeros() as usize;
+            rest &= rest - 1;
+            let fe = &net.friction[i];
             let dir = modes[i].dir();
             if dir == 0.0 {
                 continue;
@@ -1827,12 +1858,13 @@ impl Simulation {
                     &mut f_st[j],
                     Record::Powers(&mut law_power[j], &mut law_diss[j], &mut fric_power[j]),
                 );
-                if self.has_torque_dependent {
+                if self.torque_dependent & self.sliding != 0 {
                     let Work { w_st, f_st, ls_a, dep_tau, fric_power, .. } = &mut self.ws;
                     Self::torque_dependent_correct(
                         &self.net,
                         &self.slots[slot],
                         &self.modes,
+                        self.torque_dependent & self.sliding,
                         &w_st[j],
                         &mut f_st[j],
                         ls_a,
@@ -1977,13 +2009,14 @@ impl Simulation {
                 &mut f_st[i],
                 Record::Powers(&mut law_power[i], &mut law_diss[i], &mut fric_power[i]),
             );
-            if self.has_torque_dependent {
+            if self.torque_dependent & self.sliding != 0 {
                 let Work { w_st, f_st, ls_a, dep_tau, fric_power, .. } = &mut self.ws;
                 let s = &self.slots[self.cur];
                 Self::torque_dependent_correct(
                     &self.net,
                     s,
                     &self.modes,
+                    self.torque_dependent & self.sliding,
                     &w_st[i],
                     &mut f_st[i],
                     ls_a,
@@ -2034,11 +2067,12 @@ impl Simulation {
         } = &mut self.ws;
         let record = Record::Torques(law_tau_end, law_diss_end, fric_tau_end, fric_power_end);
         Self::forces(&self.net, &self.modes, self.sliding, &self.regimes, phi1, w1, sig_end, f_end, record);
-        if self.has_torque_dependent {
+        if self.torque_dependent & self.sliding != 0 {
             Self::torque_dependent_correct(
                 &self.net,
                 &self.slots[self.cur],
                 &self.modes,
+                self.torque_dependent & self.sliding,
                 w1,
                 f_end,
                 ls_a,
@@ -2180,8 +2214,10 @@ impl Simulation {
         self.prescribed(t, 3);
         let Work { phi_e, w_e, sig, f, acc, lam, xnz, ud, ls_a, dep_tau, .. } = &mut self.ws;
         Self::forces(&self.net, &self.modes, self.sliding, &self.regimes, phi_e, w_e, &sig[2], f, Record::Nothing);
-        if self.has_torque_dependent {
-            Self::torque_dependent_correct(&self.net, &self.slots[self.cur], &self.modes, w_e, f, ls_a, dep_tau, None);
+        let dependent = self.torque_dependent & self.sliding;
+        if dependent != 0 {
+            let s = &self.slots[self.cur];
+            Self::torque_dependent_correct(&self.net, s, &self.modes, dependent, w_e, f, ls_a, dep_tau, None);
         }
         Self::constraint_torques(&self.net, &self.slots[self.cur], f, &ud[3], acc, xnz, lam, n);
     }
@@ -2529,6 +2565,7 @@ impl Simulation {
             };
         }
         self.caps_all_gen = self.sig_gen;
+        self.caps_stale = Some(0);
         if any_candidate {
             // Forces with the sliding torques of the non-candidates, none from candidates.
             let saved = std::mem::take(&mut self.modes);
@@ -2565,12 +2602,14 @@ impl Simulation {
             // kinematic clutches (with their prescribed accelerations).
             let base_key = Self::lock_key(&[], &self.kin_engaged) << self.net.friction.len();
             let base = self.slot_for(base_key);
-            if self.has_torque_dependent {
+            let dependent = self.torque_dependent & sliding_mask(&self.ws.new_modes);
+            if dependent != 0 {
                 let Work { f, ls_a, dep_tau, new_modes, .. } = &mut self.ws;
                 Self::torque_dependent_correct(
                     &self.net,
                     &self.slots[base],
                     new_modes,
+                    dependent,
                     &self.w,
                     f,
                     ls_a,
@@ -2626,7 +2665,18 @@ impl Simulation {
                 return false;
             }
         }
-        for (i, fe) in self.net.friction.iter().enumerate() {
+        // With steady signals and only inputs set by id changed since the last full pass, the
+        // elements that read none of them keep their capacity (and their free or stuck mode;
+        // a sliding one's direction is checked below whatever its inputs did).
+        let stale = match self.caps_stale {
+            Some(m) if self.unsteady.is_empty() && self.caps_all_gen != u64::MAX => m | self.sliding,
+            _ => u64::MAX >> (64 - self.net.friction.len().max(1)),
+        };
+        let mut rest = if self.net.friction.is_empty() { 0 } else { stale };
+        while rest != 0 {
+            let i = rest.trailing_zeros() as usize;
+            rest &= rest - 1;
+            let fe = &self.net.friction[i];
             let cap = fe.law.capacity(&self.ws.sig[2]);
             self.ws.caps[i] = cap;
             match self.modes[i] {
@@ -2649,6 +2699,7 @@ impl Simulation {
             }
         }
         self.caps_all_gen = self.sig_gen;
+        self.caps_stale = Some(0);
         // What a step in a limit removes (none for the kept modes but an elastic clutch's
         // stored T_s^2 / 2S): booked like a mode switch.
         // Only potentials read signals (the kinetic energy is the same on both sides).
@@ -2755,8 +2806,7 @@ impl Simulation {
     fn qp_solve(&mut self, base: usize, k: usize) -> f64 {
         let n = self.net.n_dof;
         let nf = self.net.friction.len();
-        let dependent_candidates =
-            self.has_torque_dependent && (0..k).any(|a| self.net.friction[self.ws.qp_idx[a]].law.is_torque_dependent());
+        let dependent_candidates = (0..k).any(|a| self.torque_dependent & 1 << self.ws.qp_idx[a] != 0);
         // LossyGear bounds depend on the transmitted torque, which depends on the solution:
         // first solve with them open, then iterate bounds <- torque to a fixed point.
         let passes = if dependent_candidates { 10 } else { 1 };
@@ -3130,14 +3180,11 @@ impl Simulation {
                 self.out_power[e] += o.dissipation;
             }
         }
-        // Rolling lossy gears: their loss power comes from the loss torque solve.
-        if self.has_torque_dependent && at_end {
-            for (i, fe) in self.net.friction.iter().enumerate() {
-                if matches!(fe.law, crate::elements::FrictionLaw::Lossy { .. }) {
-                    self.out_power[fe.element] = self.ws.fric_power_end[i];
-                }
-            }
-        } else if self.has_torque_dependent {
+        // Sliding torque-dependent elements: a rolling lossy gear's loss power and a slipping
+        // pack's torque come from the coupled correction (a clean end has them from its end
+        // forces).
+        let dependent = self.torque_dependent & self.sliding;
+        if dependent != 0 && !at_end {
             let Work { f, sig, fric_power, ls_a, dep_tau, .. } = &mut self.ws;
             Self::forces(
                 &self.net,
@@ -3150,12 +3197,12 @@ impl Simulation {
                 f,
                 Record::Nothing,
             );
-            fric_power[0].fill(0.0);
             let s = &self.slots[self.cur];
             Self::torque_dependent_correct(
                 &self.net,
                 s,
                 &self.modes,
+                dependent,
                 &self.w,
                 f,
                 ls_a,
@@ -3163,11 +3210,6 @@ impl Simulation {
                 Some(&mut fric_power[0]),
             );
             self.ws.cache &= !1;
-            for (i, fe) in self.net.friction.iter().enumerate() {
-                if matches!(fe.law, crate::elements::FrictionLaw::Lossy { .. }) {
-                    self.out_power[fe.element] = self.ws.fric_power[0][i];
-                }
-            }
         }
         // Permanent rows: gears report flange_b.tau (node b receives -ratio lambda =
         // -flange_b.tau), speed sources the torque they apply to their flange.
@@ -3183,36 +3225,52 @@ impl Simulation {
             // Work rho lambda is delivered to the bodies; its negative is dissipated.
             self.out_power[kc.element] = -self.ws.sig[2][kc.rho_signal] * self.out_lambda[ri];
         }
+        // Friction elements: stuck ones carry their lock's constraint torque, free ones none,
+        // sliding ones their kinetic torque (a LossyGear reports the gear's flange_b torque,
+        // set above, and its loss power).
+        let np = self.net.rows.len();
+        for (pos, &i) in s.locked.iter().enumerate() {
+            let fe = &self.net.friction[i];
+            if !matches!(fe.law, crate::elements::FrictionLaw::Lossy { .. }) {
+                self.out_tau[fe.element] = -self.out_lambda[np + pos];
+            }
+        }
         for (i, fe) in self.net.friction.iter().enumerate() {
-            if matches!(fe.law, crate::elements::FrictionLaw::Lossy { .. }) {
-                continue; // reports the gear's flange_b torque (set above)
+            let lossy = matches!(fe.law, crate::elements::FrictionLaw::Lossy { .. });
+            let mode = self.modes[i];
+            if mode == FrictionMode::Stuck {
+                if lossy {
+                    self.out_power[fe.element] = 0.0;
+                }
+                continue;
             }
-            let tau = match self.modes[i] {
-                // A sliding limited-slip pack: the torque of the coupled solve above.
-                m @ (FrictionMode::Forward | FrictionMode::Backward)
-                    if matches!(fe.law, crate::elements::FrictionLaw::Ramp { .. }) =>
-                {
-                    let _ = m;
-                    if at_end { self.ws.dep_tau_end[i] } else { self.ws.dep_tau[i] }
+            if mode == FrictionMode::Free {
+                if lossy {
+                    self.out_power[fe.element] = 0.0;
+                } else {
+                    self.out_tau[fe.element] = 0.0;
                 }
-                FrictionMode::Free => 0.0,
-                FrictionMode::Stuck => {
-                    let s = &self.slots[self.cur];
-                    let pos = s.locked.iter().position(|&k| k == i).unwrap_or(0);
-                    -self.out_lambda[self.net.rows.len() + pos]
-                }
-                _ if at_end => {
-                    // Sliding: the end forces' torque and power (same operands, same values).
-                    self.out_tau[fe.element] = self.ws.fric_tau_end[i];
-                    self.out_power[fe.element] = self.ws.fric_power_end[i];
-                    continue;
-                }
-                m => m.dir() * fe.law.kinetic(&self.ws.sig[2], fe.row.dot(&self.w).abs(), &self.w).0,
+                continue;
+            }
+            let (tau, power) = if dependent & 1 << i != 0 {
+                // The coupled correction's pack torque, or a rolling lossy gear's loss power.
+                let (dep_tau, fric_power) = if at_end {
+                    (&self.ws.dep_tau_end, &self.ws.fric_power_end)
+                } else {
+                    (&self.ws.dep_tau, &self.ws.fric_power[0])
+                };
+                if lossy { (0.0, fric_power[i]) } else { (dep_tau[i], dep_tau[i] * fe.row.dot(&self.w)) }
+            } else if at_end {
+                // The end forces' torque and power (same operands, same values).
+                (self.ws.fric_tau_end[i], self.ws.fric_power_end[i])
+            } else {
+                let tau = mode.dir() * fe.law.kinetic(&self.ws.sig[2], fe.row.dot(&self.w).abs(), &self.w).0;
+                (tau, tau * fe.row.dot(&self.w))
             };
-            self.out_tau[fe.element] = tau;
-            if matches!(self.modes[i], FrictionMode::Forward | FrictionMode::Backward) {
-                self.out_power[fe.element] = tau * fe.row.dot(&self.w);
+            if !lossy {
+                self.out_tau[fe.element] = tau;
             }
+            self.out_power[fe.element] = power;
         }
         let (ke, pe) = self.kinetic_potential(2);
         self.energy.kinetic = ke;
