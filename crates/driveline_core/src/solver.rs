@@ -529,6 +529,9 @@ pub struct Simulation {
     /// stage predictor, the reused Jacobians of nonlinear modes and the cached group
     /// capacities are valid within one epoch.
     epoch: u64,
+    /// [`Simulation::slips_at_zero`] of the present state and modes, when known (computed at
+    /// the end of an event-free sub-step; a mode selection forgets it).
+    zero_slips: Option<u64>,
     /// The friction elements whose sliding torque depends on the constraint torques (rolling
     /// LossyGears, limited-slip packs), as a mask: the force pipeline corrects for those that
     /// slide.
@@ -780,6 +783,7 @@ impl Simulation {
             caps_key: (u64::MAX, 0),
             caps_all_gen: u64::MAX,
             caps_stale: None,
+            zero_slips: None,
             readers: (0..net.signals.len())
                 .map(|k| {
                     let reads = |fe: &crate::elements::FrictionElement| fe.law.free_signal() == Some(k);
@@ -1666,13 +1670,17 @@ impl Simulation {
             self.stats.substeps += 1;
             // Sliding elements whose slip is non-zero now (a slip held at zero by another lock,
             // for example a bearing friction beside a stuck lossy gear, is not "reaching" zero).
-            let moving = !self.slips_at_zero();
+            let moving = !self.zero_slips.take().unwrap_or_else(|| self.slips_at_zero());
             self.integrate(h, h >= 0.999 * dt);
             match self.detect_event(h) {
                 None => {
                     self.commit(h);
                     // A slip that reached zero exactly at the sub-step end locks there.
-                    let at_zero = self.slips_at_zero() & moving;
+                    let zero = self.slips_at_zero();
+                    // The next sub-step starts from this state: unless a mode selection
+                    // intervenes, its zero slips are these.
+                    self.zero_slips = Some(zero);
+                    let at_zero = zero & moving;
                     if at_zero != 0 {
                         self.select_modes(at_zero, false);
                     }
@@ -2096,7 +2104,11 @@ impl Simulation {
                     _ => self.energy.dissipated += d,
                 }
             }
-            for i in 0..self.net.friction.len() {
+            // Only sliding elements dissipate (the others' powers are zero).
+            let mut rest = self.sliding;
+            while rest != 0 {
+                let i = rest.trailing_zeros() as usize;
+                rest &= rest - 1;
                 self.energy.dissipated += h * (B[0] * self.ws.fric_power[0][i] + B[1] * self.ws.fric_power[1][i]);
             }
             // Prescribed rows do work rho * lambda: speed sources put it in, kinematic clutches
@@ -2119,6 +2131,7 @@ impl Simulation {
         }
         self.phi.copy_from_slice(&self.ws.phi1);
         self.w.copy_from_slice(&self.ws.w1);
+        self.zero_slips = None;
         self.t += h;
         if !self.slots[self.cur].linear {
             let m = self.slots[self.cur].m;
@@ -2283,10 +2296,8 @@ impl Simulation {
         let mut breaking_at: u64 = 0;
         let nf = self.net.friction.len();
         let suspects = self.breakaway_suspects();
+        // Called for the events whose cheap screen ([`Simulation::may_trigger`]) passed.
         let consider = |this: &mut Self, ev: Ev, best: &mut Option<(f64, Ev)>| -> Option<f64> {
-            if !this.may_trigger(ev) {
-                return None;
-            }
             // Sample at the stages and the end, bracket, locate.
             let mut lo = 0.0;
             for (th, at) in [(C[0], At::Stage(0)), (C[1], At::Stage(1)), (1.0, At::End)] {
@@ -2305,19 +2316,23 @@ impl Simulation {
             let mode = self.modes[i];
             match mode {
                 FrictionMode::Forward | FrictionMode::Backward => {
-                    if let Some(th) = consider(self, Ev::Slip(i), &mut best) {
+                    if self.may_trigger(Ev::Slip(i))
+                        && let Some(th) = consider(self, Ev::Slip(i), &mut best)
+                    {
                         self.ws.slip_theta[i] = th;
                         slipped |= 1 << i;
                     }
-                    if self.net.friction[i].law.free_signal().is_some() {
+                    if self.may_trigger(Ev::Release(i)) {
                         consider(self, Ev::Release(i), &mut best);
                     }
                 }
                 FrictionMode::Free => {
-                    consider(self, Ev::Engage(i), &mut best);
+                    if self.may_trigger(Ev::Engage(i)) {
+                        consider(self, Ev::Engage(i), &mut best);
+                    }
                 }
                 FrictionMode::Stuck => {
-                    if self.net.friction[i].law.free_signal().is_some() {
+                    if self.may_trigger(Ev::Release(i)) {
                         consider(self, Ev::Release(i), &mut best);
                     }
                     // Break-away, sampled at both stages and the end so that a torque peak
@@ -2428,6 +2443,7 @@ impl Simulation {
     /// function of a slip, engage or release event (the same `slip_g` / `force_g` that
     /// [`Simulation::event_value`] uses, without its dispatch) is positive at none of the three
     /// samples; true for the kinds that need constraint torques or regimes.
+    #[inline]
     fn may_trigger(&self, ev: Ev) -> bool {
         match ev {
             Ev::Slip(i) => [&self.ws.w_st[0], &self.ws.w_st[1], &self.ws.w1].iter().any(|w| self.slip_g(i, w) > 0.0),
@@ -2507,6 +2523,7 @@ impl Simulation {
     /// `forced` marks elements whose slip just crossed zero (they become stuck candidates).
     fn select_modes(&mut self, forced: u64, initial: bool) {
         self.epoch += 1;
+        self.zero_slips = None;
         let n = self.net.n_dof;
         let nf = self.net.friction.len();
         // Energy just before the instant (left-limit signals, old regimes and modes): what the
