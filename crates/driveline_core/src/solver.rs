@@ -851,7 +851,8 @@ impl Simulation {
     }
     /// Energy ledger (requires `track_energy`).
     pub fn energy(&self) -> EnergyLedger {
-        self.energy
+        // The kinetic energy is a function of the speeds alone: computed when asked.
+        EnergyLedger { kinetic: self.kinetic_energy(), ..self.energy }
     }
     /// Names of the run-time inputs ([`crate::Signal::Input`]) of the network.
     pub fn input_names(&self) -> Vec<String> {
@@ -1107,16 +1108,18 @@ impl Simulation {
     }
 
     fn kinetic_potential(&self, sig: usize) -> (f64, f64) {
+        (self.kinetic_energy(), self.potential(sig))
+    }
+
+    /// Kinetic energy of the present speeds, J.
+    fn kinetic_energy(&self) -> f64 {
         let n = self.net.n_dof;
-        let ke: f64 = (0..n).map(|k| 0.5 * self.net.mass[k] * self.w[k] * self.w[k]).sum();
-        let pe: f64 = self
-            .net
-            .laws
-            .iter()
-            .zip(&self.regimes)
-            .map(|(law, st)| law.potential(&self.phi, *st, &self.ws.sig[sig]))
-            .sum();
-        (ke, pe)
+        (0..n).map(|k| 0.5 * self.net.mass[k] * self.w[k] * self.w[k]).sum()
+    }
+
+    /// Potential energy of the laws at the present angles under signal buffer `sig`, J.
+    fn potential(&self, sig: usize) -> f64 {
+        self.net.laws.iter().zip(&self.regimes).map(|(law, st)| law.potential(&self.phi, *st, &self.ws.sig[sig])).sum()
     }
 
     /// Key of a lock pattern: bit i set when friction element i is stuck.
@@ -3289,9 +3292,8 @@ impl Simulation {
             }
             self.out_power[fe.element] = power;
         }
-        let (ke, pe) = self.kinetic_potential(2);
-        self.energy.kinetic = ke;
-        self.energy.potential = pe;
+        // The ledger's kinetic energy is computed when it is read.
+        self.energy.potential = self.potential(2);
     }
 }
 
