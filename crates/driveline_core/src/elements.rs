@@ -12,7 +12,8 @@ use crate::tyre::MagicFormula;
 /// A sparse rigid constraint row `sum coef_k * w[node_k] = 0` (also holds for angles).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Row {
-    /// `(node, coefficient)` pairs; unused entries have coefficient 0.
+    /// `(node, coefficient)` pairs, the non-zero ones first; unused entries are `(0, 0.0)`
+    /// at the end ([`Row::new`] orders them so: [`Row::dot`] stops at the first zero).
     pub entries: [(usize, f64); 3],
 }
 
@@ -29,22 +30,36 @@ impl Row {
                 k += 1;
             }
         }
-        Self { entries }
+        // Entries that merged to zero go to the end.
+        let mut out = [(0usize, 0.0f64); 3];
+        for (slot, e) in out.iter_mut().zip(entries.iter().filter(|e| e.1 != 0.0)) {
+            *slot = *e;
+        }
+        Self { entries: out }
     }
 
-    /// `sum coef * x[node]`.
+    /// `sum coef * x[node]` over the non-zero coefficients, summed in order from -0.0 (an
+    /// unused entry adds +0.0, as a zero term would).
     #[inline]
     pub fn dot(&self, x: &[f64]) -> f64 {
-        self.entries.iter().map(|&(n, c)| if c != 0.0 { c * x[n] } else { 0.0 }).sum()
+        let mut s = -0.0;
+        for &(n, c) in &self.entries {
+            if c == 0.0 {
+                return s + 0.0;
+            }
+            s += c * x[n];
+        }
+        s
     }
 
     /// Adds `scale * row^T` to the force vector `f`.
     #[inline]
     pub fn add_scaled(&self, f: &mut [f64], scale: f64) {
         for &(n, c) in &self.entries {
-            if c != 0.0 {
-                f[n] += c * scale;
+            if c == 0.0 {
+                return;
             }
+            f[n] += c * scale;
         }
     }
 }

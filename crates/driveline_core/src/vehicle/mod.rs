@@ -302,6 +302,8 @@ pub struct VehicleControl {
     telemetry: Telemetry,
     events: Vec<VehicleEvent>,
     last_loads: [f64; 4],
+    /// `(grade, sin, cos)` of the road's angle `atan(grade)`, evaluated when the grade changes.
+    slope: (f64, f64, f64),
     surface: [f64; 4],
     /// External road: `(ground speed, load, ground acceleration)` per wheel.
     contact: [(f64, f64, f64); 4],
@@ -491,6 +493,7 @@ impl VehicleControl {
             telemetry: Telemetry::default(),
             events: Vec::with_capacity(64),
             last_loads: [0.0; 4],
+            slope: (0.0, 0.0, 1.0),
             surface: [1.0; 4],
             contact: [(0.0, 0.0, 0.0); 4],
             distance: 0.0,
@@ -570,7 +573,7 @@ impl VehicleControl {
 
     /// Tyre loads and the clutch before the first step.
     fn apply_static_inputs(&mut self, sim: &mut Simulation) {
-        let loads = self.loads(0.0, 0.0);
+        let loads = self.loads(0.0, 1.0, 0.0);
         if self.ids.ground_in.is_some() {
             // A game sets the loads; until it does, the static ones.
             for k in 0..4 {
@@ -587,12 +590,12 @@ impl VehicleControl {
         }
     }
 
-    /// Normal loads per wheel at grade angle `theta` and acceleration `a` (load transfer
+    /// Normal loads per wheel at a grade angle of sine `sin` and cosine `cos` and acceleration `a` (load transfer
     /// `m a h / L`, split evenly left and right), N.
-    fn loads(&self, theta: f64, a: f64) -> [f64; 4] {
+    fn loads(&self, sin: f64, cos: f64, a: f64) -> [f64; 4] {
         let b = &self.spec.body;
-        let weight = b.mass * G * theta.cos();
-        let transfer = b.mass * (a + G * theta.sin()) * b.cg_height / b.wheelbase;
+        let weight = b.mass * G * cos;
+        let transfer = b.mass * (a + G * sin) * b.cg_height / b.wheelbase;
         let front = (b.front_weight * weight - transfer).max(0.0) / 2.0;
         let rear = ((1.0 - b.front_weight) * weight + transfer).max(0.0) / 2.0;
         [front, front, rear, rear]
@@ -675,14 +678,18 @@ impl VehicleControl {
         let park = inp.parking_brake.clamp(0.0, 1.0);
         let rear_max = wh.rear_brake + wh.parking_brake;
         let rear = if rear_max > 0.0 { (brake * wh.rear_brake + park * wh.parking_brake) / rear_max } else { 0.0 };
-        let theta = inp.grade.atan();
+        if inp.grade.to_bits() != self.slope.0.to_bits() {
+            let theta = inp.grade.atan();
+            self.slope = (inp.grade, theta.sin(), theta.cos());
+        }
+        let (_, sin, cos) = self.slope;
         let loads =
-            if self.ids.ground_in.is_some() { self.contact.map(|c| c.1) } else { self.loads(theta, self.accel) };
+            if self.ids.ground_in.is_some() { self.contact.map(|c| c.1) } else { self.loads(sin, cos, self.accel) };
         // 4. Inputs for the coupled solve.
         set(sim, self.ids.throttle, out.throttle);
         set(sim, self.ids.starter, out.starter);
         if let Some(g) = self.ids.grade {
-            set(sim, g, -self.spec.body.mass * G * theta.sin());
+            set(sim, g, -self.spec.body.mass * G * sin);
         }
         if let Some(ground) = self.ids.ground_in {
             for k in 0..4 {

@@ -929,7 +929,8 @@ impl ClutchSpec {
     pub fn clamp_fraction(&self, p: f64) -> f64 {
         let p = if p.is_nan() { 0.0 } else { p.clamp(0.0, 1.0) };
         let s = ((self.bite_point - p) / (self.bite_point - self.full_engagement)).clamp(0.0, 1.0);
-        s.powf(self.progression)
+        // Pedal up or past the bite point (most steps): the power's exact values, without it.
+        if s == 1.0 || s == 0.0 { s } else { s.powf(self.progression) }
     }
 }
 
