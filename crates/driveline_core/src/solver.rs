@@ -248,6 +248,15 @@ struct ModeSlot {
     /// time), which loads the stronger of two parallel locks. A certificate only: telemetry
     /// keeps the minimum-norm split.
     tmap_w: Vec<f64>,
+    /// The permanent rows whose torques the locked elements' limits read (a limited-slip
+    /// pack's input rows, a LossyGear's gear row). With `stage_rows_all` false, the stage
+    /// constraint torques are evaluated on these and the lock rows only: the stage samples
+    /// serve the break-away tests (per element, or a redundant group's minimum-norm
+    /// certificate), which read nothing else.
+    stage_extra: CapVec<u32>,
+    /// Evaluate every row at the stages: the work of prescribed rows reads theirs, and their
+    /// accelerations enter the map.
+    stage_rows_all: bool,
     /// Friction index of each locked row (after the permanent rows).
     locked: CapVec<usize>,
     /// Kinematic clutch index of each engaged row (after the locked friction rows).
@@ -321,6 +330,8 @@ impl ModeSlot {
             tmap: vec![0.0; rmax * n],
             rstride: rmax,
             tmap_w: vec![0.0; rmax * n],
+            stage_extra: CapVec::new(2 * nf),
+            stage_rows_all: true,
             locked: CapVec::new(nf),
             kin: CapVec::new(rmax),
             rhs: CapVec::new(nrhs),
@@ -1341,6 +1352,27 @@ impl Simulation {
                 }
             }
         }
+        // The rows the stage break-away samples read.
+        slot.stage_extra.clear();
+        slot.stage_rows_all = !slot.rhs.is_empty();
+        for &i in slot.locked.iter() {
+            let mut need = |row: usize| {
+                if !slot.stage_extra.contains(&(row as u32)) && slot.stage_extra.has_room() {
+                    slot.stage_extra.push(row as u32);
+                }
+            };
+            match &net.friction[i].law {
+                crate::elements::FrictionLaw::Ramp { input, .. } => {
+                    for &(row, c) in input {
+                        if c != 0.0 {
+                            need(row);
+                        }
+                    }
+                }
+                crate::elements::FrictionLaw::Lossy { gear_row, .. } => need(*gear_row),
+                _ => {}
+            }
+        }
         // Linearity and reduced Jacobians at the current state.
         let mut linear = true;
         for law in &net.laws {
@@ -2039,16 +2071,31 @@ impl Simulation {
         self.ws.cache |= 1;
     }
 
-    /// Constraint torques at the converged stages, once per sub-step.
+    /// Constraint torques at the converged stages, once per sub-step: of every row when the
+    /// slot asks for them all ([`ModeSlot::stage_rows_all`]), else of the lock rows and the
+    /// rows their limits read (the others are left as they were; nothing reads them).
     fn stage_torques(&mut self) {
         if self.ws.cache & 2 != 0 {
             return;
         }
         self.stage_forces();
         let n = self.net.n_dof;
+        let s = &self.slots[self.cur];
         for i in 0..2 {
             let Work { f_st, acc, xnz, lam_st, ud, .. } = &mut self.ws;
-            Self::constraint_torques(&self.net, &self.slots[self.cur], &f_st[i], &ud[i], acc, xnz, &mut lam_st[i], n);
+            if s.stage_rows_all {
+                Self::constraint_torques(&self.net, s, &f_st[i], &ud[i], acc, xnz, &mut lam_st[i], n);
+                continue;
+            }
+            // No prescribed rows here: the map applies to the forces themselves.
+            let xnz = nonzeros(&f_st[i][..n], xnz);
+            let np = self.net.rows.len();
+            map_columns_from(&s.tmap, s.rstride, xnz, np, &mut lam_st[i][np..s.r]);
+            for &g in s.stage_extra.iter() {
+                let g = g as usize;
+                // Ascending columns from +0.0, as `map_columns` sums each row.
+                lam_st[i][g] = xnz.iter().fold(0.0, |acc, &(k, v)| acc + s.tmap[k as usize * s.rstride + g] * v);
+            }
         }
         self.ws.cache |= 2;
     }
@@ -3327,10 +3374,17 @@ fn nonzeros<'a>(x: &[f64], nz: &'a mut [(u32, f64)]) -> &'a [(u32, f64)] {
 /// the non-zeros of `x` ([`nonzeros`]): each row sums in ascending columns from +0.0.
 #[inline]
 fn map_columns(map: &[f64], stride: usize, xnz: &[(u32, f64)], out: &mut [f64]) {
+    map_columns_from(map, stride, xnz, 0, out);
+}
+
+/// [`map_columns`] for the rows `first..first + out.len()` of the map only.
+#[inline]
+fn map_columns_from(map: &[f64], stride: usize, xnz: &[(u32, f64)], first: usize, out: &mut [f64]) {
     out.fill(0.0);
     let r = out.len();
     for &(k, v) in xnz {
-        let col = &map[k as usize * stride..k as usize * stride + r];
+        let at = k as usize * stride + first;
+        let col = &map[at..at + r];
         for (o, c) in out.iter_mut().zip(col) {
             *o += c * v;
         }
