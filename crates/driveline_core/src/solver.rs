@@ -1935,10 +1935,17 @@ impl Simulation {
             let s = &self.slots[slot];
             let mut norm_dq: f64 = 0.0;
             let mut norm_q: f64 = 0.0;
+            // From the guess Q_i = q0, Mr (Q_i - q0) is +0.0 (a row's diagonal term is +0.0,
+            // so the sum is too) and subtracting it changes nothing: skipped.
+            let at_q0 = iter == 1 && !predicted;
             for i in 0..2 {
                 let qi = &self.ws.q[i * m..(i + 1) * m];
                 let (ha0, ha1) = (h * A[i][0], h * A[i][1]);
                 for a in 0..m {
+                    if at_q0 {
+                        self.ws.res[i * m + a] = ha0 * self.ws.gq[a] + ha1 * self.ws.gq[m + a];
+                        continue;
+                    }
                     let mq: f64 = s.mr[a * m..(a + 1) * m]
                         .iter()
                         .zip(qi.iter().zip(&self.ws.q0[..m]))
