@@ -540,6 +540,12 @@ pub struct Simulation {
     /// stage predictor, the reused Jacobians of nonlinear modes and the cached group
     /// capacities are valid within one epoch.
     epoch: u64,
+    /// The free friction elements, as a mask (with `sliding`, kept by the mode selection).
+    free: u64,
+    /// The free elements whose output torque the last output update zeroed.
+    out_free: u64,
+    /// The LossyGear friction elements, as a mask.
+    lossy: u64,
     /// [`Simulation::slips_at_zero`] of the present state and modes, when known (computed at
     /// the end of an event-free sub-step; a mode selection forgets it).
     zero_slips: Option<u64>,
@@ -795,6 +801,11 @@ impl Simulation {
             caps_all_gen: u64::MAX,
             caps_stale: None,
             zero_slips: None,
+            free: 0,
+            out_free: 0,
+            lossy: net.friction.iter().enumerate().fold(0, |m, (i, fe)| {
+                if matches!(fe.law, crate::elements::FrictionLaw::Lossy { .. }) { m | 1 << i } else { m }
+            }),
             readers: (0..net.signals.len())
                 .map(|k| {
                     let reads = |fe: &crate::elements::FrictionElement| fe.law.free_signal() == Some(k);
@@ -2714,6 +2725,8 @@ impl Simulation {
             }
         }
         self.sliding = sliding_mask(&self.modes);
+        self.free =
+            self.modes.iter().enumerate().fold(0, |m, (i, &md)| if md == FrictionMode::Free { m | 1 << i } else { m });
         if !initial {
             let (ke1, pe1) = self.kinetic_potential(2);
             self.energy.dissipated += (ke0 + pe0) - (ke1 + pe1);
@@ -3305,27 +3318,34 @@ impl Simulation {
         let np = self.net.rows.len();
         for (pos, &i) in s.locked.iter().enumerate() {
             let fe = &self.net.friction[i];
-            if !matches!(fe.law, crate::elements::FrictionLaw::Lossy { .. }) {
+            if matches!(fe.law, crate::elements::FrictionLaw::Lossy { .. }) {
+                self.out_power[fe.element] = 0.0;
+            } else {
                 self.out_tau[fe.element] = -self.out_lambda[np + pos];
             }
         }
-        for (i, fe) in self.net.friction.iter().enumerate() {
-            let lossy = matches!(fe.law, crate::elements::FrictionLaw::Lossy { .. });
+        // Free elements carry nothing: written when they become free (until then `out_tau`
+        // holds their zero), a LossyGear's power at every update.
+        let free = self.free;
+        let mut rest = free & !self.out_free | free & self.lossy;
+        while rest != 0 {
+            let i = rest.trailing_zeros() as usize;
+            rest &= rest - 1;
+            let fe = &self.net.friction[i];
+            if matches!(fe.law, crate::elements::FrictionLaw::Lossy { .. }) {
+                self.out_power[fe.element] = 0.0;
+            } else {
+                self.out_tau[fe.element] = 0.0;
+            }
+        }
+        self.out_free = free;
+        let mut rest = self.sliding;
+        while rest != 0 {
+            let i = rest.trailing_zeros() as usize;
+            rest &= rest - 1;
+            let fe = &self.net.friction[i];
+            let lossy = self.lossy & 1 << i != 0;
             let mode = self.modes[i];
-            if mode == FrictionMode::Stuck {
-                if lossy {
-                    self.out_power[fe.element] = 0.0;
-                }
-                continue;
-            }
-            if mode == FrictionMode::Free {
-                if lossy {
-                    self.out_power[fe.element] = 0.0;
-                } else {
-                    self.out_tau[fe.element] = 0.0;
-                }
-                continue;
-            }
             let (tau, power) = if dependent & 1 << i != 0 {
                 // The coupled correction's pack torque, or a rolling lossy gear's loss power.
                 let (dep_tau, fric_power) = if at_end {
