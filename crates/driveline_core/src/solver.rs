@@ -540,6 +540,10 @@ pub struct Simulation {
     /// stage predictor, the reused Jacobians of nonlinear modes and the cached group
     /// capacities are valid within one epoch.
     epoch: u64,
+    /// The friction elements whose normal force (or load) is an unsteady signal, as a mask:
+    /// only these can engage or release inside a sub-step (a steady force that changes is an
+    /// input change, tested at the step start).
+    force_watch: u64,
     /// The free friction elements, as a mask (with `sliding`, kept by the mode selection).
     free: u64,
     /// The free elements whose output torque the last output update zeroed.
@@ -665,9 +669,11 @@ impl Simulation {
     /// Lists the signals that are not steady.
     fn count_unsteady(&mut self) {
         self.unsteady.clear();
+        self.force_watch = 0;
         for (k, s) in self.net.signals.iter().enumerate() {
             if !s.is_steady() {
                 self.unsteady.push(k as u32);
+                self.force_watch |= self.readers.get(k).copied().unwrap_or(0);
             }
         }
     }
@@ -803,6 +809,7 @@ impl Simulation {
             zero_slips: None,
             free: 0,
             out_free: 0,
+            force_watch: 0,
             lossy: net.friction.iter().enumerate().fold(0, |m, (i, fe)| {
                 if matches!(fe.law, crate::elements::FrictionLaw::Lossy { .. }) { m | 1 << i } else { m }
             }),
@@ -2380,7 +2387,15 @@ impl Simulation {
             }
             None
         };
-        for i in 0..nf {
+        // In element order (the first of equal event times wins): the sliding elements, the
+        // elements under an unsteady normal force, and the break-away suspects.
+        let watch = self.force_watch;
+        let all = if nf == 0 { 0 } else { u64::MAX >> (64 - nf) };
+        let mut rest = (self.sliding | watch | suspects) & all;
+        while rest != 0 {
+            let i = rest.trailing_zeros() as usize;
+            rest &= rest - 1;
+            let watched = watch & 1 << i != 0;
             let mode = self.modes[i];
             match mode {
                 FrictionMode::Forward | FrictionMode::Backward => {
@@ -2390,17 +2405,17 @@ impl Simulation {
                         self.ws.slip_theta[i] = th;
                         slipped |= 1 << i;
                     }
-                    if self.may_trigger(Ev::Release(i)) {
+                    if watched && self.may_trigger(Ev::Release(i)) {
                         consider(self, Ev::Release(i), &mut best);
                     }
                 }
                 FrictionMode::Free => {
-                    if self.may_trigger(Ev::Engage(i)) {
+                    if watched && self.may_trigger(Ev::Engage(i)) {
                         consider(self, Ev::Engage(i), &mut best);
                     }
                 }
                 FrictionMode::Stuck => {
-                    if self.may_trigger(Ev::Release(i)) {
+                    if watched && self.may_trigger(Ev::Release(i)) {
                         consider(self, Ev::Release(i), &mut best);
                     }
                     // Break-away, sampled at both stages and the end so that a torque peak
