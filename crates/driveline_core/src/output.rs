@@ -98,7 +98,7 @@ fn value(sim: &Simulation, c: Col) -> f64 {
         Col::Phi(e) => sim.body_state(e).map_or(f64::NAN, |s| s.0),
         Col::W(e) => sim.body_state(e).map_or(f64::NAN, |s| s.1),
         Col::PhiRel(e) => sim.element_relative(e).map_or(f64::NAN, |s| s.0),
-        Col::WRel(e) => sim.element_relative(e).map_or(f64::NAN, |s| s.1),
+        Col::WRel(e) => sim.element_relative_speed(e).unwrap_or(f64::NAN),
         Col::Tau(e) => sim.element_torque(e),
         Col::Mode(e) => sim.element_mode(e).map_or(f64::NAN, |m| m.code() as f64),
     }

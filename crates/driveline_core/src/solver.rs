@@ -1007,6 +1007,10 @@ impl Simulation {
     pub fn element_relative(&self, element: usize) -> Option<(f64, f64)> {
         self.net.elements[element].rel.map(|r| (r.dot(&self.phi), r.dot(&self.w)))
     }
+    /// The relative speed of [`Simulation::element_relative`] alone, rad/s (or m/s).
+    pub fn element_relative_speed(&self, element: usize) -> Option<f64> {
+        self.net.elements[element].rel.map(|r| r.dot(&self.w))
+    }
     /// Mode of an element if it has one: friction elements, and elastic clutches (stick = 0,
     /// slide = +-1, no limit torque = 2).
     pub fn element_mode(&self, element: usize) -> Option<FrictionMode> {

@@ -115,7 +115,7 @@ impl AutoControl {
         for k in 0..4 {
             v.wheel_torque += ids.drive[k].map_or(0.0, |e| -sim.element_torque(e));
             if self.driven[k] {
-                v.wheel_slip = v.wheel_slip.max(sim.element_relative(ids.tyres[k]).map_or(0.0, |r| r.1.abs()));
+                v.wheel_slip = v.wheel_slip.max(sim.element_relative_speed(ids.tyres[k]).map_or(0.0, f64::abs));
             }
         }
         v
@@ -155,7 +155,7 @@ impl AutoControl {
         t.shift_phase = self.tcu.phase();
         t.selector = self.tcu.selector();
         t.selected_gear = self.tcu.target().unwrap_or(self.tcu.gear());
-        t.clutch_slip = sim.element_relative(self.ids.lockup).map_or(0.0, |r| r.1);
+        t.clutch_slip = sim.element_relative_speed(self.ids.lockup).unwrap_or(0.0);
         t.clutch_torque = sim.element_torque(self.ids.lockup);
         t.clutch_power = sim.element_dissipation(self.ids.lockup);
         for (k, &e) in self.ids.elements.iter().take(MAX_ELEMENTS).enumerate() {
@@ -164,7 +164,7 @@ impl AutoControl {
                 pressure: self.tcu.pressure(k),
                 force: self.out.force[k],
                 torque: sim.element_torque(e),
-                slip: sim.element_relative(e).map_or(0.0, |r| r.1),
+                slip: sim.element_relative_speed(e).unwrap_or(0.0),
                 temperature: self.tcu.temperatures()[k],
                 locked: sim.element_mode(e) == Some(FrictionMode::Stuck),
             };

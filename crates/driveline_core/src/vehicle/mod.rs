@@ -754,26 +754,28 @@ impl VehicleControl {
         }
     }
 
+    /// Writes the telemetry record in place: a transmission fills the same fields at every
+    /// step, and the others keep their defaults.
     fn update_telemetry(&mut self, sim: &Simulation, throttle: f64, reduction: f64, clamp: f64) {
+        let engaged_gear = self.engaged_gear();
+        let speed = self.vehicle_speed(sim);
         let ids = &self.ids;
-        let mut t = Telemetry {
-            time: sim.time(),
-            engine_rpm: sim.body_state(ids.engine).map_or(0.0, |s| s.1) / RPM,
-            engine_torque: sim.element_torque(ids.engine_torque),
-            throttle,
-            running: self.ecu.running,
-            clutch_engagement: clamp,
-            engaged_gear: self.engaged_gear(),
-            torque_reduction: reduction,
-            speed: self.vehicle_speed(sim),
-            acceleration: self.accel,
-            distance: ids.body.and_then(|b| sim.body_state(b)).map_or(self.distance, |s| s.0),
-            fuel_used: self.fuel,
-            ..Telemetry::default()
-        };
+        let t = &mut self.telemetry;
+        t.time = sim.time();
+        t.engine_rpm = sim.body_state(ids.engine).map_or(0.0, |s| s.1) / RPM;
+        t.engine_torque = sim.element_torque(ids.engine_torque);
+        t.throttle = throttle;
+        t.running = self.ecu.running;
+        t.clutch_engagement = clamp;
+        t.engaged_gear = engaged_gear;
+        t.torque_reduction = reduction;
+        t.speed = speed;
+        t.acceleration = self.accel;
+        t.distance = ids.body.and_then(|b| sim.body_state(b)).map_or(self.distance, |s| s.0);
+        t.fuel_used = self.fuel;
         match &self.trans {
             Trans::Manual(m) => {
-                t.clutch_slip = sim.element_relative(m.ids.clutch).map_or(0.0, |r| r.1);
+                t.clutch_slip = sim.element_relative_speed(m.ids.clutch).unwrap_or(0.0);
                 t.clutch_torque = sim.element_torque(m.ids.clutch);
                 t.clutch_temperature = m.temperature;
                 t.clutch_power = sim.element_dissipation(m.ids.clutch);
@@ -782,17 +784,16 @@ impl VehicleControl {
                     t.sleeves[k] = s.z;
                 }
             }
-            Trans::Automatic(a) => a.telemetry(sim, &mut t),
+            Trans::Automatic(a) => a.telemetry(sim, t),
         }
         for k in 0..4 {
             t.wheel_speed[k] = sim.body_state(ids.wheels[k]).map_or(0.0, |s| s.1);
             t.tyre_force[k] = sim.element_torque(ids.tyres[k]);
-            t.tyre_slip[k] = sim.element_relative(ids.tyres[k]).map_or(0.0, |r| r.1);
+            t.tyre_slip[k] = sim.element_relative_speed(ids.tyres[k]).unwrap_or(0.0);
             t.brake_torque[k] = sim.element_torque(ids.brakes[k]);
             t.drive_torque[k] = ids.drive[k].map_or(0.0, |e| -sim.element_torque(e));
         }
         t.tyre_load = self.last_loads;
-        self.telemetry = t;
     }
 }
 
