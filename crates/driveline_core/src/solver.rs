@@ -2774,11 +2774,25 @@ impl Simulation {
         // With steady signals and only inputs set by id changed since the last full pass, the
         // elements that read none of them keep their capacity (and their free or stuck mode;
         // a sliding one's direction is checked below whatever its inputs did).
-        let stale = match self.caps_stale {
-            Some(m) if self.unsteady.is_empty() && self.caps_all_gen != u64::MAX => m | self.sliding,
-            _ => u64::MAX >> (64 - self.net.friction.len().max(1)),
+        // A stuck LossyGear always takes a new mode selection (its bounds move with the
+        // transmitted torque): visited whatever changed.
+        let all = if self.net.friction.is_empty() { 0 } else { u64::MAX >> (64 - self.net.friction.len()) };
+        let visit = match self.caps_stale {
+            Some(m) if self.unsteady.is_empty() && self.caps_all_gen != u64::MAX => m | self.lossy,
+            _ => all,
         };
-        let mut rest = if self.net.friction.is_empty() { 0 } else { stale };
+        // The sliding elements whose inputs did not change keep their capacity; their slip
+        // direction is checked all the same.
+        let mut rest = self.sliding & !visit;
+        while rest != 0 {
+            let i = rest.trailing_zeros() as usize;
+            rest &= rest - 1;
+            let wr = self.net.friction[i].row.dot(&self.w);
+            if wr == 0.0 || wr.signum() != self.modes[i].dir() {
+                return false;
+            }
+        }
+        let mut rest = visit;
         while rest != 0 {
             let i = rest.trailing_zeros() as usize;
             rest &= rest - 1;
