@@ -1546,15 +1546,9 @@ impl Simulation {
                 }
             }
         }
-        // Stuck and free elements carry no applied torque (a stuck one's is a constraint torque).
-        match &mut record {
-            Record::Nothing => {}
-            Record::Powers(_, _, fp) => fp.fill(0.0),
-            Record::Torques(_, _, ft, fp) => {
-                ft.fill(0.0);
-                fp.fill(0.0);
-            }
-        }
+        // Stuck and free elements carry no applied torque (a stuck one's is a constraint torque):
+        // only the sliding elements' entries of the friction records are written, and only
+        // theirs are ever read (the ledger and the outputs visit the sliding elements).
         let mut rest = sliding;
         while rest != 0 {
             let i = rest.trailing_zeros() as usize;
@@ -3459,7 +3453,8 @@ fn sliding_mask(modes: &[FrictionMode]) -> u64 {
         .fold(0, |m, (i, md)| if matches!(md, FrictionMode::Forward | FrictionMode::Backward) { m | 1 << i } else { m })
 }
 
-/// What a force evaluation records per element besides the nodal forces.
+/// What a force evaluation records per element besides the nodal forces. The friction
+/// records hold the sliding elements' entries only (the others keep stale values nobody reads).
 enum Record<'a> {
     Nothing,
     /// Stage powers for the energy ledger: law power, law dissipation, friction dissipation.
