@@ -1126,12 +1126,12 @@ impl Simulation {
         let (ke, pe) = self.kinetic_potential(2);
         self.energy = EnergyLedger { kinetic: ke, potential: pe, initial: ke + pe, ..Default::default() };
         self.update_outputs();
-        // Ground entries of the stage states never change: written once here.
+        // Ground entries of the stage and end states never change: written once here.
         let n = self.net.n_dof;
-        for i in 0..2 {
-            self.ws.w_st[i][n..].fill(0.0);
-            let Work { phi_st, .. } = &mut self.ws;
-            phi_st[i][n..].copy_from_slice(&self.phi[n..]);
+        let Work { phi_st, w_st, phi1, w1, .. } = &mut self.ws;
+        for (phi, w) in phi_st.iter_mut().zip(w_st.iter_mut()).chain([(phi1, w1)]) {
+            w[n..].fill(0.0);
+            phi[n..].copy_from_slice(&self.phi[n..]);
         }
         self.started = true;
     }
@@ -2024,10 +2024,6 @@ impl Simulation {
                 self.ws.w1[k] += self.ws.wp[2][k];
             }
             self.ws.phi1[k] = self.phi[k] + h * (B[0] * self.ws.w_st[0][k] + B[1] * self.ws.w_st[1][k]);
-        }
-        for k in n..self.phi.len() {
-            self.ws.phi1[k] = self.phi[k];
-            self.ws.w1[k] = 0.0;
         }
     }
 
