@@ -810,21 +810,12 @@ impl Simulation {
             free: 0,
             out_free: 0,
             force_watch: 0,
-            lossy: net.friction.iter().enumerate().fold(0, |m, (i, fe)| {
-                if matches!(fe.law, crate::elements::FrictionLaw::Lossy { .. }) { m | 1 << i } else { m }
-            }),
+            lossy: mask_where(&net.friction, |fe| matches!(fe.law, crate::elements::FrictionLaw::Lossy { .. })),
             readers: (0..net.signals.len())
-                .map(|k| {
-                    let reads = |fe: &crate::elements::FrictionElement| fe.law.free_signal() == Some(k);
-                    net.friction.iter().enumerate().fold(0, |m, (i, fe)| if reads(fe) { m | 1 << i } else { m })
-                })
+                .map(|k| mask_where(&net.friction, |fe| fe.law.free_signal() == Some(k)))
                 .collect(),
             epoch: 0,
-            torque_dependent: net
-                .friction
-                .iter()
-                .enumerate()
-                .fold(0, |m, (i, fe)| if fe.law.is_torque_dependent() { m | 1 << i } else { m }),
+            torque_dependent: mask_where(&net.friction, |fe| fe.law.is_torque_dependent()),
             started: false,
             row_outputs: Vec::new(),
             mode_sources: Vec::new(),
@@ -1549,10 +1540,7 @@ impl Simulation {
         // Stuck and free elements carry no applied torque (a stuck one's is a constraint torque):
         // only the sliding elements' entries of the friction records are written, and only
         // theirs are ever read (the ledger and the outputs visit the sliding elements).
-        let mut rest = sliding;
-        while rest != 0 {
-            let i = rest.trailing_zeros() as usize;
-            rest &= rest - 1;
+        for i in bits(sliding) {
             let fe = &net.friction[i];
             let wr = fe.row.dot(w);
             let (tk, _) = fe.law.kinetic(sig, wr.abs(), w);
@@ -1600,15 +1588,9 @@ impl Simulation {
         let lam_of = |x: &dyn Fn(usize) -> f64, g: usize, _a: &mut [f64]| -> f64 {
             (0..n).map(|k| s.tmap[k * s.rstride + g] * x(k)).sum()
         };
-        let mut rest = mask;
-        while rest != 0 {
-            let i = rest.trailing_zeros() as usize;
-            rest &= rest - 1;
+        for i in bits(mask) {
             let fe = &net.friction[i];
             let dir = modes[i].dir();
-            if dir == 0.0 {
-                continue;
-            }
             if let crate::elements::FrictionLaw::Ramp { input, carrier, .. } = &fe.law {
                 // T_in(tau) = A - tau B for the pack force -tau row^T added to f.
                 let lt = |k: usize| if k < n { row_coef(&fe.row, k) } else { 0.0 };
@@ -1787,10 +1769,7 @@ impl Simulation {
         let n = self.net.n_dof;
         let tol = 1e-12 * self.w[..n].iter().fold(1.0f64, |s, v| s.max(v.abs()));
         let mut mask = 0;
-        let mut rest = self.sliding;
-        while rest != 0 {
-            let i = rest.trailing_zeros() as usize;
-            rest &= rest - 1;
+        for i in bits(self.sliding) {
             if self.net.friction[i].row.dot(&self.w).abs() <= tol {
                 mask |= 1 << i;
             }
@@ -2174,10 +2153,7 @@ impl Simulation {
                 }
             }
             // Only sliding elements dissipate (the others' powers are zero).
-            let mut rest = self.sliding;
-            while rest != 0 {
-                let i = rest.trailing_zeros() as usize;
-                rest &= rest - 1;
+            for i in bits(self.sliding) {
                 self.energy.dissipated += h * (B[0] * self.ws.fric_power[0][i] + B[1] * self.ws.fric_power[1][i]);
             }
             // Prescribed rows do work rho * lambda: speed sources put it in, kinematic clutches
@@ -2384,11 +2360,7 @@ impl Simulation {
         // In element order (the first of equal event times wins): the sliding elements, the
         // elements under an unsteady normal force, and the break-away suspects.
         let watch = self.force_watch;
-        let all = if nf == 0 { 0 } else { u64::MAX >> (64 - nf) };
-        let mut rest = (self.sliding | watch | suspects) & all;
-        while rest != 0 {
-            let i = rest.trailing_zeros() as usize;
-            rest &= rest - 1;
+        for i in bits((self.sliding | watch | suspects) & low_bits(nf)) {
             let watched = watch & 1 << i != 0;
             let mode = self.modes[i];
             match mode {
@@ -2437,10 +2409,7 @@ impl Simulation {
         // The elements of `mask` whose located theta is that of the event, to tolerance.
         let at_theta = |mask: u64| {
             let mut out = 0;
-            let mut rest = mask;
-            while rest != 0 {
-                let i = rest.trailing_zeros() as usize;
-                rest &= rest - 1;
+            for i in bits(mask) {
                 if self.ws.slip_theta[i] <= theta + tol {
                     out |= 1 << i;
                 }
@@ -2734,8 +2703,7 @@ impl Simulation {
             }
         }
         self.sliding = sliding_mask(&self.modes);
-        self.free =
-            self.modes.iter().enumerate().fold(0, |m, (i, &md)| if md == FrictionMode::Free { m | 1 << i } else { m });
+        self.free = mask_where(&self.modes, |&m| m == FrictionMode::Free);
         if !initial {
             let (ke1, pe1) = self.kinetic_potential(2);
             self.energy.dissipated += (ke0 + pe0) - (ke1 + pe1);
@@ -2766,26 +2734,20 @@ impl Simulation {
         // a sliding one's direction is checked below whatever its inputs did).
         // A stuck LossyGear always takes a new mode selection (its bounds move with the
         // transmitted torque): visited whatever changed.
-        let all = if self.net.friction.is_empty() { 0 } else { u64::MAX >> (64 - self.net.friction.len()) };
+        let all = low_bits(self.net.friction.len());
         let visit = match self.caps_stale {
             Some(m) if self.unsteady.is_empty() && self.caps_all_gen != u64::MAX => m | self.lossy,
             _ => all,
         };
         // The sliding elements whose inputs did not change keep their capacity; their slip
         // direction is checked all the same.
-        let mut rest = self.sliding & !visit;
-        while rest != 0 {
-            let i = rest.trailing_zeros() as usize;
-            rest &= rest - 1;
+        for i in bits(self.sliding & !visit) {
             let wr = self.net.friction[i].row.dot(&self.w);
             if wr == 0.0 || wr.signum() != self.modes[i].dir() {
                 return false;
             }
         }
-        let mut rest = visit;
-        while rest != 0 {
-            let i = rest.trailing_zeros() as usize;
-            rest &= rest - 1;
+        for i in bits(visit) {
             let fe = &self.net.friction[i];
             let cap = fe.law.capacity(&self.ws.sig[2]);
             self.ws.caps[i] = cap;
@@ -3341,7 +3303,7 @@ impl Simulation {
         let np = self.net.rows.len();
         for (pos, &i) in s.locked.iter().enumerate() {
             let fe = &self.net.friction[i];
-            if matches!(fe.law, crate::elements::FrictionLaw::Lossy { .. }) {
+            if self.lossy & 1 << i != 0 {
                 self.out_power[fe.element] = 0.0;
             } else {
                 self.out_tau[fe.element] = -self.out_lambda[np + pos];
@@ -3350,22 +3312,16 @@ impl Simulation {
         // Free elements carry nothing: written when they become free (until then `out_tau`
         // holds their zero), a LossyGear's power at every update.
         let free = self.free;
-        let mut rest = free & !self.out_free | free & self.lossy;
-        while rest != 0 {
-            let i = rest.trailing_zeros() as usize;
-            rest &= rest - 1;
+        for i in bits(free & !self.out_free | free & self.lossy) {
             let fe = &self.net.friction[i];
-            if matches!(fe.law, crate::elements::FrictionLaw::Lossy { .. }) {
+            if self.lossy & 1 << i != 0 {
                 self.out_power[fe.element] = 0.0;
             } else {
                 self.out_tau[fe.element] = 0.0;
             }
         }
         self.out_free = free;
-        let mut rest = self.sliding;
-        while rest != 0 {
-            let i = rest.trailing_zeros() as usize;
-            rest &= rest - 1;
+        for i in bits(self.sliding) {
             let fe = &self.net.friction[i];
             let lossy = self.lossy & 1 << i != 0;
             let mode = self.modes[i];
@@ -3443,10 +3399,30 @@ fn map_columns_from(map: &[f64], stride: usize, xnz: &[(u32, f64)], first: usize
 
 /// Bit `i` set for each sliding (Forward or Backward) element `i` of `modes`.
 fn sliding_mask(modes: &[FrictionMode]) -> u64 {
-    modes
-        .iter()
-        .enumerate()
-        .fold(0, |m, (i, md)| if matches!(md, FrictionMode::Forward | FrictionMode::Backward) { m | 1 << i } else { m })
+    mask_where(modes, |m| matches!(m, FrictionMode::Forward | FrictionMode::Backward))
+}
+
+/// Bit `i` set for each item `i` of `items` (at most 64) that satisfies `pred`.
+fn mask_where<T>(items: &[T], pred: impl Fn(&T) -> bool) -> u64 {
+    items.iter().enumerate().fold(0, |m, (i, x)| if pred(x) { m | 1 << i } else { m })
+}
+
+/// The mask of the first `n` (at most 64) elements.
+fn low_bits(n: usize) -> u64 {
+    if n == 0 { 0 } else { u64::MAX >> (64 - n) }
+}
+
+/// The indices of the set bits of `mask`, ascending.
+#[inline]
+fn bits(mut mask: u64) -> impl Iterator<Item = usize> {
+    std::iter::from_fn(move || {
+        if mask == 0 {
+            return None;
+        }
+        let i = mask.trailing_zeros() as usize;
+        mask &= mask - 1;
+        Some(i)
+    })
 }
 
 /// What a force evaluation records per element besides the nodal forces. The friction
