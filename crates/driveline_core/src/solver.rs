@@ -38,7 +38,7 @@
 //! torque equally. An element breaks away when no split within all static limits exists.
 
 use crate::Signal;
-use crate::elements::{Capacity, Jacobian, Law, LawState};
+use crate::elements::{Capacity, Jacobian, Law, LawState, Row};
 use crate::linalg;
 use crate::network::Network;
 
@@ -564,6 +564,12 @@ pub struct Simulation {
     row_outputs: Vec<(usize, usize, f64)>,
     /// Where each element's mode comes from (see [`Simulation::element_mode`]).
     mode_sources: Vec<ModeSource>,
+    /// Each element's relative-coordinate row, copied out of the network's element records
+    /// (176 bytes each, name and flange list included) into an array of its own, which the
+    /// per-step readers (controllers, telemetry, the ECS write-back) touch line by line.
+    out_rel: Vec<Option<Row>>,
+    /// Each element's body node (Inertia, Mass), likewise.
+    out_body: Vec<Option<u32>>,
     ws: Work,
     events: CapVec<ModeEvent>,
     stats: StepStats,
@@ -819,6 +825,8 @@ impl Simulation {
             started: false,
             row_outputs: Vec::new(),
             mode_sources: Vec::new(),
+            out_rel: net.elements.iter().map(|e| e.rel).collect(),
+            out_body: net.elements.iter().map(|e| e.body.map(|k| k as u32)).collect(),
             ws,
             events: CapVec::new(4 * (nf + nl) + 8),
             stats: StepStats::default(),
@@ -996,11 +1004,11 @@ impl Simulation {
 
     /// `(phi_rel, w_rel)` of an element with a relative coordinate.
     pub fn element_relative(&self, element: usize) -> Option<(f64, f64)> {
-        self.net.elements[element].rel.map(|r| (r.dot(&self.phi), r.dot(&self.w)))
+        self.out_rel[element].map(|r| (r.dot(&self.phi), r.dot(&self.w)))
     }
     /// The relative speed of [`Simulation::element_relative`] alone, rad/s (or m/s).
     pub fn element_relative_speed(&self, element: usize) -> Option<f64> {
-        self.net.elements[element].rel.map(|r| r.dot(&self.w))
+        self.out_rel[element].map(|r| r.dot(&self.w))
     }
     /// Mode of an element if it has one: friction elements, and elastic clutches (stick = 0,
     /// slide = +-1, no limit torque = 2).
@@ -1063,7 +1071,7 @@ impl Simulation {
     }
     /// Angle and speed of an Inertia or Mass element.
     pub fn body_state(&self, element: usize) -> Option<(f64, f64)> {
-        self.net.elements[element].body.map(|k| (self.phi[k], self.w[k]))
+        self.out_body[element].map(|k| (self.phi[k as usize], self.w[k as usize]))
     }
 
     /// Derives `W = R A R^T` and `B = R A` for the base slot, `A = N Mr^-1 N^T` being the
