@@ -1892,32 +1892,7 @@ impl Simulation {
             // the stage-force cache with their powers: after the last iteration they are the
             // stage forces (at stages within the Newton tolerance of the converged ones).
             for j in 0..2 {
-                let Work { phi_st, w_st, sig, f_st, law_power, law_diss, fric_power, .. } = &mut self.ws;
-                Self::forces(
-                    &self.net,
-                    &self.modes,
-                    self.sliding,
-                    &self.regimes,
-                    &phi_st[j],
-                    &w_st[j],
-                    &sig[j],
-                    &mut f_st[j],
-                    Record::Powers(&mut law_power[j], &mut law_diss[j], &mut fric_power[j]),
-                );
-                if self.torque_dependent & self.sliding != 0 {
-                    let Work { w_st, f_st, ls_a, dep_tau, fric_power, .. } = &mut self.ws;
-                    Self::torque_dependent_correct(
-                        &self.net,
-                        &self.slots[slot],
-                        &self.modes,
-                        self.torque_dependent & self.sliding,
-                        &w_st[j],
-                        &mut f_st[j],
-                        ls_a,
-                        dep_tau,
-                        Some(&mut fric_power[j]),
-                    );
-                }
+                self.stage_force(j);
                 // g_j = N^T f_j (prescribed rows: the reduced force loses N^T M P rho').
                 let s = &self.slots[slot];
                 let Work { gq, f_st, ud, acc, .. } = &mut self.ws;
@@ -2046,35 +2021,40 @@ impl Simulation {
             return;
         }
         for i in 0..2 {
-            let Work { phi_st, w_st, sig, f_st, law_power, law_diss, fric_power, .. } = &mut self.ws;
-            Self::forces(
-                &self.net,
-                &self.modes,
-                self.sliding,
-                &self.regimes,
-                &phi_st[i],
-                &w_st[i],
-                &sig[i],
-                &mut f_st[i],
-                Record::Powers(&mut law_power[i], &mut law_diss[i], &mut fric_power[i]),
-            );
-            if self.torque_dependent & self.sliding != 0 {
-                let Work { w_st, f_st, ls_a, dep_tau, fric_power, .. } = &mut self.ws;
-                let s = &self.slots[self.cur];
-                Self::torque_dependent_correct(
-                    &self.net,
-                    s,
-                    &self.modes,
-                    self.torque_dependent & self.sliding,
-                    &w_st[i],
-                    &mut f_st[i],
-                    ls_a,
-                    dep_tau,
-                    Some(&mut fric_power[i]),
-                );
-            }
+            self.stage_force(i);
         }
         self.ws.cache |= 1;
+    }
+
+    /// Forces and per-element powers at stage `i` of the current sub-step (its angles, speeds
+    /// and signals), into the stage-force cache, torque-dependent friction corrected.
+    fn stage_force(&mut self, i: usize) {
+        let Work { phi_st, w_st, sig, f_st, law_power, law_diss, fric_power, .. } = &mut self.ws;
+        Self::forces(
+            &self.net,
+            &self.modes,
+            self.sliding,
+            &self.regimes,
+            &phi_st[i],
+            &w_st[i],
+            &sig[i],
+            &mut f_st[i],
+            Record::Powers(&mut law_power[i], &mut law_diss[i], &mut fric_power[i]),
+        );
+        if self.torque_dependent & self.sliding != 0 {
+            let Work { w_st, f_st, ls_a, dep_tau, fric_power, .. } = &mut self.ws;
+            Self::torque_dependent_correct(
+                &self.net,
+                &self.slots[self.cur],
+                &self.modes,
+                self.torque_dependent & self.sliding,
+                &w_st[i],
+                &mut f_st[i],
+                ls_a,
+                dep_tau,
+                Some(&mut fric_power[i]),
+            );
+        }
     }
 
     /// Constraint torques at the converged stages, once per sub-step: of every row when the
