@@ -172,7 +172,7 @@
 //!   inputs with [`Simulation::set_input_id`] (an unchanged value costs nothing); turn
 //!   `track_energy` off if you do not read the energy ledger (3 to 12 % on the MSL examples);
 //!   lower `mode_cache_slots` to save memory (about 18 KB a slot for an 8HP car); and in Bevy
-//!   mark the parts you never read `SkipWriteBack` (a fifth to a third of a fleet's time goes
+//!   mark the parts you never read `SkipWriteBack` (a fifth to a half of a fleet's time goes
 //!   into writing every part's state). An input that jumps at every step start (a controller
 //!   output still moving) costs the integrator's stage predictor its accuracy and Newton
 //!   usually a second iteration; settled inputs cost nothing.
