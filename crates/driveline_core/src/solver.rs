@@ -63,6 +63,32 @@ const A2: [[f64; 2]; 2] = [
 /// a fresh one (four always do).
 const JAC_PAYBACK: u32 = 8;
 
+/// Sub-steps a sine's phase is carried from one sub-step's end to the next before it is
+/// evaluated afresh (rounding drifts by about an ulp per rotation: after 256, ~1e-14).
+const SINE_REANCHOR: u32 = 256;
+
+/// Where a sine signal stands between sub-steps (see `Simulation::fill_stage_signals`).
+#[derive(Debug, Clone, Copy)]
+struct SineState {
+    /// Sub-step length the rotations are for, s.
+    h: f64,
+    /// `[cos, sin]` of `omega c h` for the two stages and the end (`c = 1`).
+    rot: [[f64; 2]; 3],
+    /// The time the last sub-step ended at, s (NaN: none to continue from).
+    next: f64,
+    /// Sine and cosine of the phase at `next`.
+    sin: f64,
+    cos: f64,
+    /// Sub-steps since the phase was last evaluated afresh.
+    age: u32,
+}
+
+impl Default for SineState {
+    fn default() -> Self {
+        Self { h: f64::NAN, rot: [[1.0, 0.0]; 3], next: f64::NAN, sin: 0.0, cos: 1.0, age: 0 }
+    }
+}
+
 /// Every tunable of the solver, with its default, unit and trade-off.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct IntegrationParameters {
@@ -512,6 +538,13 @@ pub struct Simulation {
     /// signal, so a recount never allocates). With none, a filled signal buffer stays valid
     /// until the next change of a signal.
     unsteady: CapVec<u32>,
+    /// The unsteady signals a sub-step's stage fill evaluates one by one: all but the sines,
+    /// which [`Simulation::fill_stage_signals`] rotates from one sine and cosine a sub-step.
+    unsteady_other: CapVec<u32>,
+    /// The unsteady signals that are sines.
+    sines: CapVec<u32>,
+    /// Per signal (used by the sines): where its sine stands, see [`SineState`].
+    sine_state: Vec<SineState>,
     /// Bumped at every change of a signal's definition or value (what depends on the signals,
     /// such as the cached capacities, is stale).
     sig_gen: u64,
@@ -634,6 +667,12 @@ impl Simulation {
     /// since the last change are kept (an empty buffer copies them from a filled one); only
     /// the unsteady ones (ramping inputs, sines, tables...) are evaluated again.
     fn fill_signals(&mut self, b: usize, t: f64, left: bool) {
+        self.fill_signals_but(b, t, left, false);
+    }
+
+    /// [`Simulation::fill_signals`], leaving the sines out when `no_sines` (their caller
+    /// writes them).
+    fn fill_signals_but(&mut self, b: usize, t: f64, left: bool, no_sines: bool) {
         if self.sig_filled[b] != self.buf_gen {
             if let Some(src) = (0..4).find(|&k| self.sig_filled[k] == self.buf_gen) {
                 let mut bufs = self.ws.signal_buffers();
@@ -655,9 +694,57 @@ impl Simulation {
         }
         // The steady signals are those of the buffer; the others are evaluated at `t`.
         let out = self.ws.signal_buffer(b);
-        for &k in self.unsteady.iter() {
+        let list = if no_sines { &self.unsteady_other } else { &self.unsteady };
+        for &k in list.iter() {
             let s = &self.net.signals[k as usize];
             out[k as usize] = if left { s.eval_left(t) } else { s.eval(t) };
+        }
+    }
+
+    /// The signals of a sub-step of length `h` from `t0`: its two stages (`sig[0]`, `sig[1]`)
+    /// and the left limit at its end (`sig_end`). A sine's phase at the stages and the end is
+    /// its phase at `t0` turned by `omega c h` (rotations kept while `h` is); its phase at `t0`
+    /// is where the last sub-step's end left it when this sub-step continues it, and is
+    /// evaluated afresh at least every [`SINE_REANCHOR`] sub-steps (rounding drifts by about an
+    /// ulp per rotation). The values agree with evaluating each time to rounding; a sub-step
+    /// lies on one side of the sine's start time (a time event).
+    fn fill_stage_signals(&mut self, t0: f64, h: f64) {
+        let no_sines = !self.sines.is_empty();
+        for i in 0..2 {
+            self.fill_signals_but(i, t0 + C[i] * h, false, no_sines);
+        }
+        self.fill_signals_but(3, t0 + h, true, no_sines);
+        for &k in self.sines.iter() {
+            let k = k as usize;
+            let Signal::Sine { amplitude, f, phase, offset, start_time } = self.net.signals[k] else { continue };
+            let st = &mut self.sine_state[k];
+            if t0 < start_time {
+                self.ws.sig[0][k] = offset;
+                self.ws.sig[1][k] = offset;
+                self.ws.sig_end[k] = offset;
+                st.next = f64::NAN;
+                continue;
+            }
+            let omega = 2.0 * std::f64::consts::PI * f;
+            if st.h.to_bits() != h.to_bits() {
+                st.h = h;
+                for (r, c) in st.rot.iter_mut().zip([C[0], C[1], 1.0]) {
+                    let (sn, cs) = (omega * c * h).sin_cos();
+                    *r = [cs, sn];
+                }
+            }
+            let (s0, c0) = if st.next.to_bits() == t0.to_bits() && st.age < SINE_REANCHOR {
+                st.age += 1;
+                (st.sin, st.cos)
+            } else {
+                st.age = 0;
+                (omega * (t0 - start_time) + phase).sin_cos()
+            };
+            let [a, b, e] = st.rot.map(|[cs, sn]| (s0 * cs + c0 * sn, c0 * cs - s0 * sn));
+            self.ws.sig[0][k] = offset + amplitude * a.0;
+            self.ws.sig[1][k] = offset + amplitude * b.0;
+            self.ws.sig_end[k] = offset + amplitude * e.0;
+            (st.next, st.sin, st.cos) = (t0 + h, e.0, e.1);
         }
     }
 
@@ -675,10 +762,17 @@ impl Simulation {
     /// Lists the signals that are not steady.
     fn count_unsteady(&mut self) {
         self.unsteady.clear();
+        self.unsteady_other.clear();
+        self.sines.clear();
         self.force_watch = 0;
         for (k, s) in self.net.signals.iter().enumerate() {
             if !s.is_steady() {
                 self.unsteady.push(k as u32);
+                if matches!(s, Signal::Sine { .. }) {
+                    self.sines.push(k as u32);
+                } else {
+                    self.unsteady_other.push(k as u32);
+                }
                 self.force_watch |= self.readers.get(k).copied().unwrap_or(0);
             }
         }
@@ -806,6 +900,9 @@ impl Simulation {
             sliding: 0,
             inputs_changed: false,
             unsteady: CapVec::new(net.signals.len()),
+            unsteady_other: CapVec::new(net.signals.len()),
+            sines: CapVec::new(net.signals.len()),
+            sine_state: vec![SineState::default(); net.signals.len()],
             sig_gen: 0,
             buf_gen: 0,
             sig_filled: [u64::MAX; 4],
@@ -1797,10 +1894,7 @@ impl Simulation {
         let n = self.net.n_dof;
         let slot = self.cur;
         let t0 = self.t;
-        for i in 0..2 {
-            self.fill_signals(i, t0 + C[i] * h, false);
-        }
-        self.fill_signals(3, t0 + h, true);
+        self.fill_stage_signals(t0, h);
         self.ws.cache = 0;
         let prescribed = !self.slots[slot].rhs.is_empty();
         if prescribed {
