@@ -539,10 +539,18 @@ pub struct Simulation {
     /// until the next change of a signal.
     unsteady: CapVec<u32>,
     /// The unsteady signals a sub-step's stage fill evaluates one by one: all but the sines,
-    /// which [`Simulation::fill_stage_signals`] rotates from one sine and cosine a sub-step.
+    /// which [`Simulation::fill_stage_signals`] rotates from one sine and cosine a sub-step,
+    /// and the steps and pulses, which it evaluates once per time event.
     unsteady_other: CapVec<u32>,
     /// The unsteady signals that are sines.
     sines: CapVec<u32>,
+    /// The unsteady signals that are steps or pulses: constant between their time events.
+    held: CapVec<u32>,
+    /// Per signal (used by the steps and pulses): `(time_events, value)`, the value it held
+    /// after the time event of that count.
+    held_value: Vec<(u64, f64)>,
+    /// Time events passed so far.
+    time_events: u64,
     /// Per signal (used by the sines): where its sine stands, see [`SineState`].
     sine_state: Vec<SineState>,
     /// Bumped at every change of a signal's definition or value (what depends on the signals,
@@ -670,9 +678,9 @@ impl Simulation {
         self.fill_signals_but(b, t, left, false);
     }
 
-    /// [`Simulation::fill_signals`], leaving the sines out when `no_sines` (their caller
-    /// writes them).
-    fn fill_signals_but(&mut self, b: usize, t: f64, left: bool, no_sines: bool) {
+    /// [`Simulation::fill_signals`], leaving out, when `rest_only`, the signals
+    /// [`Simulation::fill_stage_signals`] writes itself (sines, steps and pulses).
+    fn fill_signals_but(&mut self, b: usize, t: f64, left: bool, rest_only: bool) {
         if self.sig_filled[b] != self.buf_gen {
             if let Some(src) = (0..4).find(|&k| self.sig_filled[k] == self.buf_gen) {
                 let mut bufs = self.ws.signal_buffers();
@@ -694,7 +702,7 @@ impl Simulation {
         }
         // The steady signals are those of the buffer; the others are evaluated at `t`.
         let out = self.ws.signal_buffer(b);
-        let list = if no_sines { &self.unsteady_other } else { &self.unsteady };
+        let list = if rest_only { &self.unsteady_other } else { &self.unsteady };
         for &k in list.iter() {
             let s = &self.net.signals[k as usize];
             out[k as usize] = if left { s.eval_left(t) } else { s.eval(t) };
@@ -709,11 +717,29 @@ impl Simulation {
     /// ulp per rotation). The values agree with evaluating each time to rounding; a sub-step
     /// lies on one side of the sine's start time (a time event).
     fn fill_stage_signals(&mut self, t0: f64, h: f64) {
-        let no_sines = !self.sines.is_empty();
-        for i in 0..2 {
-            self.fill_signals_but(i, t0 + C[i] * h, false, no_sines);
+        let rest_only = !self.sines.is_empty() || !self.held.is_empty();
+        // A step or a pulse changes only at its edges, time events that end sub-steps: inside
+        // a sub-step and at its end's left limit it holds the value it took after the last
+        // time event, evaluated once then (at a stage time, strictly after that event).
+        for &k in self.held.iter() {
+            let k = k as usize;
+            let (seen, v) = &mut self.held_value[k];
+            if *seen != self.time_events {
+                *seen = self.time_events;
+                *v = self.net.signals[k].eval(t0 + C[0] * h);
+            }
         }
-        self.fill_signals_but(3, t0 + h, true, no_sines);
+        for i in 0..2 {
+            self.fill_signals_but(i, t0 + C[i] * h, false, rest_only);
+        }
+        self.fill_signals_but(3, t0 + h, true, rest_only);
+        for &k in self.held.iter() {
+            let k = k as usize;
+            let v = self.held_value[k].1;
+            self.ws.sig[0][k] = v;
+            self.ws.sig[1][k] = v;
+            self.ws.sig_end[k] = v;
+        }
         for &k in self.sines.iter() {
             let k = k as usize;
             let Signal::Sine { amplitude, f, phase, offset, start_time } = self.net.signals[k] else { continue };
@@ -764,12 +790,15 @@ impl Simulation {
         self.unsteady.clear();
         self.unsteady_other.clear();
         self.sines.clear();
+        self.held.clear();
         self.force_watch = 0;
         for (k, s) in self.net.signals.iter().enumerate() {
             if !s.is_steady() {
                 self.unsteady.push(k as u32);
                 if matches!(s, Signal::Sine { .. }) {
                     self.sines.push(k as u32);
+                } else if matches!(s, Signal::Step { .. } | Signal::Pulse { .. }) {
+                    self.held.push(k as u32);
                 } else {
                     self.unsteady_other.push(k as u32);
                 }
@@ -902,6 +931,9 @@ impl Simulation {
             unsteady: CapVec::new(net.signals.len()),
             unsteady_other: CapVec::new(net.signals.len()),
             sines: CapVec::new(net.signals.len()),
+            held: CapVec::new(net.signals.len()),
+            held_value: vec![(u64::MAX, 0.0); net.signals.len()],
+            time_events: 0,
             sine_state: vec![SineState::default(); net.signals.len()],
             sig_gen: 0,
             buf_gen: 0,
@@ -1883,6 +1915,7 @@ impl Simulation {
     }
 
     fn after_time_event(&mut self) {
+        self.time_events += 1;
         self.next_time_event = self.compute_next_time_event(self.t);
         // Signals may have jumped: re-evaluate backlash regimes and friction modes.
         self.select_modes(0, false);
