@@ -752,7 +752,11 @@ impl Simulation {
                 continue;
             }
             let omega = 2.0 * std::f64::consts::PI * f;
-            if st.h.to_bits() != h.to_bits() {
+            // Steps of `k dt - t` differ from `dt` by rounding: their rotations differ by less
+            // than 1e-16 rad, and are reused (as the Newton factors are).
+            // (A NaN `st.h`, never set, compares false and sets them.)
+            let same_h = (h - st.h).abs() <= 1e-12 * h;
+            if !same_h {
                 st.h = h;
                 for (r, c) in st.rot.iter_mut().zip([C[0], C[1], 1.0]) {
                     let (sn, cs) = (omega * c * h).sin_cos();
