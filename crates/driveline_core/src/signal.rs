@@ -132,6 +132,19 @@ impl Default for Signal {
     }
 }
 
+/// Angular frequency of a sine of frequency `f` Hz, rad/s.
+#[inline]
+pub(crate) fn angular(f: f64) -> f64 {
+    2.0 * PI * f
+}
+
+/// Phase of a sine (`f` Hz, `phase` rad, starting at `start_time` s) at `t`, rad: the one
+/// place its argument is formed (the solver turns it from stage to stage from here).
+#[inline]
+pub(crate) fn sine_phase(f: f64, phase: f64, start_time: f64, t: f64) -> f64 {
+    angular(f) * (t - start_time) + phase
+}
+
 impl Signal {
     /// Value at `t`, continuous from the right (a step at `t` has already happened).
     #[inline]
@@ -189,7 +202,7 @@ impl Signal {
                 if before(*start_time) {
                     *offset
                 } else {
-                    offset + amplitude * (2.0 * PI * f * (t - start_time) + phase).sin()
+                    offset + amplitude * sine_phase(*f, *phase, *start_time, t).sin()
                 }
             }
             Signal::Pulse { amplitude, width, period, nperiod, offset, start_time } => {
@@ -260,8 +273,7 @@ impl Signal {
                 if t < *start_time {
                     0.0
                 } else {
-                    let w = 2.0 * PI * f;
-                    amplitude * w * (w * (t - start_time) + phase).cos()
+                    amplitude * angular(*f) * sine_phase(*f, *phase, *start_time, t).cos()
                 }
             }
             Signal::Table(points) => {
@@ -301,8 +313,8 @@ impl Signal {
                 if t < *start_time {
                     0.0
                 } else {
-                    let w = 2.0 * PI * f;
-                    -amplitude * w * w * (w * (t - start_time) + phase).sin()
+                    let w = angular(*f);
+                    -amplitude * w * w * sine_phase(*f, *phase, *start_time, t).sin()
                 }
             }
             Signal::Sum(items) => items.iter().map(|s| s.second_derivative(t)).sum(),

@@ -751,7 +751,7 @@ impl Simulation {
                 st.next = f64::NAN;
                 continue;
             }
-            let omega = 2.0 * std::f64::consts::PI * f;
+            let omega = crate::signal::angular(f);
             // Steps of `k dt - t` differ from `dt` by rounding: their rotations differ by less
             // than 1e-16 rad, and are reused (as the Newton factors are).
             // (A NaN `st.h`, never set, compares false and sets them.)
@@ -768,7 +768,7 @@ impl Simulation {
                 (st.sin, st.cos)
             } else {
                 st.age = 0;
-                (omega * (t0 - start_time) + phase).sin_cos()
+                crate::signal::sine_phase(f, phase, start_time, t0).sin_cos()
             };
             let [a, b, e] = st.rot.map(|[cs, sn]| (s0 * cs + c0 * sn, c0 * cs - s0 * sn));
             self.ws.sig[0][k] = offset + amplitude * a.0;
