@@ -340,6 +340,16 @@ impl FrictionLaw {
         }
     }
 
+    /// True when the sliding torque reads the signals only: neither the slip speed, nor a
+    /// ground speed, nor the constraint torques.
+    pub fn is_time_only(&self) -> bool {
+        match self {
+            FrictionLaw::Normal { mu, .. } | FrictionLaw::OneWay { mu, .. } => mu.is_constant(),
+            FrictionLaw::Bearing { tau_pos, .. } => tau_pos.is_constant(),
+            FrictionLaw::Lossy { .. } | FrictionLaw::Tyre { .. } | FrictionLaw::Ramp { .. } => false,
+        }
+    }
+
     /// True when the sliding torque does not depend on the slip speed.
     pub fn is_speed_independent(&self) -> bool {
         match self {
@@ -728,6 +738,31 @@ impl Law {
         }
     }
 
+    /// True when the law's force reads the signals only, not the state (a torque source).
+    pub fn is_state_free(&self) -> bool {
+        self.state_free_nodes().is_some()
+    }
+
+    /// For a law whose force reads the signals only: the nodes it acts on and their
+    /// coefficients, the force being `f[node] += coefficient * tau` with `tau` its torque
+    /// ([`Law::state_free_torque`]). `None` for the laws that read the state.
+    pub fn state_free_nodes(&self) -> Option<[(usize, f64); 2]> {
+        match *self {
+            Law::Source { flange, support, .. } => Some([(flange, 1.0), (support, -1.0)]),
+            _ => None,
+        }
+    }
+
+    /// The torque ([`LawOutput::tau`]) of a law whose force reads the signals only, at signal
+    /// values `sig`; NaN for the laws that read the state.
+    #[inline]
+    pub fn state_free_torque(&self, sig: &[f64]) -> f64 {
+        match *self {
+            Law::Source { signal, .. } => sig[signal],
+            _ => f64::NAN,
+        }
+    }
+
     /// True when the law's force is affine in (phi, w) in every regime and needs no Newton
     /// iteration.
     pub fn is_linear(&self) -> bool {
@@ -755,8 +790,8 @@ impl Law {
     ) -> LawOutput {
         let regime = state.regime;
         match *self {
-            Law::Source { flange, support, signal } => {
-                let tau = sig[signal];
+            Law::Source { flange, support, .. } => {
+                let tau = self.state_free_torque(sig);
                 f[flange] += tau;
                 f[support] -= tau;
                 LawOutput { tau, power: tau * (w[flange] - w[support]), dissipation: 0.0 }

@@ -42,6 +42,8 @@ use crate::elements::{Capacity, Jacobian, Law, LawState, Row};
 use crate::linalg;
 use crate::network::Network;
 
+mod time_only;
+
 /// A run-time input resolved once by [`Simulation::input_id`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct InputId(usize);
@@ -195,6 +197,9 @@ pub struct StepStats {
     pub jacobian_updates: u64,
     /// Steps that hit `max_substeps`.
     pub zeno_guards: u64,
+    /// Sub-steps taken by the time-only kernel (modes whose forces depend on time alone; they
+    /// count one Newton iteration each, the linear solve they stand for).
+    pub time_only_substeps: u64,
 }
 
 /// Energy bookkeeping since the start, J.
@@ -598,6 +603,17 @@ pub struct Simulation {
     /// LossyGears, limited-slip packs), as a mask: the force pipeline corrects for those that
     /// slide.
     torque_dependent: u64,
+    /// Every law's force reads the signals only ([`Law::is_state_free`]).
+    laws_state_free: bool,
+    /// The friction elements whose sliding torque reads the signals only
+    /// ([`FrictionLaw::is_time_only`](crate::elements::FrictionLaw::is_time_only)), as a mask. With `laws_state_free`, a mode where only
+    /// these slide has forces that depend on time alone.
+    time_only: u64,
+    /// The time-only kernel of the current mode ([`time_only`]).
+    kernel: time_only::TimeOnly,
+    /// The stage signals of the sub-step about to be integrated are in place (the kernel
+    /// filled them, then handed the sub-step to the general path).
+    stage_signals_ready: bool,
     started: bool,
     /// The permanent rows that report a torque, as `(row, element, coefficient)`: a gear
     /// reports `flange_b.tau = -c_b lambda`, a speed source `lambda` (derived once from the
@@ -955,6 +971,10 @@ impl Simulation {
                 .collect(),
             epoch: 0,
             torque_dependent: mask_where(&net.friction, |fe| fe.law.is_torque_dependent()),
+            laws_state_free: net.laws.iter().all(Law::is_state_free),
+            time_only: mask_where(&net.friction, |fe| fe.law.is_time_only()),
+            kernel: time_only::TimeOnly::new(n, rmax, nl, nf),
+            stage_signals_ready: false,
             started: false,
             row_outputs: Vec::new(),
             mode_sources: Vec::new(),
@@ -1845,10 +1865,20 @@ impl Simulation {
             // Sliding elements whose slip is non-zero now (a slip held at zero by another lock,
             // for example a bearing friction beside a stuck lossy gear, is not "reaching" zero).
             let moving = !self.zero_slips.take().unwrap_or_else(|| self.slips_at_zero());
-            self.integrate(h, h >= 0.999 * dt);
-            match self.detect_event(h) {
+            // A mode whose forces depend on time alone takes its event-free sub-steps in the
+            // time-only kernel (committed there); anything else takes the general path.
+            let kernel = self.time_only_substep(h);
+            let event = if kernel {
+                None
+            } else {
+                self.integrate(h, h >= 0.999 * dt);
+                self.detect_event(h)
+            };
+            match event {
                 None => {
-                    self.commit(h);
+                    if !kernel {
+                        self.commit(h);
+                    }
                     // A slip that reached zero exactly at the sub-step end locks there.
                     let zero = self.slips_at_zero();
                     // The next sub-step starts from this state: unless a mode selection
@@ -1931,7 +1961,9 @@ impl Simulation {
         let n = self.net.n_dof;
         let slot = self.cur;
         let t0 = self.t;
-        self.fill_stage_signals(t0, h);
+        if !std::mem::take(&mut self.stage_signals_ready) {
+            self.fill_stage_signals(t0, h);
+        }
         self.ws.cache = 0;
         let prescribed = !self.slots[slot].rhs.is_empty();
         if prescribed {
@@ -2078,6 +2110,11 @@ impl Simulation {
                 // the stage forces (also when the first correction of a predicted guess is).
                 // One linear solve from the guess is exact but its forces are those of the guess.
                 if !linear && (iter > 1 || predicted) {
+                    self.ws.cache |= 1;
+                }
+                // Forces that depend on time alone are the same at the guess and at the stages
+                // (their powers are not: the energy ledger re-evaluates them).
+                if linear && self.laws_state_free && self.sliding & !self.time_only == 0 && !self.params.track_energy {
                     self.ws.cache |= 1;
                 }
                 break;
