@@ -328,6 +328,16 @@ impl FrictionLaw {
         }
     }
 
+    /// The signal the static capacity ([`FrictionLaw::capacity`]) reads, if any: equal values
+    /// of it give equal capacities.
+    pub fn capacity_signal(&self) -> Option<usize> {
+        match self {
+            FrictionLaw::Normal { signal, .. } | FrictionLaw::OneWay { signal, .. } => Some(*signal),
+            FrictionLaw::Tyre { load, .. } => Some(*load),
+            FrictionLaw::Bearing { .. } | FrictionLaw::Lossy { .. } | FrictionLaw::Ramp { .. } => None,
+        }
+    }
+
     /// Index of the normal-force signal of an element that can be free (Clutch, Brake).
     pub fn free_signal(&self) -> Option<usize> {
         match self {

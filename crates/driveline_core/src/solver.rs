@@ -745,10 +745,16 @@ impl Simulation {
                 *v = self.net.signals[k].eval(t0 + C[0] * h);
             }
         }
-        for i in 0..2 {
-            self.fill_signals_but(i, t0 + C[i] * h, false, rest_only);
+        // Buffers filled since the last change need only their unsteady signals, and with
+        // rest_only the loop below writes those of the common kinds itself.
+        let rest = if rest_only { &self.unsteady_other } else { &self.unsteady };
+        let nothing_left = rest.is_empty() && [0, 1, 3].iter().all(|&b| self.sig_filled[b] == self.buf_gen);
+        if !nothing_left {
+            for i in 0..2 {
+                self.fill_signals_but(i, t0 + C[i] * h, false, rest_only);
+            }
+            self.fill_signals_but(3, t0 + h, true, rest_only);
         }
-        self.fill_signals_but(3, t0 + h, true, rest_only);
         for &k in self.held.iter() {
             let k = k as usize;
             let v = self.held_value[k].1;

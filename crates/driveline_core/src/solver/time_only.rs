@@ -202,8 +202,21 @@ impl Simulation {
         ];
         for (pos, &i) in s.locked.iter().enumerate() {
             let law = &self.net.friction[i].law;
+            // A capacity whose signal holds its value over the sub-step is evaluated once.
+            let steady = law.capacity_signal().is_none_or(|k| {
+                let v = ws.sig[0][k].to_bits();
+                v == ws.sig[1][k].to_bits() && v == ws.sig_end[k].to_bits()
+            });
+            let mut cap = None;
             for &(lam, sig, w) in &samples {
-                if law.hold_excess(self.capacity(i, sig), lam[np + pos], lam, w).0 > 0.0 {
+                let c = match cap {
+                    Some(c) => c,
+                    None => self.capacity(i, sig),
+                };
+                if steady {
+                    cap = Some(c);
+                }
+                if law.hold_excess(c, lam[np + pos], lam, w).0 > 0.0 {
                     return false;
                 }
             }
