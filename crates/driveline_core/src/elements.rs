@@ -401,7 +401,18 @@ impl FrictionLaw {
     /// speeds, `cap` the capacity at the same instant. LossyGear: `tauLoss = -lam_own` against
     /// its standstill range at the transmitted torque; limited slip: its ramp limit; a one-way
     /// element only releases forwards.
+    #[inline]
     pub fn hold_excess(&self, cap: Capacity, lam_own: f64, lam: &[f64], w: &[f64]) -> (f64, f64) {
+        match self {
+            FrictionLaw::Lossy { .. } | FrictionLaw::Ramp { .. } => self.torque_dependent_excess(lam_own, lam, w),
+            _ if cap.one_way => (-lam_own - cap.tau_max, cap.tau_max),
+            _ => (lam_own.abs() - cap.tau_max, cap.tau_max),
+        }
+    }
+
+    /// [`FrictionLaw::hold_excess`] of the laws whose limits read constraint torques.
+    #[inline(never)]
+    fn torque_dependent_excess(&self, lam_own: f64, lam: &[f64], w: &[f64]) -> (f64, f64) {
         match self {
             FrictionLaw::Lossy { table, gear_row } => {
                 let tau_loss = -lam_own;
@@ -412,8 +423,7 @@ impl FrictionLaw {
                 let limit = self.ramp_limit(self.ramp_input(lam), w[*carrier]).unwrap_or(0.0);
                 (lam_own.abs() - limit, limit)
             }
-            _ if cap.one_way => (-lam_own - cap.tau_max, cap.tau_max),
-            _ => (lam_own.abs() - cap.tau_max, cap.tau_max),
+            _ => unreachable!("only LossyGear and limited-slip laws read constraint torques"),
         }
     }
 

@@ -146,8 +146,11 @@ impl Table1D {
     }
 
     /// Value and slope `dy/dx` at `x` (slope 0 beyond the ends).
+    #[inline]
     pub fn eval_with_slope(&self, x: f64) -> (f64, f64) {
         let p = &self.points;
+        // The ends (a constant table, a slip of zero) are inlined at the caller; the search
+        // between the rows is not.
         if p.len() == 1 || x <= p[0].0 {
             return (p[0].1, 0.0);
         }
@@ -155,6 +158,13 @@ impl Table1D {
         if x >= last.0 {
             return (last.1, 0.0);
         }
+        self.between_rows(x)
+    }
+
+    /// [`Table1D::eval_with_slope`] strictly between the first and the last row.
+    #[inline(never)]
+    fn between_rows(&self, x: f64) -> (f64, f64) {
+        let p = &self.points;
         // The row pair around x: the first row i >= 1 with x <= x_i. Short tables are scanned
         // from the start; long ones from their bucket's start, stepping back first should
         // rounding have put x just left of the bucket's edge.
