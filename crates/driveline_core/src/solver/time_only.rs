@@ -147,35 +147,47 @@ impl Simulation {
         let ws = &mut self.ws;
         // Magnitudes at the samples: each law's own torque, each sliding element's kinetic
         // torque (time-only: read at any slip speed).
+        let samples = [&ws.sig[0], &ws.sig[1], &ws.sig_end];
         for (src, tau) in k.src.iter().zip(k.tau.chunks_exact_mut(3)) {
-            for (t, sig) in tau.iter_mut().zip([&ws.sig[0], &ws.sig[1], &ws.sig_end]) {
-                *t = match *src {
-                    Source::Law(l) => self.net.laws[l].state_free_torque(sig),
-                    Source::Friction(i) => self.modes[i].dir() * self.net.friction[i].law.kinetic(sig, 0.0, &self.w).0,
-                };
+            match *src {
+                Source::Law(l) => {
+                    let law = &self.net.laws[l];
+                    for (t, sig) in tau.iter_mut().zip(samples) {
+                        *t = law.state_free_torque(sig);
+                    }
+                }
+                Source::Friction(i) => {
+                    let (dir, law) = (self.modes[i].dir(), &self.net.friction[i].law);
+                    for (t, sig) in tau.iter_mut().zip(samples) {
+                        *t = dir * law.kinetic(sig, 0.0, &self.w).0;
+                    }
+                }
             }
         }
         // Each row of the map against the magnitudes at the three samples: reduced
         // accelerations give the stages Q_i = q0 + h sum_j a_ij acc_j and the end
         // q1 = q0 + h sum_j b_j acc_j; constraint-torque rows the torques at the samples.
         let tau = &k.tau[..3 * ns];
-        for row in 0..m + r {
+        let at = |row: usize| {
             let mut acc = [0.0f64; 3];
             for (c, t) in k.map[row * ns..(row + 1) * ns].iter().zip(tau.chunks_exact(3)) {
                 acc[0] += c * t[0];
                 acc[1] += c * t[1];
                 acc[2] += c * t[2];
             }
-            if row < m {
-                let q0 = self.w[s.free_cols[row]];
-                ws.q[row] = q0 + h * (A[0][0] * acc[0] + A[0][1] * acc[1]);
-                ws.q[m + row] = q0 + h * (A[1][0] * acc[0] + A[1][1] * acc[1]);
-                ws.res[row] = q0 + h * (B[0] * acc[0] + B[1] * acc[1]);
-            } else {
-                ws.lam_st[0][row - m] = acc[0];
-                ws.lam_st[1][row - m] = acc[1];
-                ws.lam_end[row - m] = acc[2];
-            }
+            acc
+        };
+        let (q, res) = (&mut ws.q[..2 * m], &mut ws.res[..m]);
+        for (a, &col) in s.free_cols[..m].iter().enumerate() {
+            let acc = at(a);
+            let q0 = self.w[col];
+            q[a] = q0 + h * (A[0][0] * acc[0] + A[0][1] * acc[1]);
+            q[m + a] = q0 + h * (A[1][0] * acc[0] + A[1][1] * acc[1]);
+            res[a] = q0 + h * (B[0] * acc[0] + B[1] * acc[1]);
+        }
+        let [l0, l1] = &mut ws.lam_st;
+        for (l, ((l0, l1), le)) in l0[..r].iter_mut().zip(l1[..r].iter_mut()).zip(&mut ws.lam_end[..r]).enumerate() {
+            [*l0, *l1, *le] = at(m + l);
         }
         for i in 0..2 {
             s.n_times(&ws.q[i * m..(i + 1) * m], &mut ws.w_st[i][..n]);
@@ -207,15 +219,9 @@ impl Simulation {
                 let v = ws.sig[0][k].to_bits();
                 v == ws.sig[1][k].to_bits() && v == ws.sig_end[k].to_bits()
             });
-            let mut cap = None;
+            let first = self.capacity(i, &ws.sig[0]);
             for &(lam, sig, w) in &samples {
-                let c = match cap {
-                    Some(c) => c,
-                    None => self.capacity(i, sig),
-                };
-                if steady {
-                    cap = Some(c);
-                }
+                let c = if steady { first } else { self.capacity(i, sig) };
                 if law.hold_excess(c, lam[np + pos], lam, w).0 > 0.0 {
                     return false;
                 }
@@ -258,10 +264,9 @@ impl Simulation {
         }
         // The end caches: forces' records (above) and constraint torques are valid.
         ws.cache = 4;
-        for c in 0..n {
-            ws.phi1[c] = self.phi[c] + h * (B[0] * ws.w_st[0][c] + B[1] * ws.w_st[1][c]);
+        for ((phi, w0), w1) in self.phi[..n].iter_mut().zip(&ws.w_st[0][..n]).zip(&ws.w_st[1][..n]) {
+            *phi += h * (B[0] * w0 + B[1] * w1);
         }
-        self.phi[..n].copy_from_slice(&ws.phi1[..n]);
         self.w[..n].copy_from_slice(&ws.w1[..n]);
         self.zero_slips = None;
         self.t += h;
