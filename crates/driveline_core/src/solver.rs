@@ -1831,6 +1831,14 @@ impl Simulation {
         }
         self.events.clear();
         self.stats.steps += 1;
+        let t_end = self.t + dt;
+        // A step that is one event-free sub-step of the time-only kernel (a mode whose forces
+        // depend on time alone): the kernel never commits a non-finite state, so nothing needs
+        // saving. Any other step, or one the kernel declines, takes the general path.
+        if let Some(clean_end) = self.whole_step_in_kernel(t_end, dt) {
+            self.finish_step(clean_end);
+            return Ok(());
+        }
         // The state at the step start, restored if the step produces a non-finite value.
         let t_start = self.t;
         self.ws.phi_save.copy_from_slice(&self.phi);
@@ -1841,7 +1849,6 @@ impl Simulation {
                 self.select_modes(0, false);
             }
         }
-        let t_end = self.t + dt;
         let mut substeps = 0;
         // True when the step ends on an event-free sub-step: its end caches describe the state.
         let mut clean_end = false;
@@ -1868,37 +1875,12 @@ impl Simulation {
                 continue;
             }
             self.stats.substeps += 1;
-            // Sliding elements whose slip is non-zero now (a slip held at zero by another lock,
-            // for example a bearing friction beside a stuck lossy gear, is not "reaching" zero).
-            let moving = !self.zero_slips.take().unwrap_or_else(|| self.slips_at_zero());
-            // A mode whose forces depend on time alone takes its event-free sub-steps in the
-            // time-only kernel (committed there); anything else takes the general path.
-            let kernel = self.time_only_substep(h);
-            let event = if kernel {
-                None
-            } else {
-                self.integrate(h, h >= 0.999 * dt);
-                self.detect_event(h)
-            };
-            match event {
+            let moving = self.moving_slips();
+            self.integrate(h, h >= 0.999 * dt);
+            match self.detect_event(h) {
                 None => {
-                    if !kernel {
-                        self.commit(h);
-                    }
-                    // A slip that reached zero exactly at the sub-step end locks there.
-                    let zero = self.slips_at_zero();
-                    // The next sub-step starts from this state: unless a mode selection
-                    // intervenes, its zero slips are these.
-                    self.zero_slips = Some(zero);
-                    let at_zero = zero & moving;
-                    if at_zero != 0 {
-                        self.select_modes(at_zero, false);
-                    }
-                    if time_event {
-                        self.after_time_event();
-                    } else if at_zero == 0 {
-                        clean_end = true;
-                    }
+                    self.commit(h);
+                    clean_end = self.after_clean_substep(moving, time_event);
                 }
                 Some((theta, forced, breaking)) => {
                     self.stats.state_events += 1;
@@ -1924,6 +1906,66 @@ impl Simulation {
             self.update_outputs();
             return Err(StepError::NonFinite(t_start));
         }
+        self.finish_step(clean_end);
+        Ok(())
+    }
+
+    /// The whole step from `t` to `t_end` as one sub-step of the time-only kernel, when no
+    /// input changed, no time event falls in it and the kernel takes it: then committed, and
+    /// whether it ended clean ([`Simulation::after_clean_substep`]); `None` with nothing
+    /// changed otherwise.
+    fn whole_step_in_kernel(&mut self, t_end: f64, dt: f64) -> Option<bool> {
+        let h = t_end - self.t;
+        if self.inputs_changed
+            || self.next_time_event <= t_end + 1e-9 * dt
+            || h <= 1e-15 * self.t.abs().max(1.0)
+            || self.params.max_substeps == 0
+            || !self.time_only_network()
+        {
+            return None;
+        }
+        let zero_slips = self.zero_slips;
+        let moving = self.moving_slips();
+        if !self.time_only_substep(h) {
+            // The general path takes the step from the same state.
+            self.zero_slips = zero_slips;
+            return None;
+        }
+        self.stats.substeps += 1;
+        let clean = self.after_clean_substep(moving, false);
+        self.t = t_end.max(self.t);
+        Some(clean)
+    }
+
+    /// Sliding elements whose slip is non-zero now (a slip held at zero by another lock, for
+    /// example a bearing friction beside a stuck lossy gear, is not "reaching" zero), as a
+    /// mask; the zero slips known from the last sub-step's end are used up.
+    fn moving_slips(&mut self) -> u64 {
+        !self.zero_slips.take().unwrap_or_else(|| self.slips_at_zero())
+    }
+
+    /// After an event-free sub-step is committed: locks the elements whose slip reached zero
+    /// exactly at its end (of those `moving` at its start) and handles a time event ending it.
+    /// True when the state is the sub-step's clean end (no mode selection since).
+    fn after_clean_substep(&mut self, moving: u64, time_event: bool) -> bool {
+        let zero = self.slips_at_zero();
+        // The next sub-step starts from this state: unless a mode selection intervenes, its
+        // zero slips are these.
+        self.zero_slips = Some(zero);
+        let at_zero = zero & moving;
+        if at_zero != 0 {
+            self.select_modes(at_zero, false);
+        }
+        if time_event {
+            self.after_time_event();
+            return false;
+        }
+        at_zero == 0
+    }
+
+    /// The outputs at the end of a step: from the last sub-step's end caches when it ended
+    /// clean, evaluated afresh otherwise.
+    fn finish_step(&mut self, clean_end: bool) {
         if clean_end {
             self.end_torques();
             let r = self.slots[self.cur].r;
@@ -1935,7 +1977,6 @@ impl Simulation {
         } else {
             self.update_outputs();
         }
-        Ok(())
     }
 
     /// Sliding friction elements whose slip is zero (to rounding) now.

@@ -227,6 +227,19 @@ impl Simulation {
                 }
             }
         }
+        // A non-finite state is the general path's to report.
+        let ws = &mut self.ws;
+        for ((phi1, phi), (w0, w1)) in
+            ws.phi1[..n].iter_mut().zip(&self.phi[..n]).zip(ws.w_st[0][..n].iter().zip(&ws.w_st[1][..n]))
+        {
+            *phi1 = phi + h * (B[0] * w0 + B[1] * w1);
+        }
+        // (A sum is finite only if every term is; one that overflows sends the sub-step to the
+        // general path, which is as right.)
+        let sum = ws.phi1[..n].iter().sum::<f64>() + ws.w1[..n].iter().sum::<f64>();
+        if !sum.is_finite() {
+            return false;
+        }
         // Nothing happens: commit, as the general path's commit does.
         self.stage_signals_ready = false;
         self.stats.newton_iterations += 1;
@@ -264,9 +277,7 @@ impl Simulation {
         }
         // The end caches: forces' records (above) and constraint torques are valid.
         ws.cache = 4;
-        for ((phi, w0), w1) in self.phi[..n].iter_mut().zip(&ws.w_st[0][..n]).zip(&ws.w_st[1][..n]) {
-            *phi += h * (B[0] * w0 + B[1] * w1);
-        }
+        self.phi[..n].copy_from_slice(&ws.phi1[..n]);
         self.w[..n].copy_from_slice(&ws.w1[..n]);
         self.zero_slips = None;
         self.t += h;
