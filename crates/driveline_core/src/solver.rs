@@ -1948,7 +1948,8 @@ impl Simulation {
     /// exactly at its end (of those `moving` at its start) and handles a time event ending it.
     /// True when the state is the sub-step's clean end (no mode selection since).
     fn after_clean_substep(&mut self, moving: u64, time_event: bool) -> bool {
-        let zero = self.slips_at_zero();
+        // (The time-only kernel found them as it committed; the general commit leaves None.)
+        let zero = self.zero_slips.unwrap_or_else(|| self.slips_at_zero());
         // The next sub-step starts from this state: unless a mode selection intervenes, its
         // zero slips are these.
         self.zero_slips = Some(zero);

@@ -45,8 +45,8 @@ pub(super) struct TimeOnly {
     /// `Mr^-1 N^T d` (rows `0..m`) and the constraint torques `T d` (rows `m..m + r`),
     /// row-major.
     map: Vec<f64>,
-    /// Source magnitudes at the two stages and the end, three per source.
-    tau: Vec<f64>,
+    /// Source magnitudes at the two stages and the end.
+    tau: Vec<[f64; 3]>,
     /// One source's column while it is formed (`n` values).
     col: Vec<f64>,
 }
@@ -61,7 +61,7 @@ impl TimeOnly {
             active: false,
             src: Vec::with_capacity(ns),
             map: vec![0.0; ns * (n + rmax)],
-            tau: vec![0.0; 3 * ns],
+            tau: vec![[0.0; 3]; ns],
             col: vec![0.0; n],
         }
     }
@@ -148,7 +148,7 @@ impl Simulation {
         // Magnitudes at the samples: each law's own torque, each sliding element's kinetic
         // torque (time-only: read at any slip speed).
         let samples = [&ws.sig[0], &ws.sig[1], &ws.sig_end];
-        for (src, tau) in k.src.iter().zip(k.tau.chunks_exact_mut(3)) {
+        for (src, tau) in k.src.iter().zip(k.tau.iter_mut()) {
             match *src {
                 Source::Law(l) => {
                     let law = &self.net.laws[l];
@@ -167,10 +167,10 @@ impl Simulation {
         // Each row of the map against the magnitudes at the three samples: reduced
         // accelerations give the stages Q_i = q0 + h sum_j a_ij acc_j and the end
         // q1 = q0 + h sum_j b_j acc_j; constraint-torque rows the torques at the samples.
-        let tau = &k.tau[..3 * ns];
+        let tau = &k.tau[..ns];
         let at = |row: usize| {
             let mut acc = [0.0f64; 3];
-            for (c, t) in k.map[row * ns..(row + 1) * ns].iter().zip(tau.chunks_exact(3)) {
+            for (c, t) in k.map[row * ns..(row + 1) * ns].iter().zip(tau) {
                 acc[0] += c * t[0];
                 acc[1] += c * t[1];
                 acc[2] += c * t[2];
@@ -246,32 +246,38 @@ impl Simulation {
         self.stats.time_only_substeps += 1;
         let k = &self.kernel;
         let ws = &mut self.ws;
-        for (src, tau) in k.src.iter().zip(k.tau.chunks_exact(3)) {
-            // The source's powers at the stages (for the ledger) and its end records (for the
-            // outputs read at a clean step end).
-            let (power, input) = match *src {
+        // The sliding elements whose slip ends at zero (to rounding), as
+        // [`Simulation::slips_at_zero`] finds them at the committed state.
+        let tol = 1e-12 * ws.w1[..n].iter().fold(1.0f64, |s, v| s.max(v.abs()));
+        let mut zero = 0;
+        for (src, tau) in k.src.iter().zip(&k.tau) {
+            // The end records (the outputs read at a clean step end) and, for the ledger, the
+            // work over the sub-step from the powers at the stages.
+            match *src {
                 Source::Law(l) => {
-                    let nodes = self.net.laws[l].state_free_nodes().expect("a state-free law");
-                    let speed = |w: &[f64]| nodes.iter().map(|&(k, c)| c * w[k]).sum::<f64>();
                     ws.law_tau_end[l] = tau[2];
                     ws.law_diss_end[l] = 0.0;
-                    ([tau[0] * speed(&ws.w_st[0]), tau[1] * speed(&ws.w_st[1])], true)
+                    if self.params.track_energy {
+                        // A state-free law is a source: its power is input.
+                        let nodes = self.net.laws[l].state_free_nodes().expect("a state-free law");
+                        let speed = |w: &[f64]| nodes.iter().map(|&(k, c)| c * w[k]).sum::<f64>();
+                        let p = [tau[0] * speed(&ws.w_st[0]), tau[1] * speed(&ws.w_st[1])];
+                        self.energy.input += h * (B[0] * p[0] + B[1] * p[1]);
+                    }
                 }
                 Source::Friction(i) => {
                     let row = &self.net.friction[i].row;
+                    let slip = row.dot(&ws.w1);
                     ws.fric_tau_end[i] = tau[2];
-                    ws.fric_power_end[i] = tau[2] * row.dot(&ws.w1);
-                    ([tau[0] * row.dot(&ws.w_st[0]), tau[1] * row.dot(&ws.w_st[1])], false)
-                }
-            };
-            if self.params.track_energy {
-                // A state-free law is a source: its power is input. A sliding element's
-                // `tau w_rel` is dissipated.
-                let work = h * (B[0] * power[0] + B[1] * power[1]);
-                if input {
-                    self.energy.input += work;
-                } else {
-                    self.energy.dissipated += work;
+                    ws.fric_power_end[i] = tau[2] * slip;
+                    if slip.abs() <= tol {
+                        zero |= 1 << i;
+                    }
+                    if self.params.track_energy {
+                        // A sliding element's `tau w_rel` is dissipated.
+                        let p = [tau[0] * row.dot(&ws.w_st[0]), tau[1] * row.dot(&ws.w_st[1])];
+                        self.energy.dissipated += h * (B[0] * p[0] + B[1] * p[1]);
+                    }
                 }
             }
         }
@@ -279,7 +285,7 @@ impl Simulation {
         ws.cache = 4;
         self.phi[..n].copy_from_slice(&ws.phi1[..n]);
         self.w[..n].copy_from_slice(&ws.w1[..n]);
-        self.zero_slips = None;
+        self.zero_slips = Some(zero);
         self.t += h;
         true
     }
