@@ -38,6 +38,10 @@
 //! See [`solver`]: per step, a joint complementarity solve of all stuck candidates, Gauss-Legendre
 //! (order 4, A-stable) integration on the null space of the active constraints (so locks are
 //! exact), and event location inside the step. Every tunable is in [`IntegrationParameters`].
+//! A mode whose applied torques read the signals only (torque sources, sliding clutches with a
+//! constant friction coefficient, no compliance: MSL `CoupledClutches`) steps through a
+//! precomputed kernel instead, with the same event tests; [`StepStats::time_only_substeps`]
+//! counts those steps.
 //!
 //! ## Element catalogue
 //! Every element, its flanges, parameters (units, defaults) and equation is documented on
@@ -170,7 +174,7 @@
 //!   1.6 µs a step, a clutch-to-clutch shift about 3 µs (2-core Xeon VM; the README's
 //!   "Performance" section has the figures and how they were measured). For fleets: write
 //!   inputs with [`Simulation::set_input_id`] (an unchanged value costs nothing); turn
-//!   `track_energy` off if you do not read the energy ledger (3 to 12 % on the MSL examples);
+//!   `track_energy` off if you do not read the energy ledger (up to a fifth on the MSL examples);
 //!   lower `mode_cache_slots` to save memory (about 18 KB a slot for an 8HP car); and in Bevy
 //!   mark the parts you never read `SkipWriteBack` (a fifth to a half of a fleet's time goes
 //!   into writing every part's state). An input that jumps at every step start (a controller

@@ -31,6 +31,16 @@
 //! Likewise a group of redundant locks is only re-solved when its minimum-norm split touches a
 //! limit. Both checks are conservative; anything doubtful takes the full solve.
 //!
+//! A mode whose applied torques depend on time alone (torque sources, sliding elements with a
+//! constant friction coefficient; no springs, dampers, prescribed motions or redundant locks)
+//! has equations of motion `Mr q' = N^T f(t)`, and its Gauss step is a quadrature. A step of
+//! such a mode with no time event in it goes to the time-only kernel (module `time_only`): per
+//! mode, a map from each source's magnitude to the reduced accelerations and the constraint
+//! torques; per step, the source magnitudes at the two stages and the end, a few dot products,
+//! and the same event tests as the general path at the same samples. The kernel hands the step
+//! back untouched when a test fires, and the general path then locates the event. Results agree
+//! with the general path to rounding.
+//!
 //! # Ambiguous locks
 //! Two friction elements that lock the same relative motion (seed 001, section 6) make the stuck
 //! torques non-unique. The solver takes the **minimum-norm split** (the limit of a Tikhonov
