@@ -328,9 +328,10 @@ impl FrictionLaw {
         }
     }
 
-    /// The signal the static capacity ([`FrictionLaw::capacity`]) reads, if any: equal values
-    /// of it give equal capacities.
-    pub fn capacity_signal(&self) -> Option<usize> {
+    /// The signal the static capacity ([`FrictionLaw::capacity`]) and the kinetic torque
+    /// ([`FrictionLaw::kinetic`]) read, if any: equal values of it (and, for the kinetic
+    /// torque, equal speeds) give equal results.
+    pub fn torque_signal(&self) -> Option<usize> {
         match self {
             FrictionLaw::Normal { signal, .. } | FrictionLaw::OneWay { signal, .. } => Some(*signal),
             FrictionLaw::Tyre { load, .. } => Some(*load),

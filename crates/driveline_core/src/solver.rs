@@ -1320,6 +1320,10 @@ impl Simulation {
 
     /// Potential energy of the laws at the present angles under signal buffer `sig`, J.
     fn potential(&self, sig: usize) -> f64 {
+        // Laws that read the signals only store no energy.
+        if self.laws_state_free {
+            return 0.0;
+        }
         self.net.laws.iter().zip(&self.regimes).map(|(law, st)| law.potential(&self.phi, *st, &self.ws.sig[sig])).sum()
     }
 

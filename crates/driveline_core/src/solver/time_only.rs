@@ -158,8 +158,17 @@ impl Simulation {
                 }
                 Source::Friction(i) => {
                     let (dir, law) = (self.modes[i].dir(), &self.net.friction[i].law);
-                    for (t, sig) in tau.iter_mut().zip(samples) {
-                        *t = dir * law.kinetic(sig, 0.0, &self.w).0;
+                    tau[0] = dir * law.kinetic(samples[0], 0.0, &self.w).0;
+                    // A normal force that holds its value over the sub-step: the same torque.
+                    let steady = law.torque_signal().is_none_or(|k| {
+                        let v = samples[0][k].to_bits();
+                        v == samples[1][k].to_bits() && v == samples[2][k].to_bits()
+                    });
+                    if steady {
+                        (tau[1], tau[2]) = (tau[0], tau[0]);
+                    } else {
+                        tau[1] = dir * law.kinetic(samples[1], 0.0, &self.w).0;
+                        tau[2] = dir * law.kinetic(samples[2], 0.0, &self.w).0;
                     }
                 }
             }
@@ -215,7 +224,7 @@ impl Simulation {
         for (pos, &i) in s.locked.iter().enumerate() {
             let law = &self.net.friction[i].law;
             // A capacity whose signal holds its value over the sub-step is evaluated once.
-            let steady = law.capacity_signal().is_none_or(|k| {
+            let steady = law.torque_signal().is_none_or(|k| {
                 let v = ws.sig[0][k].to_bits();
                 v == ws.sig[1][k].to_bits() && v == ws.sig_end[k].to_bits()
             });
