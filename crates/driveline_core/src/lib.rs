@@ -170,8 +170,8 @@
 //! - *Why does my dog box refuse a gear?* The dogs drop in only below `max_engage_speed` (and,
 //!   with the backlash model, when a dog faces a gap); otherwise the sleeve is blocked at the
 //!   tips and a `ShiftBlocked` event says so. Match the speeds (clutch, blip) and it goes in.
-//! - *How fast is a step, and how do I make many cars cheaper?* A cruising car takes 1.2 to
-//!   1.6 µs a step, a clutch-to-clutch shift about 3 µs (2-core Xeon VM; the README's
+//! - *How fast is a step, and how do I make many cars cheaper?* A cruising car takes 1.1 to
+//!   1.5 µs a step, a clutch-to-clutch shift about 2.9 µs (2-core Xeon VM; the README's
 //!   "Performance" section has the figures and how they were measured). For fleets: write
 //!   inputs with [`Simulation::set_input_id`] (an unchanged value costs nothing); turn
 //!   `track_energy` off if you do not read the energy ledger (up to a fifth on the MSL examples);
