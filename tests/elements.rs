@@ -254,6 +254,38 @@ fn a_non_finite_state_is_refused_and_rolled_back() {
 }
 
 #[test]
+fn a_non_finite_state_is_refused_in_a_time_only_step_too() {
+    // A torque source on an inertia steps in the time-only kernel; 1e307 N m on 1 kg m^2: the
+    // angle, 5e306 t^2, overflows near t = 6 s. The kernel refuses to commit a non-finite state
+    // (from t = 5.1 s, where the sum of angle and speed it tests overflows first, it hands every
+    // step to the general path), the general path reports the overflow, and the state stays.
+    let text = r#"Scenario(
+        name: "overflow",
+        t_end: 1.0,
+        elements: [
+            (name: "drive", kind: Torque(tau: Constant(1.0e307))),
+            (name: "J", kind: Inertia(J: 1.0, phi_start: 0.0, w_start: 3.0)),
+        ],
+        connections: [("drive.flange", "J.flange_a")],
+    )"#;
+    let sc = Scenario::parse(text, "overflow.ron").unwrap();
+    let mut sim = Simulation::new(sc.build(text, "overflow.ron").unwrap());
+    let err = loop {
+        let (t, w) = (sim.time(), speed(&sim, "J"));
+        match sim.step(1e-3) {
+            Ok(()) => assert!(sim.time() < 100.0, "no overflow by {}", sim.time()),
+            Err(e) => {
+                assert_eq!((sim.time(), speed(&sim, "J")), (t, w), "the last finite state is kept");
+                break e;
+            }
+        }
+    };
+    assert!(matches!(err, driveline::core::StepError::NonFinite(_)), "{err}");
+    assert!(sim.stats().time_only_substeps > 5_000, "{:?}", sim.stats());
+    assert!(sim.speeds().iter().chain(sim.angles()).all(|v| v.is_finite()));
+}
+
+#[test]
 fn converter_at_stall_settles_where_the_k_factor_says() {
     // 200 N m into the pump, the turbine held: the pump runs up until (w / K(0))^2 = 200 N m,
     // and the held turbine feels TR(0) = 2 times that (ADVISOR 144K: K(0) = 144.4 rpm/sqrt(N m)).
