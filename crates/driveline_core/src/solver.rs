@@ -765,21 +765,21 @@ impl Simulation {
             }
             self.fill_signals_but(3, t0 + h, true, rest_only);
         }
+        // (The buffers are cut once: a store through one does not make the others reload.)
+        let Work { sig, sig_end, .. } = &mut self.ws;
+        let [s0, s1, _] = sig;
+        let (s0, s1, se) = (&mut s0[..], &mut s1[..], &mut sig_end[..]);
         for &k in self.held.iter() {
             let k = k as usize;
             let v = self.held_value[k].1;
-            self.ws.sig[0][k] = v;
-            self.ws.sig[1][k] = v;
-            self.ws.sig_end[k] = v;
+            (s0[k], s1[k], se[k]) = (v, v, v);
         }
         for &k in self.sines.iter() {
             let k = k as usize;
             let Signal::Sine { amplitude, f, phase, offset, start_time } = self.net.signals[k] else { continue };
             let st = &mut self.sine_state[k];
             if t0 < start_time {
-                self.ws.sig[0][k] = offset;
-                self.ws.sig[1][k] = offset;
-                self.ws.sig_end[k] = offset;
+                (s0[k], s1[k], se[k]) = (offset, offset, offset);
                 st.next = f64::NAN;
                 continue;
             }
@@ -795,17 +795,17 @@ impl Simulation {
                     *r = [cs, sn];
                 }
             }
-            let (s0, c0) = if st.next.to_bits() == t0.to_bits() && st.age < SINE_REANCHOR {
+            let (sin0, cos0) = if st.next.to_bits() == t0.to_bits() && st.age < SINE_REANCHOR {
                 st.age += 1;
                 (st.sin, st.cos)
             } else {
                 st.age = 0;
                 crate::signal::sine_phase(f, phase, start_time, t0).sin_cos()
             };
-            let [a, b, e] = st.rot.map(|[cs, sn]| (s0 * cs + c0 * sn, c0 * cs - s0 * sn));
-            self.ws.sig[0][k] = offset + amplitude * a.0;
-            self.ws.sig[1][k] = offset + amplitude * b.0;
-            self.ws.sig_end[k] = offset + amplitude * e.0;
+            let [a, b, e] = st.rot.map(|[cs, sn]| (sin0 * cs + cos0 * sn, cos0 * cs - sin0 * sn));
+            s0[k] = offset + amplitude * a.0;
+            s1[k] = offset + amplitude * b.0;
+            se[k] = offset + amplitude * e.0;
             (st.next, st.sin, st.cos) = (t0 + h, e.0, e.1);
         }
     }
