@@ -813,8 +813,9 @@ impl Law {
         match *self {
             Law::Source { flange, support, .. } => {
                 let tau = self.state_free_torque(sig);
-                f[flange] += tau;
-                f[support] -= tau;
+                for (node, c) in self.state_free_nodes().into_iter().flatten() {
+                    f[node] += c * tau;
+                }
                 LawOutput { tau, power: tau * (w[flange] - w[support]), dissipation: 0.0 }
             }
             Law::Engine { flange, support, ref map, throttle } => {

@@ -1999,8 +1999,7 @@ impl Simulation {
         if self.sliding == 0 {
             return 0;
         }
-        let n = self.net.n_dof;
-        let tol = 1e-12 * self.w[..n].iter().fold(1.0f64, |s, v| s.max(v.abs()));
+        let tol = zero_slip_tolerance(&self.w[..self.net.n_dof]);
         let mut mask = 0;
         for i in bits(self.sliding) {
             if self.net.friction[i].row.dot(&self.w).abs() <= tol {
@@ -2176,7 +2175,7 @@ impl Simulation {
                 }
                 // Forces that depend on time alone are the same at the guess and at the stages
                 // (their powers are not: the energy ledger re-evaluates them).
-                if linear && self.laws_state_free && self.sliding & !self.time_only == 0 && !self.params.track_energy {
+                if linear && self.forces_time_only() && !self.params.track_energy {
                     self.ws.cache |= 1;
                 }
                 break;
@@ -3566,6 +3565,12 @@ impl Simulation {
         // The ledger's kinetic energy is computed when it is read.
         self.energy.potential = self.potential(2);
     }
+}
+
+/// A slip at or below this is zero (to rounding) for node speeds `w`: 1e-12 of the largest of
+/// them, or of 1 rad/s.
+fn zero_slip_tolerance(w: &[f64]) -> f64 {
+    1e-12 * w.iter().fold(1.0f64, |s, v| s.max(v.abs()))
 }
 
 /// Lagrange weights at `theta` (in units of the sub-step) of the collocation polynomial through

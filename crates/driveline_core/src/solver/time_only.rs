@@ -21,7 +21,8 @@
 //! sub-step back untouched as soon as one of them fires. Results agree with the general path to
 //! rounding (the same arithmetic in a different order).
 
-use super::{A, B, Ev, FrictionMode, Simulation, bits, linalg};
+use super::{A, B, Ev, FrictionMode, Simulation, bits, linalg, zero_slip_tolerance};
+use crate::elements::FrictionLaw;
 
 /// A force source of a time-only mode.
 #[derive(Debug, Clone, Copy)]
@@ -74,6 +75,12 @@ impl Simulation {
         self.laws_state_free && self.torque_dependent == 0 && self.net.kinematic.is_empty()
     }
 
+    /// Whether the present mode's applied forces depend on time alone: every law reads the
+    /// signals only, and so does every sliding element's kinetic torque.
+    pub(super) fn forces_time_only(&self) -> bool {
+        self.laws_state_free && self.sliding & !self.time_only == 0
+    }
+
     /// Builds the kernel of the current mode if it is stale; true when the mode qualifies.
     fn time_only_ready(&mut self) -> bool {
         let slot = self.cur;
@@ -83,9 +90,10 @@ impl Simulation {
         }
         self.kernel.tag = Some(tag);
         let s = &self.slots[slot];
+        let active = s.rhs.is_empty() && !s.redundant && self.forces_time_only();
         let k = &mut self.kernel;
-        k.active = s.rhs.is_empty() && !s.redundant && self.sliding & !self.time_only == 0;
-        if !k.active {
+        k.active = active;
+        if !active {
             return false;
         }
         let n = self.net.n_dof;
@@ -132,9 +140,9 @@ impl Simulation {
     /// Integrates a sub-step of size `h` with the time-only kernel and commits it when no event
     /// can lie in it. Returns false, with the state untouched and the sub-step's signals left
     /// in place for the general path, when the mode does not qualify or an event function
-    /// fires at a sample.
+    /// fires at a sample. The network must qualify ([`Simulation::time_only_network`]).
     pub(super) fn time_only_substep(&mut self, h: f64) -> bool {
-        if !self.time_only_network() || !self.time_only_ready() {
+        if !self.time_only_ready() {
             return false;
         }
         self.fill_stage_signals(self.t, h);
@@ -160,11 +168,7 @@ impl Simulation {
                     let (dir, law) = (self.modes[i].dir(), &self.net.friction[i].law);
                     tau[0] = dir * law.kinetic(samples[0], 0.0, &self.w).0;
                     // A normal force that holds its value over the sub-step: the same torque.
-                    let steady = law.torque_signal().is_none_or(|k| {
-                        let v = samples[0][k].to_bits();
-                        v == samples[1][k].to_bits() && v == samples[2][k].to_bits()
-                    });
-                    if steady {
+                    if steady_over(law, samples) {
                         (tau[1], tau[2]) = (tau[0], tau[0]);
                     } else {
                         tau[1] = dir * law.kinetic(samples[1], 0.0, &self.w).0;
@@ -224,10 +228,7 @@ impl Simulation {
         for (pos, &i) in s.locked.iter().enumerate() {
             let law = &self.net.friction[i].law;
             // A capacity whose signal holds its value over the sub-step is evaluated once.
-            let steady = law.torque_signal().is_none_or(|k| {
-                let v = ws.sig[0][k].to_bits();
-                v == ws.sig[1][k].to_bits() && v == ws.sig_end[k].to_bits()
-            });
+            let steady = steady_over(law, [&ws.sig[0], &ws.sig[1], &ws.sig_end]);
             let first = self.capacity(i, &ws.sig[0]);
             for &(lam, sig, w) in &samples {
                 let c = if steady { first } else { self.capacity(i, sig) };
@@ -257,7 +258,7 @@ impl Simulation {
         let ws = &mut self.ws;
         // The sliding elements whose slip ends at zero (to rounding), as
         // [`Simulation::slips_at_zero`] finds them at the committed state.
-        let tol = 1e-12 * ws.w1[..n].iter().fold(1.0f64, |s, v| s.max(v.abs()));
+        let tol = zero_slip_tolerance(&ws.w1[..n]);
         let mut zero = 0;
         for (src, tau) in k.src.iter().zip(&k.tau) {
             // The end records (the outputs read at a clean step end) and, for the ledger, the
@@ -298,6 +299,15 @@ impl Simulation {
         self.t += h;
         true
     }
+}
+
+/// Whether the signal a friction law's torques read ([`FrictionLaw::torque_signal`]) holds
+/// the same value, bit for bit, at the three samples of a sub-step (or the law reads none).
+fn steady_over(law: &FrictionLaw, samples: [&Vec<f64>; 3]) -> bool {
+    law.torque_signal().is_none_or(|k| {
+        let v = samples[0][k].to_bits();
+        v == samples[1][k].to_bits() && v == samples[2][k].to_bits()
+    })
 }
 
 #[cfg(test)]
