@@ -137,16 +137,41 @@ impl Simulation {
         true
     }
 
-    /// Integrates a sub-step of size `h` with the time-only kernel and commits it when no event
-    /// can lie in it. Returns false, with the state untouched and the sub-step's signals left
-    /// in place for the general path, when the mode does not qualify or an event function
-    /// fires at a sample. The network must qualify ([`Simulation::time_only_network`]).
-    pub(super) fn time_only_substep(&mut self, h: f64) -> bool {
+    /// The general path's integration of a sub-step of size `h` in a time-only mode (the
+    /// network qualifies, [`Simulation::time_only_network`]): the stages, the end and the
+    /// constraint torques at the three samples, as the one linear Newton solve would give them
+    /// (to rounding) but without its factors. Returns false, with nothing written, when the mode
+    /// does not qualify. The stage signals must be filled.
+    pub(super) fn time_only_integrate(&mut self, h: f64) -> bool {
         if !self.time_only_ready() {
             return false;
         }
-        self.fill_stage_signals(self.t, h);
-        self.stage_signals_ready = true;
+        self.time_only_motion(h);
+        // The stage angles (the dense output reads them) and the end angles.
+        let n = self.net.n_dof;
+        let ws = &mut self.ws;
+        let (w0, w1) = (&ws.w_st[0][..n], &ws.w_st[1][..n]);
+        for (i, phi_st) in ws.phi_st.iter_mut().enumerate() {
+            let (a0, a1) = (h * A[i][0], h * A[i][1]);
+            for (((p, phi), x0), x1) in phi_st[..n].iter_mut().zip(&self.phi[..n]).zip(w0).zip(w1) {
+                *p = phi + a0 * x0 + a1 * x1;
+            }
+        }
+        for (((p, phi), x0), x1) in ws.phi1[..n].iter_mut().zip(&self.phi[..n]).zip(w0).zip(w1) {
+            *p = phi + h * (B[0] * x0 + B[1] * x1);
+        }
+        // The constraint torques at the stages are valid (every row); forces are evaluated on
+        // demand.
+        ws.cache = 2;
+        self.stats.newton_iterations += 1;
+        true
+    }
+
+    /// The motion over a sub-step of size `h` from the current state in the current (time-only,
+    /// built) mode: the source magnitudes at the three samples (`kernel.tau`), the stages
+    /// (`ws.q`, `ws.w_st`), the end (`ws.res` reduced, `ws.w1`) and the constraint torques at
+    /// the stages and the end (`ws.lam_st`, `ws.lam_end`). The stage signals must be filled.
+    fn time_only_motion(&mut self, h: f64) {
         let n = self.net.n_dof;
         let s = &self.slots[self.cur];
         let (m, r) = (s.m, s.r);
@@ -206,6 +231,21 @@ impl Simulation {
             s.n_times(&ws.q[i * m..(i + 1) * m], &mut ws.w_st[i][..n]);
         }
         s.n_times(&ws.res[..m], &mut ws.w1[..n]);
+    }
+
+    /// Integrates a sub-step of size `h` with the time-only kernel and commits it when no event
+    /// can lie in it. Returns false, with the state untouched and the sub-step's signals left
+    /// in place for the general path, when the mode does not qualify or an event function
+    /// fires at a sample. The network must qualify ([`Simulation::time_only_network`]).
+    pub(super) fn time_only_substep(&mut self, h: f64) -> bool {
+        if !self.time_only_ready() {
+            return false;
+        }
+        self.fill_stage_signals(self.t, h);
+        self.stage_signals_ready = true;
+        self.time_only_motion(h);
+        let n = self.net.n_dof;
+        let s = &self.slots[self.cur];
         // The events the general path would look for, at the same samples.
         for i in bits(self.sliding) {
             if self.may_trigger(Ev::Slip(i)) {
