@@ -171,6 +171,7 @@ impl Simulation {
     /// built) mode: the source magnitudes at the three samples (`kernel.tau`), the stages
     /// (`ws.q`, `ws.w_st`), the end (`ws.res` reduced, `ws.w1`) and the constraint torques at
     /// the stages and the end (`ws.lam_st`, `ws.lam_end`). The stage signals must be filled.
+    #[inline(always)]
     fn time_only_motion(&mut self, h: f64) {
         let n = self.net.n_dof;
         let s = &self.slots[self.cur];
