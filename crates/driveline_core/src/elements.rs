@@ -52,6 +52,21 @@ impl Row {
         s
     }
 
+    /// [`Row::dot`] of three vectors at once, each summed as `dot` sums it.
+    #[inline]
+    pub fn dot3(&self, x: [&[f64]; 3]) -> [f64; 3] {
+        let mut s = [-0.0; 3];
+        for &(n, c) in &self.entries {
+            if c == 0.0 {
+                return s.map(|s| s + 0.0);
+            }
+            for (s, x) in s.iter_mut().zip(x) {
+                *s += c * x[n];
+            }
+        }
+        s
+    }
+
     /// Adds `scale * row^T` to the force vector `f`.
     #[inline]
     pub fn add_scaled(&self, f: &mut [f64], scale: f64) {

@@ -1999,7 +1999,7 @@ impl Simulation {
         if self.sliding == 0 {
             return 0;
         }
-        let tol = zero_slip_tolerance(&self.w[..self.net.n_dof]);
+        let tol = zero_slip_tolerance(speed_scale(&self.w[..self.net.n_dof]));
         let mut mask = 0;
         for i in bits(self.sliding) {
             if self.net.friction[i].row.dot(&self.w).abs() <= tol {
@@ -3572,10 +3572,15 @@ impl Simulation {
     }
 }
 
-/// A slip at or below this is zero (to rounding) for node speeds `w`: 1e-12 of the largest of
-/// them, or of 1 rad/s.
-fn zero_slip_tolerance(w: &[f64]) -> f64 {
-    1e-12 * w.iter().fold(1.0f64, |s, v| s.max(v.abs()))
+/// A slip at or below this is zero (to rounding) among node speeds of scale `w_max` (the
+/// largest of them and 1 rad/s, [`speed_scale`]): 1e-12 of it.
+fn zero_slip_tolerance(w_max: f64) -> f64 {
+    1e-12 * w_max
+}
+
+/// The largest of 1 and the speeds `|w|` (the scale of [`zero_slip_tolerance`]).
+fn speed_scale(w: &[f64]) -> f64 {
+    w.iter().fold(1.0f64, |s, v| s.max(v.abs()))
 }
 
 /// Lagrange weights at `theta` (in units of the sub-step) of the collocation polynomial through

@@ -248,8 +248,11 @@ impl Simulation {
         let n = self.net.n_dof;
         let s = &self.slots[self.cur];
         // The events the general path would look for, at the same samples.
+        // (A slip reverses where `-dir w_rel > 0`, as `Simulation::slip_g` reads it.)
         for i in bits(self.sliding) {
-            if self.may_trigger(Ev::Slip(i)) {
+            let g = self.net.friction[i].row.dot3([&self.ws.w_st[0], &self.ws.w_st[1], &self.ws.w1]);
+            let d = -self.modes[i].dir();
+            if d * g[0] > 0.0 || d * g[1] > 0.0 || d * g[2] > 0.0 {
                 return false;
             }
         }
@@ -278,17 +281,23 @@ impl Simulation {
                 }
             }
         }
-        // A non-finite state is the general path's to report.
+        // A non-finite state is the general path's to report: `x * 0` is 0 for a finite `x`
+        // and NaN otherwise. The largest speed sets the zero-slip tolerance below.
         let ws = &mut self.ws;
-        for ((phi1, phi), (w0, w1)) in
-            ws.phi1[..n].iter_mut().zip(&self.phi[..n]).zip(ws.w_st[0][..n].iter().zip(&ws.w_st[1][..n]))
+        let (mut bad, mut w_max) = (0.0, 1.0f64);
+        for (((phi1, phi), (w0, w1)), v) in ws.phi1[..n]
+            .iter_mut()
+            .zip(&self.phi[..n])
+            .zip(ws.w_st[0][..n].iter().zip(&ws.w_st[1][..n]))
+            .zip(&ws.w1[..n])
         {
             *phi1 = phi + h * (B[0] * w0 + B[1] * w1);
+            bad += *phi1 * 0.0 + v * 0.0;
+            if v.abs() > w_max {
+                w_max = v.abs();
+            }
         }
-        // (A sum is finite only if every term is; one that overflows sends the sub-step to the
-        // general path, which is as right.)
-        let sum = ws.phi1[..n].iter().sum::<f64>() + ws.w1[..n].iter().sum::<f64>();
-        if !sum.is_finite() {
+        if bad != 0.0 {
             return false;
         }
         // Nothing happens: commit, as the general path's commit does.
@@ -299,7 +308,7 @@ impl Simulation {
         let ws = &mut self.ws;
         // The sliding elements whose slip ends at zero (to rounding), as
         // [`Simulation::slips_at_zero`] finds them at the committed state.
-        let tol = zero_slip_tolerance(&ws.w1[..n]);
+        let tol = zero_slip_tolerance(w_max);
         let mut zero = 0;
         for (src, tau) in k.src.iter().zip(&k.tau) {
             // The end records (the outputs read at a clean step end) and, for the ledger, the
