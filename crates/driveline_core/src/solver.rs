@@ -272,6 +272,11 @@ struct ModeSlot {
     nz: CapVec<(u32, u32, f64)>,
     /// Row `k` of `N` is `nz[nz_row[k]..nz_row[k + 1]]` (`n + 1` offsets).
     nz_row: Vec<u32>,
+    /// Every row of `N` has at most one non-zero (no planetary set or differential ties a
+    /// speed to two free ones): `gather[k]` is row `k`'s `(column, value)`, `u32::MAX` for an
+    /// empty row.
+    nz_single: bool,
+    gather: Vec<(u32, f64)>,
     free_cols: Vec<usize>,
     /// Reduced inertia `Mr = N^T M N` (`m x m`) and its LU factors.
     mr: Vec<f64>,
@@ -332,6 +337,13 @@ impl ModeSlot {
     /// from -0.0 in ascending columns (so a row of one term is that term, sign of zero kept).
     #[inline]
     fn n_times(&self, q: &[f64], w: &mut [f64]) {
+        if self.nz_single {
+            // (-0.0 + x is x for every x: the one term is the row's sum.)
+            for (w, &(j, c)) in w.iter_mut().zip(&self.gather) {
+                *w = q.get(j as usize).map_or(-0.0, |q| c * q);
+            }
+            return;
+        }
         w.fill(-0.0);
         for &(k, j, c) in self.nz.iter() {
             w[k as usize] += c * q[j as usize];
@@ -364,6 +376,8 @@ impl ModeSlot {
             nmat: vec![0.0; n * n],
             nz: CapVec::new(n * mmax),
             nz_row: vec![0; n + 1],
+            nz_single: false,
+            gather: vec![(u32::MAX, 0.0); n],
             free_cols: vec![0; n],
             mr: vec![0.0; mmax * mmax],
             mr_lu: vec![0.0; mmax * mmax],
@@ -1455,6 +1469,11 @@ impl Simulation {
             }
         }
         slot.nz_row[n] = slot.nz.len() as u32;
+        slot.nz_single = slot.nz_row.windows(2).all(|r| r[1] - r[0] <= 1);
+        for (k, g) in slot.gather.iter_mut().enumerate() {
+            let row = &slot.nz[slot.nz_row[k] as usize..slot.nz_row[k + 1] as usize];
+            *g = row.first().map_or((u32::MAX, 0.0), |&(_, j, c)| (j, c));
+        }
         for (jj, &(ra, _)) in slot.rhs.iter().enumerate() {
             slot.pmat[jj * n..(jj + 1) * n].fill(0.0);
             for i in 0..rank {
