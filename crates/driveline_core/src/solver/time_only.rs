@@ -343,8 +343,12 @@ impl Simulation {
         }
         // The end caches: forces' records (above) and constraint torques are valid.
         ws.cache = 4;
-        self.phi[..n].copy_from_slice(&ws.phi1[..n]);
-        self.w[..n].copy_from_slice(&ws.w1[..n]);
+        // (One loop, not two `memcpy` calls: a few values each.)
+        for ((phi, w), (phi1, w1)) in
+            self.phi[..n].iter_mut().zip(&mut self.w[..n]).zip(ws.phi1[..n].iter().zip(&ws.w1[..n]))
+        {
+            (*phi, *w) = (*phi1, *w1);
+        }
         self.zero_slips = Some(zero);
         self.t += h;
         true
