@@ -82,12 +82,20 @@ impl Simulation {
     }
 
     /// Builds the kernel of the current mode if it is stale; true when the mode qualifies.
+    #[inline]
     fn time_only_ready(&mut self) -> bool {
         let slot = self.cur;
         let tag = (self.epoch, slot, self.slots[slot].generation);
         if self.kernel.tag == Some(tag) {
             return self.kernel.active;
         }
+        self.build_time_only(tag)
+    }
+
+    /// Builds the kernel of the current mode (`tag`); true when the mode qualifies.
+    #[inline(never)]
+    fn build_time_only(&mut self, tag: (u64, usize, u64)) -> bool {
+        let slot = self.cur;
         self.kernel.tag = Some(tag);
         let s = &self.slots[slot];
         let active = s.rhs.is_empty() && !s.redundant && self.forces_time_only();
