@@ -578,6 +578,13 @@ pub struct Simulation {
     /// Per signal (used by the steps and pulses): `(time_events, value)`, the value it held
     /// after the time event of that count.
     held_value: Vec<(u64, f64)>,
+    /// The time-event count at which every held value was last brought up to date
+    /// (`u64::MAX`: never, or the list of held signals changed since).
+    held_events: u64,
+    /// The stage buffers (bits 0, 1 and 3 of [`Work::signal_buffers`]) whose entries of the held
+    /// signals are the values of `held_events`: written by a stage fill, cleared by any fill
+    /// that writes those entries otherwise.
+    held_in: u8,
     /// Time events passed so far.
     time_events: u64,
     /// Per signal (used by the sines): where its sine stands, see [`SineState`].
@@ -721,6 +728,11 @@ impl Simulation {
     /// [`Simulation::fill_signals`], leaving out, when `rest_only`, the signals
     /// [`Simulation::fill_stage_signals`] writes itself (sines, steps and pulses).
     fn fill_signals_but(&mut self, b: usize, t: f64, left: bool, rest_only: bool) {
+        // Every path below but the `rest_only` pass over a filled buffer writes the held
+        // signals' entries.
+        if !rest_only || self.sig_filled[b] != self.buf_gen {
+            self.held_in &= !(1 << b);
+        }
         if self.sig_filled[b] != self.buf_gen {
             if let Some(src) = (0..4).find(|&k| self.sig_filled[k] == self.buf_gen) {
                 let mut bufs = self.ws.signal_buffers();
@@ -761,13 +773,17 @@ impl Simulation {
         // A step or a pulse changes only at its edges, time events that end sub-steps: inside
         // a sub-step and at its end's left limit it holds the value it took after the last
         // time event, evaluated once then (at a stage time, strictly after that event).
-        for &k in self.held.iter() {
-            let k = k as usize;
-            let (seen, v) = &mut self.held_value[k];
-            if *seen != self.time_events {
-                *seen = self.time_events;
-                *v = self.net.signals[k].eval(t0 + C[0] * h);
+        if self.held_events != self.time_events {
+            for &k in self.held.iter() {
+                let k = k as usize;
+                let (seen, v) = &mut self.held_value[k];
+                if *seen != self.time_events {
+                    *seen = self.time_events;
+                    *v = self.net.signals[k].eval(t0 + C[0] * h);
+                }
             }
+            self.held_events = self.time_events;
+            self.held_in = 0;
         }
         // Buffers filled since the last change need only their unsteady signals, and with
         // rest_only the loop below writes those of the common kinds itself.
@@ -783,10 +799,14 @@ impl Simulation {
         let Work { sig, sig_end, .. } = &mut self.ws;
         let [s0, s1, _] = sig;
         let (s0, s1, se) = (&mut s0[..], &mut s1[..], &mut sig_end[..]);
-        for &k in self.held.iter() {
-            let k = k as usize;
-            let v = self.held_value[k].1;
-            (s0[k], s1[k], se[k]) = (v, v, v);
+        // (Buffers that already hold them, since the last time event, keep them.)
+        if self.held_in != 0b1011 {
+            for &k in self.held.iter() {
+                let k = k as usize;
+                let v = self.held_value[k].1;
+                (s0[k], s1[k], se[k]) = (v, v, v);
+            }
+            self.held_in = 0b1011;
         }
         for &k in self.sines.iter() {
             let k = k as usize;
@@ -841,6 +861,8 @@ impl Simulation {
         self.unsteady_other.clear();
         self.sines.clear();
         self.held.clear();
+        self.held_events = u64::MAX;
+        self.held_in = 0;
         self.force_watch = 0;
         for (k, s) in self.net.signals.iter().enumerate() {
             if !s.is_steady() {
@@ -983,6 +1005,8 @@ impl Simulation {
             sines: CapVec::new(net.signals.len()),
             held: CapVec::new(net.signals.len()),
             held_value: vec![(u64::MAX, 0.0); net.signals.len()],
+            held_events: u64::MAX,
+            held_in: 0,
             time_events: 0,
             sine_state: vec![SineState::default(); net.signals.len()],
             sig_gen: 0,
