@@ -50,6 +50,9 @@ pub(super) struct TimeOnly {
     tau: Vec<[f64; 3]>,
     /// One source's column while it is formed (`n` values).
     col: Vec<f64>,
+    /// Per friction element, the slip speed at the two stages and the end of the sub-step
+    /// (sliding elements only, written by the slip test).
+    slips: Vec<[f64; 3]>,
 }
 
 impl TimeOnly {
@@ -64,6 +67,7 @@ impl TimeOnly {
             map: vec![0.0; ns * (n + rmax)],
             tau: vec![[0.0; 3]; ns],
             col: vec![0.0; n],
+            slips: vec![[0.0; 3]; nf],
         }
     }
 }
@@ -263,6 +267,7 @@ impl Simulation {
             if d * g[0] > 0.0 || d * g[1] > 0.0 || d * g[2] > 0.0 {
                 return false;
             }
+            self.kernel.slips[i] = g;
         }
         for i in bits(self.force_watch) {
             let ev = if self.modes[i] == FrictionMode::Free { Ev::Engage(i) } else { Ev::Release(i) };
@@ -334,8 +339,8 @@ impl Simulation {
                     }
                 }
                 Source::Friction(i) => {
-                    let row = &self.net.friction[i].row;
-                    let slip = row.dot(&ws.w1);
+                    let slips = k.slips[i];
+                    let slip = slips[2];
                     ws.fric_tau_end[i] = tau[2];
                     ws.fric_power_end[i] = tau[2] * slip;
                     if slip.abs() <= tol {
@@ -343,7 +348,7 @@ impl Simulation {
                     }
                     if self.params.track_energy {
                         // A sliding element's `tau w_rel` is dissipated.
-                        let p = [tau[0] * row.dot(&ws.w_st[0]), tau[1] * row.dot(&ws.w_st[1])];
+                        let p = [tau[0] * slips[0], tau[1] * slips[1]];
                         self.energy.dissipated += h * (B[0] * p[0] + B[1] * p[1]);
                     }
                 }
