@@ -287,9 +287,15 @@ impl Simulation {
             // A capacity whose signal holds its value over the sub-step is evaluated once.
             let steady = steady_over(law, [&ws.sig[0], &ws.sig[1], &ws.sig_end]);
             let first = self.capacity(i, &ws.sig[0]);
-            for &(lam, sig, w) in &samples {
-                let c = if steady { first } else { self.capacity(i, sig) };
-                if law.hold_excess(c, lam[np + pos], lam, w).0 > 0.0 {
+            for (j, &(lam, sig, w)) in samples.iter().enumerate() {
+                // (The capacity is read in place, not copied: a copy of a record just written
+                // field by field stalls the load.)
+                let excess = if steady || j == 0 {
+                    law.hold_excess(first, lam[np + pos], lam, w).0
+                } else {
+                    law.hold_excess(self.capacity(i, sig), lam[np + pos], lam, w).0
+                };
+                if excess > 0.0 {
                     return false;
                 }
             }
