@@ -230,7 +230,13 @@ impl Simulation {
         };
         let (q, res) = (&mut ws.q[..2 * m], &mut ws.res[..m]);
         for (a, &col) in s.free_cols[..m].iter().enumerate() {
-            let acc = at(a);
+            // (The end sample of an acceleration row is not needed: the end follows from the
+            // stages.)
+            let mut acc = [0.0f64; 2];
+            for (c, t) in k.map[a * ns..(a + 1) * ns].iter().zip(tau) {
+                acc[0] += c * t[0];
+                acc[1] += c * t[1];
+            }
             let q0 = self.w[col];
             q[a] = q0 + h * (A[0][0] * acc[0] + A[0][1] * acc[1]);
             q[m + a] = q0 + h * (A[1][0] * acc[0] + A[1][1] * acc[1]);
