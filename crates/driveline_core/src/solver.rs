@@ -38,8 +38,9 @@
 //! mode, a map from each source's magnitude to the reduced accelerations and the constraint
 //! torques; per step, the source magnitudes at the two stages and the end, a few dot products,
 //! and the same event tests as the general path at the same samples. The kernel hands the step
-//! back untouched when a test fires, and the general path then locates the event. Results agree
-//! with the general path to rounding.
+//! back untouched when a test fires, and the general path then locates the event. In such a mode
+//! the general path integrates with the kernel's quadrature too, so the sub-steps of odd lengths
+//! around an event need no Newton factors. Results agree with the Newton path to rounding.
 //!
 //! # Ambiguous locks
 //! Two friction elements that lock the same relative motion (seed 001, section 6) make the stuck
