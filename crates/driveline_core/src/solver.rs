@@ -665,8 +665,6 @@ pub struct Simulation {
     energy: EnergyLedger,
     /// Per element: torque, relative speed, relative angle, power at the last step end.
     out_tau: Vec<f64>,
-    /// Constraint torques of the active rows at the last step end.
-    out_lambda: Vec<f64>,
     /// Power each element dissipates at the last step end, W.
     out_power: Vec<f64>,
 }
@@ -1040,7 +1038,6 @@ impl Simulation {
             stats: StepStats::default(),
             energy: EnergyLedger::default(),
             out_tau: v(net.elements.len()),
-            out_lambda: v(rmax),
             out_power: v(net.elements.len()),
             t: 0.0,
             params,
@@ -2026,9 +2023,10 @@ impl Simulation {
     /// clean, evaluated afresh otherwise.
     fn finish_step(&mut self, clean_end: bool) {
         if clean_end {
-            self.end_torques();
-            let r = self.slots[self.cur].r;
-            self.out_lambda[..r].copy_from_slice(&self.ws.lam_end[..r]);
+            // (The kernel's commit leaves them valid; the call is skipped then.)
+            if self.ws.cache & 4 == 0 {
+                self.end_torques();
+            }
             let Work { sig_end, sig, .. } = &mut self.ws;
             sig[2].copy_from_slice(sig_end);
             self.sig_filled[2] = self.sig_filled[3];
@@ -3492,12 +3490,11 @@ impl Simulation {
         self.ws.w_e.copy_from_slice(&self.w);
         self.fill_signals(2, self.t, false);
         self.constraint_torques_at_e(self.t);
-        let r = self.slots[self.cur].r;
-        self.out_lambda[..r].copy_from_slice(&self.ws.lam[..r]);
         self.update_torques(false);
     }
 
-    /// Element torques from `out_lambda` and the signals in `sig[2]`. `at_end`: the state is
+    /// Element torques from the constraint torques (`ws.lam_end` at a clean end, else `ws.lam`)
+    /// and the signals in `sig[2]`. `at_end`: the state is
     /// the end of an event-free sub-step whose end caches ([`Simulation::end_torques`]) hold
     /// the torque-dependent friction torques and powers.
     fn update_torques(&mut self, at_end: bool) {
@@ -3549,19 +3546,21 @@ impl Simulation {
             );
             self.ws.cache &= !1;
         }
+        // The constraint torques of the active rows at this state.
+        let lam = if at_end { &self.ws.lam_end } else { &self.ws.lam };
         // Permanent rows: gears report flange_b.tau (node b receives -ratio lambda =
         // -flange_b.tau), speed sources the torque they apply to their flange.
         for &(ri, e, c) in &self.row_outputs {
-            self.out_tau[e] = c * self.out_lambda[ri];
+            self.out_tau[e] = c * lam[ri];
         }
         // Engaged kinematic clutches carry their constraint torque.
         let s = &self.slots[self.cur];
         for (p, &j) in s.kin.iter().enumerate() {
             let ri = self.net.rows.len() + s.locked.len() + p;
             let kc = &self.net.kinematic[j];
-            self.out_tau[kc.element] = -self.out_lambda[ri];
+            self.out_tau[kc.element] = -lam[ri];
             // Work rho lambda is delivered to the bodies; its negative is dissipated.
-            self.out_power[kc.element] = -self.ws.sig[2][kc.rho_signal] * self.out_lambda[ri];
+            self.out_power[kc.element] = -self.ws.sig[2][kc.rho_signal] * lam[ri];
         }
         // Friction elements: stuck ones carry their lock's constraint torque, free ones none,
         // sliding ones their kinetic torque (a LossyGear reports the gear's flange_b torque,
@@ -3572,7 +3571,7 @@ impl Simulation {
             if self.lossy & 1 << i != 0 {
                 self.out_power[fe.element] = 0.0;
             } else {
-                self.out_tau[fe.element] = -self.out_lambda[np + pos];
+                self.out_tau[fe.element] = -lam[np + pos];
             }
         }
         // Free elements carry nothing: written when they become free (until then `out_tau`
@@ -3612,7 +3611,8 @@ impl Simulation {
             self.out_power[fe.element] = power;
         }
         // The ledger's kinetic energy is computed when it is read.
-        self.energy.potential = self.potential(2);
+        // (Laws that read the signals only store no energy.)
+        self.energy.potential = if self.laws_state_free { 0.0 } else { self.potential(2) };
     }
 }
 
