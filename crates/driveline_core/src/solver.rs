@@ -2021,6 +2021,7 @@ impl Simulation {
 
     /// The outputs at the end of a step: from the last sub-step's end caches when it ended
     /// clean, evaluated afresh otherwise.
+    #[inline(always)]
     fn finish_step(&mut self, clean_end: bool) {
         if clean_end {
             // (The kernel's commit leaves them valid; the call is skipped then.)
@@ -3497,6 +3498,7 @@ impl Simulation {
     /// and the signals in `sig[2]`. `at_end`: the state is
     /// the end of an event-free sub-step whose end caches ([`Simulation::end_torques`]) hold
     /// the torque-dependent friction torques and powers.
+    #[inline(always)]
     fn update_torques(&mut self, at_end: bool) {
         // Law torques and dissipated powers (a clean end has them from its end forces).
         self.out_power.fill(0.0);
