@@ -218,33 +218,15 @@ impl Simulation {
         // Each row of the map against the magnitudes at the three samples: reduced
         // accelerations give the stages Q_i = q0 + h sum_j a_ij acc_j and the end
         // q1 = q0 + h sum_j b_j acc_j; constraint-torque rows the torques at the samples.
-        let tau = &k.tau[..ns];
-        let at = |row: usize| {
-            let mut acc = [0.0f64; 3];
-            for (c, t) in k.map[row * ns..(row + 1) * ns].iter().zip(tau) {
-                acc[0] += c * t[0];
-                acc[1] += c * t[1];
-                acc[2] += c * t[2];
-            }
-            acc
-        };
-        let (q, res) = (&mut ws.q[..2 * m], &mut ws.res[..m]);
-        for (a, &col) in s.free_cols[..m].iter().enumerate() {
-            // (The end sample of an acceleration row is not needed: the end follows from the
-            // stages.)
-            let mut acc = [0.0f64; 2];
-            for (c, t) in k.map[a * ns..(a + 1) * ns].iter().zip(tau) {
-                acc[0] += c * t[0];
-                acc[1] += c * t[1];
-            }
-            let q0 = self.w[col];
-            q[a] = q0 + h * (A[0][0] * acc[0] + A[0][1] * acc[1]);
-            q[m + a] = q0 + h * (A[1][0] * acc[0] + A[1][1] * acc[1]);
-            res[a] = q0 + h * (B[0] * acc[0] + B[1] * acc[1]);
-        }
-        let [l0, l1] = &mut ws.lam_st;
-        for (l, ((l0, l1), le)) in l0[..r].iter_mut().zip(l1[..r].iter_mut()).zip(&mut ws.lam_end[..r]).enumerate() {
-            [*l0, *l1, *le] = at(m + l);
+        // (A few sources: the row length is a constant of the instance, its loops unrolled.)
+        let rows = Rows { map: &k.map, tau: &k.tau[..ns], ns, m, r, h };
+        let out = (&mut ws.q[..2 * m], &mut ws.res[..m], &mut ws.lam_st, &mut ws.lam_end[..r]);
+        match ns {
+            1 => rows.apply::<1>(&s.free_cols[..m], &self.w, out),
+            2 => rows.apply::<2>(&s.free_cols[..m], &self.w, out),
+            3 => rows.apply::<3>(&s.free_cols[..m], &self.w, out),
+            4 => rows.apply::<4>(&s.free_cols[..m], &self.w, out),
+            _ => rows.apply::<0>(&s.free_cols[..m], &self.w, out),
         }
         for i in 0..2 {
             s.n_times(&ws.q[i * m..(i + 1) * m], &mut ws.w_st[i][..n]);
@@ -377,6 +359,60 @@ impl Simulation {
         self.zero_slips = Some(zero);
         self.t += h;
         true
+    }
+}
+
+/// The map of a time-only mode against the source magnitudes of a sub-step of size `h`.
+struct Rows<'a> {
+    /// `(m + r) x ns`, row-major.
+    map: &'a [f64],
+    /// The `ns` magnitudes at the two stages and the end.
+    tau: &'a [[f64; 3]],
+    ns: usize,
+    m: usize,
+    r: usize,
+    h: f64,
+}
+
+impl Rows<'_> {
+    /// The stages `q` (`2m`), the reduced end `res` (`m`) and the constraint torques at the
+    /// stages and the end, from the start speeds `w` on the free columns. `NS` is the row
+    /// length when it is a constant of the caller (0: read `ns`); the sums run in the same
+    /// order either way.
+    #[inline(always)]
+    fn apply<const NS: usize>(
+        &self,
+        free_cols: &[usize],
+        w: &[f64],
+        (q, res, lam_st, lam_end): (&mut [f64], &mut [f64], &mut [Vec<f64>; 2], &mut [f64]),
+    ) {
+        let ns = if NS == 0 { self.ns } else { NS };
+        let (m, r, h) = (self.m, self.r, self.h);
+        let tau = &self.tau[..ns];
+        for (a, &col) in free_cols[..m].iter().enumerate() {
+            // (The end sample of an acceleration row is not needed: the end follows from the
+            // stages.)
+            let mut acc = [0.0f64; 2];
+            for (c, t) in self.map[a * ns..(a + 1) * ns].iter().zip(tau) {
+                acc[0] += c * t[0];
+                acc[1] += c * t[1];
+            }
+            let q0 = w[col];
+            q[a] = q0 + h * (A[0][0] * acc[0] + A[0][1] * acc[1]);
+            q[m + a] = q0 + h * (A[1][0] * acc[0] + A[1][1] * acc[1]);
+            res[a] = q0 + h * (B[0] * acc[0] + B[1] * acc[1]);
+        }
+        let [l0, l1] = lam_st;
+        for (l, ((l0, l1), le)) in l0[..r].iter_mut().zip(l1[..r].iter_mut()).zip(&mut lam_end[..r]).enumerate() {
+            let mut acc = [0.0f64; 3];
+            let row = m + l;
+            for (c, t) in self.map[row * ns..(row + 1) * ns].iter().zip(tau) {
+                acc[0] += c * t[0];
+                acc[1] += c * t[1];
+                acc[2] += c * t[2];
+            }
+            [*l0, *l1, *le] = acc;
+        }
     }
 }
 
