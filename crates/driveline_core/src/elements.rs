@@ -319,15 +319,7 @@ impl FrictionLaw {
     pub fn kinetic(&self, sig: &[f64], w_abs: f64, w: &[f64]) -> (f64, f64) {
         match self {
             FrictionLaw::Normal { mu, cgeo, fn_max, signal, .. }
-            | FrictionLaw::OneWay { mu, cgeo, fn_max, signal, .. } => {
-                let u = sig[*signal];
-                if u.is_nan() || u <= 0.0 {
-                    return (0.0, 0.0);
-                }
-                let k = cgeo * fn_max * u;
-                let (m, dm) = mu.eval_with_slope(w_abs);
-                (k * m, k * dm)
-            }
+            | FrictionLaw::OneWay { mu, cgeo, fn_max, signal, .. } => normal_kinetic(mu, *cgeo, *fn_max, sig[*signal], w_abs),
             FrictionLaw::Bearing { tau_pos, .. } => tau_pos.eval_with_slope(w_abs),
             FrictionLaw::Tyre { mf, kappa_peak, v_low, load, ground } => {
                 let fz = sig[*load];
@@ -340,6 +332,20 @@ impl FrictionLaw {
             }
             // Applied by the solver's lossy-gear correction, not as a fixed kinetic torque.
             FrictionLaw::Lossy { .. } | FrictionLaw::Ramp { .. } => (0.0, 0.0),
+        }
+    }
+
+    /// [`FrictionLaw::kinetic`]'s torque of a time-only law ([`FrictionLaw::is_time_only`]),
+    /// which reads neither the slip speed nor the node speeds; NaN for other laws.
+    #[inline]
+    pub fn time_only_kinetic(&self, sig: &[f64]) -> f64 {
+        match self {
+            FrictionLaw::Normal { mu, cgeo, fn_max, signal, .. }
+            | FrictionLaw::OneWay { mu, cgeo, fn_max, signal, .. } => {
+                normal_kinetic(mu, *cgeo, *fn_max, sig[*signal], 0.0).0
+            }
+            FrictionLaw::Bearing { tau_pos, .. } => tau_pos.eval_with_slope(0.0).0,
+            _ => f64::NAN,
         }
     }
 
@@ -447,6 +453,18 @@ impl FrictionLaw {
     pub fn is_torque_dependent(&self) -> bool {
         matches!(self, FrictionLaw::Lossy { .. } | FrictionLaw::Ramp { .. })
     }
+}
+
+/// The sliding torque of a Clutch, Brake or OneWayClutch and its slope in `|w_rel|`:
+/// `cgeo fn_max u mu(|w_rel|)`, none for `u <= 0` (or NaN).
+#[inline(always)]
+fn normal_kinetic(mu: &Table1D, cgeo: f64, fn_max: f64, u: f64, w_abs: f64) -> (f64, f64) {
+    if u.is_nan() || u <= 0.0 {
+        return (0.0, 0.0);
+    }
+    let k = cgeo * fn_max * u;
+    let (m, dm) = mu.eval_with_slope(w_abs);
+    (k * m, k * dm)
 }
 
 /// Friction element as the solver sees it: a relative-speed row and a law.

@@ -204,13 +204,13 @@ impl Simulation {
                 }
                 Source::Friction(i) => {
                     let (dir, law) = (self.modes[i].dir(), &self.net.friction[i].law);
-                    tau[0] = dir * law.kinetic(samples[0], 0.0, &self.w).0;
+                    tau[0] = dir * law.time_only_kinetic(samples[0]);
                     // A normal force that holds its value over the sub-step: the same torque.
                     if steady_over(law, samples) {
                         (tau[1], tau[2]) = (tau[0], tau[0]);
                     } else {
-                        tau[1] = dir * law.kinetic(samples[1], 0.0, &self.w).0;
-                        tau[2] = dir * law.kinetic(samples[2], 0.0, &self.w).0;
+                        tau[1] = dir * law.time_only_kinetic(samples[1]);
+                        tau[2] = dir * law.time_only_kinetic(samples[2]);
                     }
                 }
             }
