@@ -319,7 +319,9 @@ impl FrictionLaw {
     pub fn kinetic(&self, sig: &[f64], w_abs: f64, w: &[f64]) -> (f64, f64) {
         match self {
             FrictionLaw::Normal { mu, cgeo, fn_max, signal, .. }
-            | FrictionLaw::OneWay { mu, cgeo, fn_max, signal, .. } => normal_kinetic(mu, *cgeo, *fn_max, sig[*signal], w_abs),
+            | FrictionLaw::OneWay { mu, cgeo, fn_max, signal, .. } => {
+                normal_kinetic(mu, *cgeo, *fn_max, sig[*signal], w_abs)
+            }
             FrictionLaw::Bearing { tau_pos, .. } => tau_pos.eval_with_slope(w_abs),
             FrictionLaw::Tyre { mf, kappa_peak, v_low, load, ground } => {
                 let fz = sig[*load];
