@@ -2271,7 +2271,7 @@ impl Simulation {
         let n = self.net.n_dof;
         let s = &self.slots[self.cur];
         let m = s.m;
-        let Work { q, w_st, phi_st, wp, .. } = &mut self.ws;
+        let Work { q, w_st, wp, .. } = &mut self.ws;
         for i in 0..2 {
             let qi = &q[i * m..(i + 1) * m];
             let wi = &mut w_st[i];
@@ -2282,6 +2282,13 @@ impl Simulation {
                 }
             }
         }
+        self.stage_angles(h);
+    }
+
+    /// Stage angles `Phi_i = phi0 + h sum_j a_ij W_j` from the stage speeds in `ws.w_st`.
+    fn stage_angles(&mut self, h: f64) {
+        let n = self.net.n_dof;
+        let Work { w_st, phi_st, .. } = &mut self.ws;
         let (w0, w1) = (&w_st[0], &w_st[1]);
         for i in 0..2 {
             let (a0, a1) = (h * A[i][0], h * A[i][1]);

@@ -160,15 +160,10 @@ impl Simulation {
         }
         self.time_only_motion(h);
         // The stage angles (the dense output reads them) and the end angles.
+        self.stage_angles(h);
         let n = self.net.n_dof;
         let ws = &mut self.ws;
         let (w0, w1) = (&ws.w_st[0][..n], &ws.w_st[1][..n]);
-        for (i, phi_st) in ws.phi_st.iter_mut().enumerate() {
-            let (a0, a1) = (h * A[i][0], h * A[i][1]);
-            for (((p, phi), x0), x1) in phi_st[..n].iter_mut().zip(&self.phi[..n]).zip(w0).zip(w1) {
-                *p = phi + a0 * x0 + a1 * x1;
-            }
-        }
         for (((p, phi), x0), x1) in ws.phi1[..n].iter_mut().zip(&self.phi[..n]).zip(w0).zip(w1) {
             *p = phi + h * (B[0] * x0 + B[1] * x1);
         }
@@ -248,7 +243,8 @@ impl Simulation {
         let n = self.net.n_dof;
         let s = &self.slots[self.cur];
         // The events the general path would look for, at the same samples.
-        // (A slip reverses where `-dir w_rel > 0`, as `Simulation::slip_g` reads it.)
+        // (A slip reverses where `-dir w_rel > 0`, as `Simulation::slip_g` reads it; its three
+        // samples in one pass over the row, kept for the end records and the ledger.)
         for i in bits(self.sliding) {
             let g = self.net.friction[i].row.dot3([&self.ws.w_st[0], &self.ws.w_st[1], &self.ws.w1]);
             let d = -self.modes[i].dir();
