@@ -362,6 +362,18 @@ impl FrictionLaw {
         }
     }
 
+    /// The signal the kinetic torque ([`FrictionLaw::kinetic`]) is proportional to while it is
+    /// positive, at a given slip (Clutch, Brake and OneWayClutch: the normalised normal force;
+    /// Tyre: the load `F_z`). A step of that signal from `u0 > 0` to `u1` scales the torque by
+    /// `u1 / u0`, exactly; the solver's stage predictor uses this to follow input steps.
+    pub fn proportional_signal(&self) -> Option<usize> {
+        match self {
+            FrictionLaw::Normal { signal, .. } | FrictionLaw::OneWay { signal, .. } => Some(*signal),
+            FrictionLaw::Tyre { load, .. } => Some(*load),
+            FrictionLaw::Bearing { .. } | FrictionLaw::Lossy { .. } | FrictionLaw::Ramp { .. } => None,
+        }
+    }
+
     /// Index of the normal-force signal of an element that can be free (Clutch, Brake).
     pub fn free_signal(&self) -> Option<usize> {
         match self {
@@ -816,6 +828,31 @@ impl Law {
         match *self {
             Law::Source { signal, .. } => sig[signal],
             _ => f64::NAN,
+        }
+    }
+
+    /// When signal `k` is this law's input: the change of its torque at speeds `w` when `k`
+    /// steps from `from` to `to`, all else held, and the nodes it acts on (`+d` on the first,
+    /// `-d` on the second). Torque sources: the step itself; engines: the torque map at the
+    /// two throttles (exact at speeds `w`). `None` for every other law or signal. The solver's
+    /// stage predictor uses this to follow input steps.
+    pub fn signal_step(&self, k: usize, from: f64, to: f64, w: &[f64]) -> Option<(usize, usize, f64)> {
+        match *self {
+            Law::Source { flange, support, signal } if signal == k => Some((flange, support, to - from)),
+            Law::Engine { flange, support, ref map, throttle } if throttle == k => {
+                let wr = w[flange] - w[support];
+                Some((flange, support, map.eval(to, wr).0 - map.eval(from, wr).0))
+            }
+            _ => None,
+        }
+    }
+
+    /// The signal [`Law::signal_step`] answers for, if any.
+    pub fn input_signal(&self) -> Option<usize> {
+        match *self {
+            Law::Source { signal, .. } => Some(signal),
+            Law::Engine { throttle, .. } => Some(throttle),
+            _ => None,
         }
     }
 
