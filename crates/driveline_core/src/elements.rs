@@ -856,6 +856,20 @@ impl Law {
         }
     }
 
+    /// True when the law's force reads angles (springs, elastic clutches, dog clutches,
+    /// backlash); the others read speeds and signals only.
+    pub fn reads_angles(&self) -> bool {
+        // (Exhaustive: a new law must say.)
+        match self {
+            Law::SpringDamper { .. } | Law::ElasticClutch { .. } | Law::Dog { .. } | Law::Backlash { .. } => true,
+            Law::Source { .. }
+            | Law::Quadratic { .. }
+            | Law::Engine { .. }
+            | Law::Converter { .. }
+            | Law::Coupling { .. } => false,
+        }
+    }
+
     /// True when the law's force is affine in (phi, w) in every regime and needs no Newton
     /// iteration.
     pub fn is_linear(&self) -> bool {

@@ -665,6 +665,9 @@ pub struct Simulation {
     torque_dependent: u64,
     /// Every law's force reads the signals only ([`Law::is_state_free`]).
     laws_state_free: bool,
+    /// Some law's force reads angles ([`Law::reads_angles`]): Newton iterations need the
+    /// stage angles, not only the stage speeds.
+    laws_read_angles: bool,
     /// The friction elements whose sliding torque reads the signals only
     /// ([`FrictionLaw::is_time_only`](crate::elements::FrictionLaw::is_time_only)), as a mask. With `laws_state_free`, a mode where only
     /// these slide has forces that depend on time alone.
@@ -1075,6 +1078,7 @@ impl Simulation {
             epoch: 0,
             torque_dependent: mask_where(&net.friction, |fe| fe.law.is_torque_dependent()),
             laws_state_free: net.laws.iter().all(Law::is_state_free),
+            laws_read_angles: net.laws.iter().any(Law::reads_angles),
             time_only: mask_where(&net.friction, |fe| fe.law.is_time_only()),
             kernel: time_only::TimeOnly::new(n, rmax, nl, nf),
             stage_signals_ready: false,
@@ -2280,8 +2284,11 @@ impl Simulation {
                         phi_st[i][k] = self.phi[k] + h * C[i] * self.w[k];
                     }
                 }
-            } else {
+            } else if self.laws_read_angles {
                 self.stage_states(h);
+            } else {
+                // (No force reads the stage angles: they are formed once, after the iteration.)
+                self.stage_speeds();
             }
             // Residual R_i = Mr (Q_i - q0) - h sum_j a_ij N^T f_j. The forces go straight into
             // the stage-force cache with their powers: after the last iteration they are the
@@ -2469,6 +2476,12 @@ impl Simulation {
 
     /// Stage velocities `W_i = N Q_i` and angles `Phi_i = phi0 + h sum_j a_ij W_j`.
     fn stage_states(&mut self, h: f64) {
+        self.stage_speeds();
+        self.stage_angles(h);
+    }
+
+    /// Stage velocities `W_i = N Q_i` (plus the prescribed parts) from `ws.q`.
+    fn stage_speeds(&mut self) {
         let n = self.net.n_dof;
         let s = &self.slots[self.cur];
         let m = s.m;
@@ -2483,7 +2496,6 @@ impl Simulation {
                 }
             }
         }
-        self.stage_angles(h);
     }
 
     /// Stage angles `Phi_i = phi0 + h sum_j a_ij W_j` from the stage speeds in `ws.w_st`.
