@@ -171,15 +171,17 @@
 //!   with the backlash model, when a dog faces a gap); otherwise the sleeve is blocked at the
 //!   tips and a `ShiftBlocked` event says so. Match the speeds (clutch, blip) and it goes in.
 //! - *How fast is a step, and how do I make many cars cheaper?* A cruising car takes 1.1 to
-//!   1.5 µs a step, a clutch-to-clutch shift about 2.9 µs (2-core Xeon VM; the README's
-//!   "Performance" section has the figures and how they were measured). For fleets: write
+//!   1.7 µs a step, a clutch-to-clutch shift about 3.1 µs (2-core VMs; the README's
+//!   "Performance" section has the figures, the machines and how they were measured). For fleets: write
 //!   inputs with [`Simulation::set_input_id`] (an unchanged value costs nothing); turn
 //!   `track_energy` off if you do not read the energy ledger (up to a fifth on the MSL examples);
 //!   lower `mode_cache_slots` to save memory (about 18 KB a slot for an 8HP car); and in Bevy
 //!   mark the parts you never read `SkipWriteBack` (a fifth to a half of a fleet's time goes
-//!   into writing every part's state). An input that jumps at every step start (a controller
-//!   output still moving) costs the integrator's stage predictor its accuracy and Newton
-//!   usually a second iteration; settled inputs cost nothing.
+//!   into writing every part's state). An input that steps at every step start (a controller
+//!   output still moving) is followed by the stage predictor where the law is proportional to
+//!   it (clutch, brake and tyre normal forces) or says how it responds (torque sources, engine
+//!   throttles); other laws' inputs cost Newton a second iteration. Settled inputs cost
+//!   nothing.
 #![warn(missing_docs)]
 
 pub mod automatic;

@@ -42,6 +42,22 @@
 //! the general path integrates with the kernel's quadrature too, so the sub-steps of odd lengths
 //! around an event need no Newton factors. Results agree with the Newton path to rounding.
 //!
+//! # Where Newton starts
+//! A nonlinear mode solves the stage equations by simplified Newton on a kept Jacobian. The
+//! first guess of a sub-step that continues the last one in the same mode is that sub-step's
+//! collocation polynomial, extrapolated (error `O(h^3)`). Inputs set at run time hold their
+//! value over a step, so a controller that moves them (clutch pressures through a shift, a
+//! throttle cut, a driver's pedal, the tyre loads of a car that accelerates) steps them at
+//! every step start, and the accelerations change from there on where no extrapolation can
+//! see it. The solver records those steps and moves the guess by their linear response through
+//! the Newton matrix it already holds: a sliding clutch, brake or tyre scales its last stage
+//! torques by the ratio of its normal force or load (its torque is proportional to it), a
+//! torque source or an engine gives its torque step. Newton then needs one iteration fewer
+//! wherever the steps dominated the miss (the 8HP sedan's full-throttle 1-2 upshift: 2.27
+//! iterations a step instead of 2.68; UDDS traffic: 1.43 instead of 1.88). Only the start
+//! changes: the converged stages are the same to the Newton tolerance
+//! ([`IntegrationParameters::follow_input_steps`] turns it off for comparison).
+//!
 //! # Ambiguous locks
 //! Two friction elements that lock the same relative motion (seed 001, section 6) make the stuck
 //! torques non-unique. The solver takes the **minimum-norm split** (the limit of a Tikhonov
@@ -2410,6 +2426,15 @@ impl Simulation {
     /// to reach its tolerance. The guess only changes where Newton starts: the converged stages
     /// are the same to the tolerance.
     fn follow_input_steps(&mut self, slot: usize, h: f64, scratch: bool) {
+        // Most steps step only signals nothing here follows (the load of a rolling tyre, whose
+        // force is a constraint torque): those cost a pass over the steps.
+        let followed = |&(k, _, _): &(u32, f64, f64)| {
+            let k = k as usize;
+            self.readers[k] & self.sliding != 0 || self.input_law_start[k + 1] > self.input_law_start[k]
+        };
+        if !self.input_steps.iter().any(followed) {
+            return;
+        }
         let n = self.net.n_dof;
         let s = &self.slots[slot];
         let m = s.m;
