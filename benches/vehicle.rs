@@ -82,70 +82,56 @@ fn step_automatic(c: &mut Criterion) {
     // window is replayed from a fresh car as often as criterion asks; only the shift's steps
     // are timed.
     g.bench_function("sedan_8hp.ron/during_upshift", |b| {
-        b.iter_custom(|iters| {
-            let mut total = std::time::Duration::ZERO;
-            let mut left = iters;
-            while left > 0 {
-                let (mut v, input) = sedan_after(4.0, 1.0);
-                // Run to the start of the shift.
-                while v.tcu().unwrap().target().is_none() {
-                    v.step(&input, 1e-3).unwrap();
-                }
-                let t0 = std::time::Instant::now();
-                let mut n = 0;
-                while left > 0 && v.tcu().unwrap().target().is_some() {
-                    v.step(black_box(&input), 1e-3).unwrap();
-                    left -= 1;
-                    n += 1;
-                }
-                total += t0.elapsed();
-                if n == 0 {
-                    break;
-                }
-            }
-            total
-        })
+        b.iter_custom(|iters| time_upshifts(iters, false));
     });
     // The same shift of a car that has made it before (launch, 1-2, brake to a stop, launch
     // again): its modes are compiled, so the figure is what a car pays for every later shift.
     g.bench_function("sedan_8hp.ron/during_upshift_again", |b| {
-        b.iter_custom(|iters| {
-            let mut total = std::time::Duration::ZERO;
-            let mut left = iters;
-            while left > 0 {
-                let (mut v, mut input) = sedan_after(4.0, 1.0);
-                while v.tcu().unwrap().target().is_none() {
-                    v.step(&input, 1e-3).unwrap();
-                }
-                while v.tcu().unwrap().target().is_some() {
-                    v.step(&input, 1e-3).unwrap();
-                }
-                // Stop, and wait in first.
-                (input.throttle, input.brake) = (0.0, 1.0);
-                for _ in 0..8000 {
-                    v.step(&input, 1e-3).unwrap();
-                }
-                assert_eq!(v.tcu().unwrap().gear(), 1, "stopped in first");
-                (input.throttle, input.brake) = (1.0, 0.0);
-                while v.tcu().unwrap().target().is_none() {
-                    v.step(&input, 1e-3).unwrap();
-                }
-                let t0 = std::time::Instant::now();
-                let mut n = 0;
-                while left > 0 && v.tcu().unwrap().target().is_some() {
-                    v.step(black_box(&input), 1e-3).unwrap();
-                    left -= 1;
-                    n += 1;
-                }
-                total += t0.elapsed();
-                if n == 0 {
-                    break;
-                }
-            }
-            total
-        })
+        b.iter_custom(|iters| time_upshifts(iters, true));
     });
     g.finish();
+}
+
+/// Runs the 8HP sedan to the start of its 1-2 full-throttle upshift (`again`: its second one,
+/// after a first and a stop in first) and times `iters` of the shift's steps, replaying the
+/// shift from a fresh car as often as needed.
+fn time_upshifts(iters: u64, again: bool) -> std::time::Duration {
+    let to_shift_start = |v: &mut Vehicle, input: &DriverInput| {
+        while v.tcu().unwrap().target().is_none() {
+            v.step(input, 1e-3).unwrap();
+        }
+    };
+    let mut total = std::time::Duration::ZERO;
+    let mut left = iters;
+    while left > 0 {
+        let (mut v, mut input) = sedan_after(4.0, 1.0);
+        to_shift_start(&mut v, &input);
+        if again {
+            while v.tcu().unwrap().target().is_some() {
+                v.step(&input, 1e-3).unwrap();
+            }
+            // Stop, and wait in first.
+            (input.throttle, input.brake) = (0.0, 1.0);
+            for _ in 0..8000 {
+                v.step(&input, 1e-3).unwrap();
+            }
+            assert_eq!(v.tcu().unwrap().gear(), 1, "stopped in first");
+            (input.throttle, input.brake) = (1.0, 0.0);
+            to_shift_start(&mut v, &input);
+        }
+        let t0 = std::time::Instant::now();
+        let mut n = 0;
+        while left > 0 && v.tcu().unwrap().target().is_some() {
+            v.step(black_box(&input), 1e-3).unwrap();
+            left -= 1;
+            n += 1;
+        }
+        total += t0.elapsed();
+        if n == 0 {
+            break;
+        }
+    }
+    total
 }
 
 criterion_group!(benches, step_vehicle, step_automatic);
