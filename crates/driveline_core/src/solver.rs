@@ -595,11 +595,10 @@ pub struct Simulation {
     sliding: u64,
     /// An input changed since the last step: re-resolve modes at the next step start.
     inputs_changed: bool,
-    /// The inputs set by id that stepped since the last step: `(signal, value before, value
-    /// now)`, for the stage predictor ([`Simulation::follow_input_steps`]); `input_steps_known`
-    /// is false when a change was not recorded (an input set by name, a ramp, no room).
+    /// The inputs that stepped since the last step, set by id or by name as a whole signal:
+    /// `(signal, value before, value now)` at the step start, for the stage predictor
+    /// ([`Simulation::follow_input_steps`]). An input inside another signal is not followed.
     input_steps: CapVec<(u32, f64, f64)>,
-    input_steps_known: bool,
     /// Per signal, the position of its step in `input_steps` (`u32::MAX`: none).
     input_step_pos: Vec<u32>,
     /// The laws whose input each signal is ([`Law::input_signal`]): signal `k`'s are
@@ -755,25 +754,23 @@ impl<T> std::ops::DerefMut for CapVec<T> {
     }
 }
 
-/// Records a step of held input signal `k` from `from` to `to` for the stage predictor
-/// ([`Simulation::follow_input_steps`]): a second step of the same input in one step keeps the
-/// first value before; no room left (never for distinct inputs) marks the steps unknown.
-fn record_input_step(
-    steps: &mut CapVec<(u32, f64, f64)>,
-    pos: &mut [u32],
-    known: &mut bool,
-    k: usize,
-    from: f64,
-    to: f64,
-) {
+/// Records that input signal `k` steps from `from` (its value now, before the change) to `to`
+/// for the stage predictor ([`Simulation::follow_input_steps`]): a second change of the same
+/// input before the next step keeps the first value before. (There is room for every signal.)
+fn record_input_step(steps: &mut CapVec<(u32, f64, f64)>, pos: &mut [u32], k: usize, from: f64, to: f64) {
     match pos[k] {
         u32::MAX if steps.has_room() => {
             pos[k] = steps.len() as u32;
             steps.push((k as u32, from, to));
         }
-        u32::MAX => *known = false,
+        u32::MAX => {}
         p => steps[p as usize].2 = to,
     }
+}
+
+/// The value of an input signal `(value, rate, since)` at time `t` (see [`Signal::Input`]).
+fn input_value_at(value: f64, rate: f64, since: f64, t: f64) -> f64 {
+    if rate == 0.0 { value } else { value + rate * (t - since) }
 }
 
 /// Signals and laws are evaluated against these.
@@ -1106,7 +1103,6 @@ impl Simulation {
             ws,
             events: CapVec::new(4 * (nf + nl) + 8),
             input_steps: CapVec::new(net.signals.len()),
-            input_steps_known: true,
             input_step_pos: vec![u32::MAX; net.signals.len()],
             input_law_start: {
                 let mut start = vec![0u32; net.signals.len() + 1];
@@ -1193,29 +1189,19 @@ impl Simulation {
         if !value.is_finite() {
             return Err(InputError::NotFinite { name: name.to_string(), value });
         }
-        let mut hits = 0;
+        let (mut hits, now) = (0, self.t);
         for (k, s) in self.net.signals.iter_mut().enumerate() {
-            // A whole held signal that steps is recorded as by id; one inside another signal, or
-            // a ramp, is not.
-            let before = match s {
-                Signal::Input { name: n, value: v, rate: 0.0, .. } if n == name => Some(*v),
+            // A whole signal that steps is recorded as by id (one inside another signal is not).
+            let before = match *s {
+                Signal::Input { name: ref n, value: v, rate, since } if n == name => {
+                    Some(input_value_at(v, rate, since, now))
+                }
                 _ => None,
             };
-            let h = s.set_input(name, value);
-            match before {
-                Some(v) if v != value => record_input_step(
-                    &mut self.input_steps,
-                    &mut self.input_step_pos,
-                    &mut self.input_steps_known,
-                    k,
-                    v,
-                    value,
-                ),
-                Some(_) => {}
-                None if h > 0 => self.input_steps_known = false,
-                None => {}
+            hits += s.set_input(name, value);
+            if let Some(v) = before.filter(|&v| v != value) {
+                record_input_step(&mut self.input_steps, &mut self.input_step_pos, k, v, value);
             }
-            hits += h;
         }
         if hits == 0 {
             return Err(InputError::Unknown(name.to_string()));
@@ -1278,19 +1264,10 @@ impl Simulation {
                     return Err(InputError::NotFinite { name: name.clone(), value: bad });
                 }
                 if *v != value || *r != rate || (rate != 0.0 && *since != now) {
-                    // A step of a held value is recorded for the stage predictor (once per
-                    // input and step: a second change keeps the first value before).
-                    if rate != 0.0 || *r != 0.0 {
-                        self.input_steps_known = false;
-                    } else {
-                        record_input_step(
-                            &mut self.input_steps,
-                            &mut self.input_step_pos,
-                            &mut self.input_steps_known,
-                            id.0,
-                            *v,
-                            value,
-                        );
+                    // A step of the value now is recorded for the stage predictor.
+                    let before = input_value_at(*v, *r, *since, now);
+                    if before != value {
+                        record_input_step(&mut self.input_steps, &mut self.input_step_pos, id.0, before, value);
                     }
                     let steadiness_changed = (*r == 0.0) != (rate == 0.0);
                     *v = value;
@@ -2030,7 +2007,7 @@ impl Simulation {
         if self.inputs_changed {
             self.inputs_changed = false;
             // The first sub-step's predictor follows the recorded input steps.
-            self.input_jump = self.params.follow_input_steps && self.input_steps_known && !self.input_steps.is_empty();
+            self.input_jump = self.params.follow_input_steps && !self.input_steps.is_empty();
             if !self.input_change_keeps_modes() {
                 self.select_modes(0, false);
             }
@@ -2086,7 +2063,6 @@ impl Simulation {
             self.input_step_pos[k as usize] = u32::MAX;
         }
         self.input_steps.clear();
-        self.input_steps_known = true;
         self.input_jump = false;
         let n = self.net.n_dof;
         if !self.phi[..n].iter().chain(&self.w[..n]).all(|v| v.is_finite()) {
@@ -2415,9 +2391,12 @@ impl Simulation {
     /// Moves the predicted stages `ws.q` of a sub-step of size `h` by the linear response to
     /// the input steps recorded since the last step: `dQ = J^-1 h (A (x) N^T) dF`, where `dF_j`
     /// is the change of the stage forces. A sliding friction element whose torque is
-    /// proportional to a stepped signal ([`FrictionLaw::proportional_signal`](crate::elements::FrictionLaw::proportional_signal): clutch and brake
-    /// normal forces, tyre loads) changes its last stage torques by the ratio of the values, a
-    /// law its force at the step start ([`Law::signal_step`]: sources, engine throttles).
+    /// proportional to a stepped signal
+    /// ([`FrictionLaw::proportional_signal`](crate::elements::FrictionLaw::proportional_signal):
+    /// clutch and brake normal forces, tyre loads) changes its last stage torques by the ratio
+    /// of the values, a law its force at the step start ([`Law::signal_step`]: sources, engine
+    /// throttles). A ramping input's change over the step is in the stage signals already;
+    /// only a jump of its value is followed.
     ///
     /// A controller writes its outputs as values held over each step, so they step at every
     /// step start through a shift (clutch pressures, throttle cuts) and with every pedal move;
