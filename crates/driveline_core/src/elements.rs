@@ -1070,6 +1070,50 @@ mod tests {
         (f, out)
     }
 
+    /// The stage predictor's claims: a clutch's and a tyre's kinetic torque is proportional
+    /// to its signal (so scaling by the ratio of two values is exact, at any slip), and a
+    /// law's `signal_step` is the difference of its forces at the two values.
+    #[test]
+    fn input_step_responses_are_exact() {
+        let mu = crate::Table1D::new(vec![(0.0, 0.5), (10.0, 0.3)]).unwrap();
+        let clutch = FrictionLaw::Normal { mu, peak: 1.1, cgeo: 0.1, fn_max: 2000.0, signal: 0 };
+        let tyre = FrictionLaw::Tyre {
+            mf: crate::MagicFormula::default(),
+            kappa_peak: crate::MagicFormula::default().peak_slip(),
+            v_low: 1.0,
+            load: 0,
+            ground: 1,
+        };
+        for law in [&clutch, &tyre] {
+            assert_eq!(law.proportional_signal(), Some(0));
+            for slip in [0.0, 0.7, 3.0, 25.0] {
+                let (a, b) = (0.37, 0.81);
+                let w = [0.0, 12.0];
+                let ta = law.kinetic(&[a], slip, &w).0;
+                let tb = law.kinetic(&[b], slip, &w).0;
+                // Proportional to rounding (a few ulps of the torque).
+                assert!((ta * (b / a) - tb).abs() <= 1e-14 * tb.abs(), "{law:?} at {slip}: {ta} {tb}");
+            }
+        }
+        let map = crate::TorqueMap::full_and_closed(
+            &[1000.0, 3000.0, 6000.0],
+            &[150.0, 200.0, 170.0],
+            &[-10.0, -30.0, -60.0],
+        )
+        .unwrap();
+        let engine = Law::Engine { flange: 0, support: 2, map, throttle: 0 };
+        let w = [300.0, 0.0, 0.0];
+        let (f0, _) = eval(&engine, [0.0; 3], w, &[0.2]);
+        let (f1, _) = eval(&engine, [0.0; 3], w, &[0.9]);
+        let (a, b, d) = engine.signal_step(0, 0.2, 0.9, &w).unwrap();
+        assert_eq!((a, b), (0, 2));
+        assert!((d - (f1[0] - f0[0])).abs() <= 1e-12 * f1[0].abs(), "{d} against {}", f1[0] - f0[0]);
+        assert_eq!(engine.signal_step(1, 0.2, 0.9, &w), None, "not its input");
+        let source = Law::Source { flange: 1, support: 2, signal: 3 };
+        assert_eq!(source.signal_step(3, 5.0, 7.5, &w), Some((1, 2, 2.5)));
+        assert_eq!(source.input_signal(), Some(3));
+    }
+
     #[test]
     fn positive_source_torque_accelerates_the_flange_forwards() {
         let (f, out) = eval(&Law::Source { flange: 0, support: 2, signal: 0 }, [0.0; 3], [1.0, 0.0, 0.0], &[5.0]);
