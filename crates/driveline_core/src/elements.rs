@@ -353,20 +353,11 @@ impl FrictionLaw {
 
     /// The signal the static capacity ([`FrictionLaw::capacity`]) and the kinetic torque
     /// ([`FrictionLaw::kinetic`]) read, if any: equal values of it (and, for the kinetic
-    /// torque, equal speeds) give equal results.
+    /// torque, equal speeds) give equal results. Both are proportional to it while it is
+    /// positive (Clutch, Brake and OneWayClutch: the normalised normal force; Tyre: the load
+    /// `F_z`), so a step of it from `u0 > 0` to `u1` scales the kinetic torque at a given slip by
+    /// `u1 / u0` exactly; the solver's stage predictor uses this to follow input steps.
     pub fn torque_signal(&self) -> Option<usize> {
-        match self {
-            FrictionLaw::Normal { signal, .. } | FrictionLaw::OneWay { signal, .. } => Some(*signal),
-            FrictionLaw::Tyre { load, .. } => Some(*load),
-            FrictionLaw::Bearing { .. } | FrictionLaw::Lossy { .. } | FrictionLaw::Ramp { .. } => None,
-        }
-    }
-
-    /// The signal the kinetic torque ([`FrictionLaw::kinetic`]) is proportional to while it is
-    /// positive, at a given slip (Clutch, Brake and OneWayClutch: the normalised normal force;
-    /// Tyre: the load `F_z`). A step of that signal from `u0 > 0` to `u1` scales the torque by
-    /// `u1 / u0`, exactly; the solver's stage predictor uses this to follow input steps.
-    pub fn proportional_signal(&self) -> Option<usize> {
         match self {
             FrictionLaw::Normal { signal, .. } | FrictionLaw::OneWay { signal, .. } => Some(*signal),
             FrictionLaw::Tyre { load, .. } => Some(*load),
@@ -1085,7 +1076,7 @@ mod tests {
             ground: 1,
         };
         for law in [&clutch, &tyre] {
-            assert_eq!(law.proportional_signal(), Some(0));
+            assert_eq!(law.torque_signal(), Some(0));
             for slip in [0.0, 0.7, 3.0, 25.0] {
                 let (a, b) = (0.37, 0.81);
                 let w = [0.0, 12.0];

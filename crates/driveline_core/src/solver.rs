@@ -149,7 +149,7 @@ pub struct IntegrationParameters {
     /// a step, so a controller that moves them (clutch pressures through a shift, a throttle
     /// cut, a driver's pedal) changes the accelerations from the step start on, which the
     /// extrapolated guess does not see. The guess then takes the linear response to the steps
-    /// ([`FrictionLaw::proportional_signal`](crate::elements::FrictionLaw::proportional_signal),
+    /// ([`FrictionLaw::torque_signal`](crate::elements::FrictionLaw::torque_signal),
     /// [`Law::signal_step`](crate::elements::Law::signal_step)). Only where Newton starts
     /// changes, not what it converges to: false gives the same motion to the Newton tolerance
     /// at more iterations (8HP sedan, 1-2 full-throttle upshift: 2.68 instead of 2.27 a step;
@@ -768,11 +768,6 @@ fn record_input_step(steps: &mut CapVec<(u32, f64, f64)>, pos: &mut [u32], k: us
     }
 }
 
-/// The value of an input signal `(value, rate, since)` at time `t` (see [`Signal::Input`]).
-fn input_value_at(value: f64, rate: f64, since: f64, t: f64) -> f64 {
-    if rate == 0.0 { value } else { value + rate * (t - since) }
-}
-
 /// Signals and laws are evaluated against these.
 fn eval_signals(net: &Network, t: f64, left: bool, out: &mut [f64]) {
     for (k, s) in net.signals.iter().enumerate() {
@@ -1192,10 +1187,8 @@ impl Simulation {
         let (mut hits, now) = (0, self.t);
         for (k, s) in self.net.signals.iter_mut().enumerate() {
             // A whole signal that steps is recorded as by id (one inside another signal is not).
-            let before = match *s {
-                Signal::Input { name: ref n, value: v, rate, since } if n == name => {
-                    Some(input_value_at(v, rate, since, now))
-                }
+            let before = match s {
+                Signal::Input { name: n, .. } if n == name => Some(s.eval(now)),
                 _ => None,
             };
             hits += s.set_input(name, value);
@@ -1257,6 +1250,8 @@ impl Simulation {
     #[inline(never)]
     fn change_input(&mut self, id: InputId, value: f64, rate: f64) -> Result<(), InputError> {
         let now = self.t;
+        // (The value now, a ramp's included: what a step starts from.)
+        let before = self.net.signals[id.0].eval(now);
         match &mut self.net.signals[id.0] {
             Signal::Input { value: v, name, rate: r, since } => {
                 if !value.is_finite() || !rate.is_finite() {
@@ -1265,7 +1260,6 @@ impl Simulation {
                 }
                 if *v != value || *r != rate || (rate != 0.0 && *since != now) {
                     // A step of the value now is recorded for the stage predictor.
-                    let before = input_value_at(*v, *r, *since, now);
                     if before != value {
                         record_input_step(&mut self.input_steps, &mut self.input_step_pos, id.0, before, value);
                     }
@@ -2392,7 +2386,7 @@ impl Simulation {
     /// the input steps recorded since the last step: `dQ = J^-1 h (A (x) N^T) dF`, where `dF_j`
     /// is the change of the stage forces. A sliding friction element whose torque is
     /// proportional to a stepped signal
-    /// ([`FrictionLaw::proportional_signal`](crate::elements::FrictionLaw::proportional_signal):
+    /// ([`FrictionLaw::torque_signal`](crate::elements::FrictionLaw::torque_signal):
     /// clutch and brake normal forces, tyre loads) changes its last stage torques by the ratio
     /// of the values, a law its force at the step start ([`Law::signal_step`]: sources, engine
     /// throttles). A ramping input's change over the step is in the stage signals already;
@@ -2450,7 +2444,7 @@ impl Simulation {
             let ratio = to.max(0.0) / from - 1.0;
             for i in bits(self.readers[k] & self.sliding) {
                 let fe = &self.net.friction[i];
-                if fe.law.proportional_signal() == Some(k) {
+                if fe.law.torque_signal() == Some(k) {
                     // The element's force is -tau row^T.
                     let (d0, d1) = (-fric_tau[0][i] * ratio, -fric_tau[1][i] * ratio);
                     for &(node, c) in fe.row.entries.iter().take_while(|e| e.1 != 0.0) {
