@@ -206,7 +206,8 @@ pub use output::CsvRecorder;
 pub use scenario::{Scenario, ScenarioError};
 pub use signal::Signal;
 pub use solver::{
-    EnergyLedger, FrictionMode, InputError, InputId, IntegrationParameters, ModeEvent, Simulation, StepError, StepStats,
+    EnergyLedger, FrictionMode, InputError, InputId, IntegrationParameters, ModeEvent, NewtonStart, Simulation,
+    StepError, StepStats,
 };
 pub use table::Table1D;
 pub use torque_map::{TorqueMap, TorqueMapSpec};
