@@ -62,7 +62,8 @@
 //!   stages and its end, extrapolated by their quadratic in time, plus the input steps. This is
 //!   a linearly implicit step: `O(h^4)` where the motion is smooth, and it damps a stiff
 //!   transient as the implicit method does. It costs a matrix-vector product, so it is only
-//!   taken while the last sub-step's first correction was not far inside the tolerance.
+//!   taken while the first corrections are not far inside the tolerance (see
+//!   [`NewtonStart::Forces`]).
 //!
 //! On the 8HP sedan's full-throttle 1-2 upshift the first correction then drops from 1e-4 ..
 //! 1e-3 rad/s to 1e-7 (the tolerance is 7e-8) and Newton needs 1.86 iterations a step instead
@@ -187,9 +188,11 @@ pub enum NewtonStart {
     /// moved by one Newton correction computed with these forces instead of evaluated ones.
     /// Error `O(h^4)` where the motion is smooth, and a transient of a stiff mode (a sliding
     /// tyre after a clutch breaks away) is damped as the implicit step damps it, where the
-    /// extrapolated speeds overshoot it. Taken when the last sub-step's first correction was
-    /// not far inside the tolerance; otherwise [`NewtonStart::FollowInputs`] is as good and
-    /// cheaper.
+    /// extrapolated speeds overshoot it. It costs a matrix-vector product, so it is switched
+    /// on when a first correction misses the tolerance and kept while its own first
+    /// corrections stay above 1 % of it; otherwise, and while a lossy gear or a limited-slip
+    /// pack slides (their law switches with the sign of a constraint torque, no smooth
+    /// function of time), the start is [`NewtonStart::FollowInputs`].
     #[default]
     Forces,
 }
@@ -588,9 +591,12 @@ struct Work {
     pred_g_ok: bool,
     /// The integrated sub-step's Newton iteration left its stage forces in `gq`.
     stage_g_ok: bool,
-    /// The integrated sub-step's first Newton correction was more than a sixteenth of the
-    /// tolerance: the next sub-step's guess is worth the force predictor.
-    first_loose: bool,
+    /// The next sub-step starts from forces ([`NewtonStart::Forces`]): switched on when a
+    /// first Newton correction misses the tolerance, kept while the force start's first
+    /// corrections are above 1 % of it.
+    force_start: bool,
+    /// The integrated sub-step started from forces.
+    started_from_forces: bool,
     pred_h: f64,
     pred_slot: usize,
     pred_epoch: u64,
@@ -1075,7 +1081,8 @@ impl Simulation {
             pred_ge: v(n),
             pred_g_ok: false,
             stage_g_ok: false,
-            first_loose: true,
+            force_start: true,
+            started_from_forces: false,
             pred_h: 0.0,
             pred_slot: usize::MAX,
             pred_epoch: u64::MAX,
@@ -2232,6 +2239,7 @@ impl Simulation {
         let end_forces = self.ws.cache & 4 != 0;
         self.ws.cache = 0;
         self.ws.stage_g_ok = false;
+        self.ws.started_from_forces = false;
         let prescribed = !self.slots[slot].rhs.is_empty();
         // A mode whose forces depend on time alone: the quadrature of the time-only kernel is
         // the one linear solve, without the factors a new sub-step length would need.
@@ -2301,9 +2309,17 @@ impl Simulation {
             // Inputs that stepped at the step start change the accelerations from there on,
             // which no extrapolation of the last sub-step sees: the guess follows them, on its
             // own or with the extrapolated forces (see `NewtonStart`).
-            let start = self.params.newton_start;
-            if start == NewtonStart::Forces && !prescribed && end_forces && self.ws.pred_g_ok && self.ws.first_loose {
+            // (A sliding lossy gear or limited-slip pack switches its law with the sign of a
+            // constraint torque: its force is no smooth function of time to extrapolate.)
+            let smooth = !prescribed && self.torque_dependent & self.sliding == 0;
+            if self.params.newton_start == NewtonStart::Forces
+                && smooth
+                && end_forces
+                && self.ws.pred_g_ok
+                && self.ws.force_start
+            {
                 self.predict_from_forces(slot, h, r, scratch, jump);
+                self.ws.started_from_forces = true;
             } else if jump {
                 self.follow_input_steps(slot, h, scratch);
             }
@@ -2390,7 +2406,10 @@ impl Simulation {
                 norm_q = norm_q.max(q[k].abs());
             }
             if iter == 1 {
-                self.ws.first_loose = norm_dq > self.params.newton_tolerance * (1.0 + norm_q) / 16.0;
+                // The force start costs a matrix-vector product: worth it while the simpler
+                // start would miss (a shift's transients), not in a steady cruise.
+                let keep = if self.ws.started_from_forces { 0.01 } else { 1.0 };
+                self.ws.force_start = norm_dq > keep * self.params.newton_tolerance * (1.0 + norm_q);
             }
             if linear || norm_dq <= self.params.newton_tolerance * (1.0 + norm_q) {
                 // A converged correction is within the tolerance: the forces just evaluated are
@@ -2792,8 +2811,9 @@ impl Simulation {
             let Work { q0, q, pred_q0, pred_q, .. } = &mut self.ws;
             pred_q0[..m].copy_from_slice(&q0[..m]);
             pred_q[..2 * m].copy_from_slice(&q[..2 * m]);
-            self.ws.pred_g_ok = self.ws.stage_g_ok;
-            if self.ws.stage_g_ok {
+            // (Only a force start reads them.)
+            self.ws.pred_g_ok = self.ws.stage_g_ok && self.ws.force_start;
+            if self.ws.pred_g_ok {
                 self.ws.pred_g[..2 * m].copy_from_slice(&self.ws.gq[..2 * m]);
             }
             self.ws.pred_h = h;
