@@ -341,6 +341,11 @@ struct ModeSlot {
     nz: CapVec<(u32, u32, f64)>,
     /// Row `k` of `N` is `nz[nz_row[k]..nz_row[k + 1]]` (`n + 1` offsets).
     nz_row: Vec<u32>,
+    /// The same non-zeros by columns, `(row, value)` by ascending rows within a column:
+    /// column `j` is `nzt[nzt_col[j]..nzt_col[j + 1]]`. `N^T f` sums each of its entries over
+    /// this list, in the order a pass over `nz` would add to it, and keeps it in a register.
+    nzt: CapVec<(u32, f64)>,
+    nzt_col: Vec<u32>,
     /// Every row of `N` has at most one non-zero (no planetary set or differential ties a
     /// speed to two free ones): `gather[k]` is row `k`'s `(column, value)`, `u32::MAX` for an
     /// empty row.
@@ -419,6 +424,16 @@ impl ModeSlot {
         }
     }
 
+    /// `g = N^T x` (the reduced forces of node forces `x`) into `g[..m]`: each entry sums its
+    /// terms from +0.0 in ascending rows.
+    #[inline]
+    fn nt_times(&self, x: &[f64], g: &mut [f64]) {
+        for (j, g) in g[..self.m].iter_mut().enumerate() {
+            let col = &self.nzt[self.nzt_col[j] as usize..self.nzt_col[j + 1] as usize];
+            *g = col.iter().fold(0.0, |acc, &(k, c)| acc + c * x[k as usize]);
+        }
+    }
+
     /// Grows the `m x m` and `2m x 2m` buffers to hold a mode with `m` free coordinates.
     fn reserve(&mut self, m: usize) {
         if self.mr.len() < m * m {
@@ -445,6 +460,8 @@ impl ModeSlot {
             nmat: vec![0.0; n * n],
             nz: CapVec::new(n * mmax),
             nz_row: vec![0; n + 1],
+            nzt: CapVec::new(n * mmax),
+            nzt_col: vec![0; n + 1],
             nz_single: false,
             gather: vec![(u32::MAX, 0.0); n],
             free_cols: vec![0; n],
@@ -1647,6 +1664,17 @@ impl Simulation {
             }
         }
         slot.nz_row[n] = slot.nz.len() as u32;
+        slot.nzt.clear();
+        for j in 0..m {
+            slot.nzt_col[j] = slot.nzt.len() as u32;
+            for k in 0..n {
+                let c = slot.nmat[k * n + j];
+                if c != 0.0 {
+                    slot.nzt.push((k as u32, c));
+                }
+            }
+        }
+        slot.nzt_col[m] = slot.nzt.len() as u32;
         slot.nz_single = slot.nz_row.windows(2).all(|r| r[1] - r[0] <= 1);
         for (k, g) in slot.gather.iter_mut().enumerate() {
             let row = &slot.nz[slot.nz_row[k] as usize..slot.nz_row[k + 1] as usize];
@@ -2360,7 +2388,6 @@ impl Simulation {
                 let s = &self.slots[slot];
                 let Work { gq, f_st, ud, acc, .. } = &mut self.ws;
                 let gq = &mut gq[j * m..(j + 1) * m];
-                gq.fill(0.0);
                 let x = if prescribed {
                     for k in 0..n {
                         acc[k] = f_st[j][k] - self.net.mass[k] * ud[j][k];
@@ -2369,42 +2396,15 @@ impl Simulation {
                 } else {
                     &f_st[j][..n]
                 };
-                for &(k, a, na) in s.nz.iter() {
-                    gq[a as usize] += na * x[k as usize];
-                }
+                s.nt_times(x, gq);
             }
-            let s = &self.slots[slot];
-            let mut norm_dq: f64 = 0.0;
-            let mut norm_q: f64 = 0.0;
             // From the guess Q_i = q0, Mr (Q_i - q0) is +0.0 (a row's diagonal term is +0.0,
             // so the sum is too) and subtracting it changes nothing: skipped.
-            let at_q0 = iter == 1 && !predicted;
-            for i in 0..2 {
-                let qi = &self.ws.q[i * m..(i + 1) * m];
-                let (ha0, ha1) = (h * A[i][0], h * A[i][1]);
-                for a in 0..m {
-                    if at_q0 {
-                        self.ws.res[i * m + a] = ha0 * self.ws.gq[a] + ha1 * self.ws.gq[m + a];
-                        continue;
-                    }
-                    let mq: f64 = s.mr[a * m..(a + 1) * m]
-                        .iter()
-                        .zip(qi.iter().zip(&self.ws.q0[..m]))
-                        .map(|(mr, (q, q0))| mr * (q - q0))
-                        .sum();
-                    self.ws.res[i * m + a] = ha0 * self.ws.gq[a] + ha1 * self.ws.gq[m + a] - mq;
-                }
-            }
-            // The correction: the inverse Newton matrix times the residual.
-            let mm = 2 * m;
-            let Work { newton_inv, res, q, .. } = &mut self.ws;
-            let inv = if scratch { &newton_inv[..mm * mm] } else { &s.newton_inv[..mm * mm] };
-            for (k, row) in inv.chunks_exact(mm.max(1)).enumerate() {
-                let dq: f64 = row.iter().zip(&res[..mm]).map(|(a, r)| a * r).sum();
-                q[k] += dq;
-                norm_dq = norm_dq.max(dq.abs());
-                norm_q = norm_q.max(q[k].abs());
-            }
+            let residual = if iter == 1 && !predicted { Residual::Forces } else { Residual::Full };
+            let s = &self.slots[slot];
+            let Work { newton_inv, res, q, q0, gq, .. } = &mut self.ws;
+            let inv = if scratch { &newton_inv[..] } else { &s.newton_inv[..] };
+            let (norm_dq, norm_q) = newton_correct(m, residual, h, &s.mr, gq, q0, q, res, inv);
             if iter == 1 {
                 // The force start costs a matrix-vector product: worth it while the simpler
                 // start would miss (a shift's transients), not in a steady cruise.
@@ -2456,12 +2456,15 @@ impl Simulation {
             let q0 = self.ws.q0[j];
             self.ws.res[j] = q0 + D[0] * (self.ws.q[j] - q0) + D[1] * (self.ws.q[m + j] - q0);
         }
-        s.n_times(&self.ws.res[..m], &mut self.ws.w1[..n]);
-        for k in 0..n {
-            if prescribed {
-                self.ws.w1[k] += self.ws.wp[2][k];
+        let Work { res, w1, wp, phi1, w_st, .. } = &mut self.ws;
+        s.n_times(&res[..m], &mut w1[..n]);
+        if prescribed {
+            for (w, p) in w1[..n].iter_mut().zip(&wp[2][..n]) {
+                *w += p;
             }
-            self.ws.phi1[k] = self.phi[k] + h * (B[0] * self.ws.w_st[0][k] + B[1] * self.ws.w_st[1][k]);
+        }
+        for (((p1, p), w0), w1) in phi1[..n].iter_mut().zip(&self.phi[..n]).zip(&w_st[0][..n]).zip(&w_st[1][..n]) {
+            *p1 = p + h * (B[0] * w0 + B[1] * w1);
         }
     }
 
@@ -2477,7 +2480,7 @@ impl Simulation {
     /// are the same to the tolerance.
     fn follow_input_steps(&mut self, slot: usize, h: f64, scratch: bool) {
         if self.input_step_forces(slot) {
-            self.newton_response(slot, h, scratch, false);
+            self.newton_response(slot, h, scratch, Residual::Forces);
         }
     }
 
@@ -2496,11 +2499,7 @@ impl Simulation {
         let m = s.m;
         {
             let Work { f_end, pred_ge, .. } = &mut self.ws;
-            let ge = &mut pred_ge[..m];
-            ge.fill(0.0);
-            for &(k, a, na) in s.nz.iter() {
-                ge[a as usize] += na * f_end[k as usize];
-            }
+            s.nt_times(f_end, pred_ge);
         }
         if !(jump && self.input_step_forces(slot)) {
             self.ws.gq[..2 * m].fill(0.0);
@@ -2515,37 +2514,17 @@ impl Simulation {
                 *g += l0 * pred_g[j] + l1 * pred_g[m + j] + l2 * pred_ge[j];
             }
         }
-        self.newton_response(slot, h, scratch, true);
+        self.newton_response(slot, h, scratch, Residual::Full);
     }
 
     /// Moves the stages `ws.q` by the Newton correction for the reduced stage forces in
-    /// `ws.gq`: `res_i = h sum_j a_ij g_j` (minus `Mr (Q_i - q0)` with `residual`), `Q += J^-1
-    /// res` through the inverse Newton matrix of the slot (or the scratch one).
-    fn newton_response(&mut self, slot: usize, h: f64, scratch: bool, residual: bool) {
+    /// `ws.gq` ([`newton_correct`]) through the inverse Newton matrix of the slot (or the
+    /// scratch one).
+    fn newton_response(&mut self, slot: usize, h: f64, scratch: bool, residual: Residual) {
         let s = &self.slots[slot];
-        let m = s.m;
         let Work { gq, res, q, q0, newton_inv, .. } = &mut self.ws;
-        for i in 0..2 {
-            let (ha0, ha1) = (h * A[i][0], h * A[i][1]);
-            let qi = &q[i * m..(i + 1) * m];
-            for a in 0..m {
-                let mq: f64 = if residual {
-                    s.mr[a * m..(a + 1) * m]
-                        .iter()
-                        .zip(qi.iter().zip(&q0[..m]))
-                        .map(|(mr, (q, q0))| mr * (q - q0))
-                        .sum()
-                } else {
-                    0.0
-                };
-                res[i * m + a] = ha0 * gq[a] + ha1 * gq[m + a] - mq;
-            }
-        }
-        let mm = 2 * m;
-        let inv = if scratch { &newton_inv[..mm * mm] } else { &s.newton_inv[..mm * mm] };
-        for (k, row) in inv.chunks_exact(mm.max(1)).enumerate() {
-            q[k] += row.iter().zip(&res[..mm]).map(|(a, r)| a * r).sum::<f64>();
-        }
+        let inv = if scratch { &newton_inv[..] } else { &s.newton_inv[..] };
+        newton_correct(s.m, residual, h, &s.mr, gq, q0, q, res, inv);
     }
 
     /// The change of the reduced stage forces at the step start from the input steps recorded
@@ -4006,6 +3985,87 @@ fn lagrange(theta: f64) -> [f64; 3] {
         theta * (theta - c2) / (c1 * (c1 - c2)),
         theta * (theta - c1) / (c2 * (c2 - c1)),
     ]
+}
+
+/// What the residual of a Newton correction ([`newton_correct`]) holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Residual {
+    /// `R_i = h sum_j a_ij g_j - Mr (Q_i - q0)`.
+    Full,
+    /// `R_i = h sum_j a_ij g_j`: the stages are at `q0`, or a force change is mapped.
+    Forces,
+}
+
+/// One simplified Newton correction of the stages of a mode with `m` free coordinates: the
+/// residual `R` from the reduced stage forces `gq` (`2m`), `Q += J^-1 R` with the inverse
+/// Newton matrix `inv` (`2m x 2m`, row-major) into `q`, `R` kept in `res`. Returns the largest
+/// correction and the largest updated stage value. Small modes (`m <= 6`, every shipped
+/// vehicle's) run on loops of constant length, unrolled; the sums run in the same order
+/// either way.
+#[allow(clippy::too_many_arguments)]
+#[inline]
+fn newton_correct(
+    m: usize,
+    residual: Residual,
+    h: f64,
+    mr: &[f64],
+    gq: &[f64],
+    q0: &[f64],
+    q: &mut [f64],
+    res: &mut [f64],
+    inv: &[f64],
+) -> (f64, f64) {
+    match m {
+        1 => newton_correct_in(1, residual, h, mr, gq, q0, q, res, inv),
+        2 => newton_correct_in(2, residual, h, mr, gq, q0, q, res, inv),
+        3 => newton_correct_in(3, residual, h, mr, gq, q0, q, res, inv),
+        4 => newton_correct_in(4, residual, h, mr, gq, q0, q, res, inv),
+        5 => newton_correct_in(5, residual, h, mr, gq, q0, q, res, inv),
+        6 => newton_correct_in(6, residual, h, mr, gq, q0, q, res, inv),
+        _ => newton_correct_in(m, residual, h, mr, gq, q0, q, res, inv),
+    }
+}
+
+/// [`newton_correct`], inlined where `m` is a constant.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn newton_correct_in(
+    m: usize,
+    residual: Residual,
+    h: f64,
+    mr: &[f64],
+    gq: &[f64],
+    q0: &[f64],
+    q: &mut [f64],
+    res: &mut [f64],
+    inv: &[f64],
+) -> (f64, f64) {
+    let mm = 2 * m;
+    let (mr, gq, q0) = (&mr[..m * m], &gq[..mm], &q0[..m]);
+    let (q, res, inv) = (&mut q[..mm], &mut res[..mm], &inv[..mm * mm]);
+    for i in 0..2 {
+        let (ha0, ha1) = (h * A[i][0], h * A[i][1]);
+        for a in 0..m {
+            let f = ha0 * gq[a] + ha1 * gq[m + a];
+            res[i * m + a] = match residual {
+                Residual::Forces => f,
+                Residual::Full => {
+                    let qi = &q[i * m..(i + 1) * m];
+                    let mq: f64 =
+                        mr[a * m..(a + 1) * m].iter().zip(qi.iter().zip(q0)).map(|(mr, (q, q0))| mr * (q - q0)).sum();
+                    f - mq
+                }
+            };
+        }
+    }
+    let (mut norm_dq, mut norm_q) = (0.0f64, 0.0f64);
+    for k in 0..mm {
+        let dq: f64 = inv[k * mm..(k + 1) * mm].iter().zip(res.iter()).map(|(a, r)| a * r).sum();
+        q[k] += dq;
+        norm_dq = norm_dq.max(dq.abs());
+        norm_q = norm_q.max(q[k].abs());
+    }
+    (norm_dq, norm_q)
 }
 
 /// The Lagrange basis of the quadratic through `nodes`, at `x`.
