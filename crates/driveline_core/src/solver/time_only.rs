@@ -414,7 +414,7 @@ impl Rows<'_> {
 
 /// Whether the signal a friction law's torques read ([`FrictionLaw::torque_signal`]) holds
 /// the same value, bit for bit, at the three samples of a sub-step (or the law reads none).
-fn steady_over(law: &FrictionLaw, samples: [&Vec<f64>; 3]) -> bool {
+pub(super) fn steady_over(law: &FrictionLaw, samples: [&Vec<f64>; 3]) -> bool {
     law.torque_signal().is_none_or(|k| {
         let v = samples[0][k].to_bits();
         v == samples[1][k].to_bits() && v == samples[2][k].to_bits()
