@@ -424,6 +424,30 @@ impl ModeSlot {
         }
     }
 
+    /// [`ModeSlot::n_times`] of `K` vectors at once (the stages, the end), in one pass over
+    /// `N`: each result exactly as `n_times` forms it.
+    #[inline]
+    fn n_times_each<const K: usize>(&self, q: [&[f64]; K], w: [&mut [f64]; K]) {
+        let mut w = w;
+        if self.nz_single {
+            let n = w[0].len();
+            for (k, &(j, c)) in self.gather[..n].iter().enumerate() {
+                for (w, q) in w.iter_mut().zip(q) {
+                    w[k] = q.get(j as usize).map_or(-0.0, |q| c * q);
+                }
+            }
+            return;
+        }
+        for w in w.iter_mut() {
+            w.fill(-0.0);
+        }
+        for &(k, j, c) in self.nz.iter() {
+            for (w, q) in w.iter_mut().zip(q) {
+                w[k as usize] += c * q[j as usize];
+            }
+        }
+    }
+
     /// `g = N^T x` (the reduced forces of node forces `x`) into `g[..m]`: each entry sums its
     /// terms from +0.0 in ascending rows.
     #[inline]
@@ -2608,12 +2632,11 @@ impl Simulation {
         let s = &self.slots[self.cur];
         let m = s.m;
         let Work { q, w_st, wp, .. } = &mut self.ws;
-        for i in 0..2 {
-            let qi = &q[i * m..(i + 1) * m];
-            let wi = &mut w_st[i];
-            s.n_times(qi, &mut wi[..n]);
-            if !s.rhs.is_empty() {
-                for (x, p) in wi[..n].iter_mut().zip(&wp[i][..n]) {
+        let [w0, w1] = w_st;
+        s.n_times_each([&q[..m], &q[m..2 * m]], [&mut w0[..n], &mut w1[..n]]);
+        if !s.rhs.is_empty() {
+            for (wi, wp) in w_st.iter_mut().zip(wp.iter()) {
+                for (x, p) in wi[..n].iter_mut().zip(&wp[..n]) {
                     *x += p;
                 }
             }

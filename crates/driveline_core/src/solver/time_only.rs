@@ -223,10 +223,8 @@ impl Simulation {
             4 => rows.apply::<4>(&s.free_cols[..m], &self.w, out),
             _ => rows.apply::<0>(&s.free_cols[..m], &self.w, out),
         }
-        for i in 0..2 {
-            s.n_times(&ws.q[i * m..(i + 1) * m], &mut ws.w_st[i][..n]);
-        }
-        s.n_times(&ws.res[..m], &mut ws.w1[..n]);
+        let [w0, w1] = &mut ws.w_st;
+        s.n_times_each([&ws.q[..m], &ws.q[m..2 * m], &ws.res[..m]], [&mut w0[..n], &mut w1[..n], &mut ws.w1[..n]]);
     }
 
     /// Integrates a sub-step of size `h` with the time-only kernel and commits it when no event
