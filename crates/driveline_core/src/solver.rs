@@ -3084,17 +3084,8 @@ impl Simulation {
         let mut mask = 0;
         for (pos, &i) in self.slots[self.cur].locked.iter().enumerate() {
             let law = &self.net.friction[i].law;
-            // A capacity whose signal holds its value over the sub-step (an input held over
-            // the step) is evaluated once.
-            let steady = time_only::steady_over(law, [&sig[0], &sig[1], sig_end]);
-            let first = self.capacity(i, &sig[0]);
-            for (j, &(lam, sig, w)) in samples.iter().enumerate() {
-                let excess = if steady || j == 0 {
-                    law.hold_excess(first, lam[np + pos], lam, w).0
-                } else {
-                    law.hold_excess(self.capacity(i, sig), lam[np + pos], lam, w).0
-                };
-                if excess > 0.0 {
+            for &(lam, sig, w) in &samples {
+                if law.hold_excess(self.capacity(i, sig), lam[np + pos], lam, w).0 > 0.0 {
                     mask |= 1 << i;
                     break;
                 }

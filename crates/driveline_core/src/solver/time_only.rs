@@ -223,8 +223,10 @@ impl Simulation {
             4 => rows.apply::<4>(&s.free_cols[..m], &self.w, out),
             _ => rows.apply::<0>(&s.free_cols[..m], &self.w, out),
         }
-        let [w0, w1] = &mut ws.w_st;
-        s.n_times_each([&ws.q[..m], &ws.q[m..2 * m], &ws.res[..m]], [&mut w0[..n], &mut w1[..n], &mut ws.w1[..n]]);
+        for i in 0..2 {
+            s.n_times(&ws.q[i * m..(i + 1) * m], &mut ws.w_st[i][..n]);
+        }
+        s.n_times(&ws.res[..m], &mut ws.w1[..n]);
     }
 
     /// Integrates a sub-step of size `h` with the time-only kernel and commits it when no event
@@ -412,7 +414,7 @@ impl Rows<'_> {
 
 /// Whether the signal a friction law's torques read ([`FrictionLaw::torque_signal`]) holds
 /// the same value, bit for bit, at the three samples of a sub-step (or the law reads none).
-pub(super) fn steady_over(law: &FrictionLaw, samples: [&Vec<f64>; 3]) -> bool {
+fn steady_over(law: &FrictionLaw, samples: [&Vec<f64>; 3]) -> bool {
     law.torque_signal().is_none_or(|k| {
         let v = samples[0][k].to_bits();
         v == samples[1][k].to_bits() && v == samples[2][k].to_bits()
