@@ -190,9 +190,12 @@ pub enum NewtonStart {
     /// tyre after a clutch breaks away) is damped as the implicit step damps it, where the
     /// extrapolated speeds overshoot it. It costs a matrix-vector product, so it is switched
     /// on when a first correction misses the tolerance and kept while its own first
-    /// corrections stay above 1 % of it; otherwise, and while a lossy gear or a limited-slip
-    /// pack slides (their law switches with the sign of a constraint torque, no smooth
-    /// function of time), the start is [`NewtonStart::FollowInputs`].
+    /// corrections stay above 1 % of it; otherwise, while a lossy gear or a limited-slip pack
+    /// slides (their law switches with the sign of a constraint torque, no smooth function of
+    /// time), and for a sub-step more than four times as long as the last (the step after an
+    /// event, which continues from the short rest of the step before, or a frame-time hitch:
+    /// the extrapolation would amplify the forces' errors by up to the square of the ratio),
+    /// the start is [`NewtonStart::FollowInputs`].
     #[default]
     Forces,
 }
@@ -2362,8 +2365,12 @@ impl Simulation {
             // which no extrapolation of the last sub-step sees: the guess follows them, on its
             // own or with the extrapolated forces (see `NewtonStart`).
             // (A sliding lossy gear or limited-slip pack switches its law with the sign of a
-            // constraint torque: its force is no smooth function of time to extrapolate.)
-            let smooth = !prescribed && self.torque_dependent & self.sliding == 0;
+            // constraint torque: its force is no smooth function of time to extrapolate. Nor
+            // are forces extrapolated over more than four times the last sub-step's length: the
+            // step after an event continues from a short rest of a step, a frame-time hitch
+            // from short steps, and the quadratic would amplify the forces' errors by up to
+            // the square of the ratio; a 50 ms hitch after 1 ms steps diverged.)
+            let smooth = !prescribed && self.torque_dependent & self.sliding == 0 && r <= 4.0;
             if self.params.newton_start == NewtonStart::Forces
                 && smooth
                 && end_forces
