@@ -2,7 +2,9 @@
 //! simulated steady state in every gear against the kinematics, and the file checks.
 
 use driveline::core::automatic::GearboxSpec;
-use driveline::core::{ElementKind, ElementSpec, IntegrationParameters, Network, NewtonStart, Signal, Simulation};
+use driveline::core::{
+    ElementKind, ElementSpec, InputId, IntegrationParameters, Network, NewtonStart, Signal, Simulation,
+};
 use std::path::{Path, PathBuf};
 
 fn asset(name: &str) -> PathBuf {
@@ -217,6 +219,24 @@ fn inputs_set_by_id_run_bit_for_bit_like_inputs_set_by_name() {
     assert!(events >= 6, "only {events} mode changes");
 }
 
+/// The Newton starts, plain extrapolation first.
+const STARTS: [NewtonStart; 3] = [NewtonStart::Extrapolate, NewtonStart::FollowInputs, NewtonStart::Forces];
+
+/// One simulation of `net` per Newton start ([`STARTS`]), with the ids of the shift elements'
+/// force inputs `names` and of the drive torque.
+fn one_per_start(net: &Network, names: &[String]) -> (Vec<Simulation>, Vec<InputId>, InputId) {
+    let sims: Vec<Simulation> = STARTS
+        .iter()
+        .map(|&newton_start| {
+            let params = IntegrationParameters { newton_start, ..Default::default() };
+            Simulation::with_parameters(net.clone(), params)
+        })
+        .collect();
+    let ids = names.iter().map(|n| sims[0].input_id(n).unwrap()).collect();
+    let drive = sims[0].input_id("drive").unwrap();
+    (sims, ids, drive)
+}
+
 /// The Newton starts ([`NewtonStart`]) change where Newton starts, not where it ends: through
 /// the clutch-to-clutch shifts of an 8HP gear train (forces and drive torque stepping at step
 /// starts) the runs take the same mode changes at the same instants and keep the same speeds
@@ -224,16 +244,8 @@ fn inputs_set_by_id_run_bit_for_bit_like_inputs_set_by_name() {
 #[test]
 fn newton_starts_save_iterations_and_change_nothing_else() {
     let (net, names, inputs, steps) = shifting_gear_train();
-    let starts = [NewtonStart::Extrapolate, NewtonStart::FollowInputs, NewtonStart::Forces];
-    let mut sims: Vec<Simulation> = starts
-        .iter()
-        .map(|&newton_start| {
-            let params = IntegrationParameters { newton_start, ..Default::default() };
-            Simulation::with_parameters(net.clone(), params)
-        })
-        .collect();
-    let ids: Vec<_> = names.iter().map(|n| sims[0].input_id(n).unwrap()).collect();
-    let drive = sims[0].input_id("drive").unwrap();
+    let (mut sims, ids, drive) = one_per_start(&net, &names);
+    let starts = STARTS;
     let (mut worst, mut events) = ([0.0f64; 3], Vec::new());
     // Newton iterations over the steps that start with an input step, per start.
     let (mut stepped, mut last) = ([0u64; 3], inputs(0));
@@ -290,17 +302,9 @@ fn newton_starts_save_iterations_and_change_nothing_else() {
 #[test]
 fn newton_starts_hold_at_varying_step_sizes() {
     let (net, names, inputs, steps) = shifting_gear_train();
-    let starts = [NewtonStart::Extrapolate, NewtonStart::FollowInputs, NewtonStart::Forces];
+    let starts = STARTS;
     for sizes in [[1e-3, 3e-3, 0.4e-3, 2e-3, 1e-3, 0.7e-3], [1e-3, 1e-3, 1e-3, 5e-2, 1e-4, 1e-3]] {
-        let mut sims: Vec<Simulation> = starts
-            .iter()
-            .map(|&newton_start| {
-                let params = IntegrationParameters { newton_start, ..Default::default() };
-                Simulation::with_parameters(net.clone(), params)
-            })
-            .collect();
-        let ids: Vec<_> = names.iter().map(|n| sims[0].input_id(n).unwrap()).collect();
-        let drive = sims[0].input_id("drive").unwrap();
+        let (mut sims, ids, drive) = one_per_start(&net, &names);
         let mut worst: f64 = 0.0;
         let mut events = [0usize; 3];
         for k in 0..steps {

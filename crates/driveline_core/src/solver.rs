@@ -1691,13 +1691,13 @@ impl Simulation {
             }
         }
         slot.nz_row[n] = slot.nz.len() as u32;
+        // The same entries by columns (rows ascending within each).
         slot.nzt.clear();
         for j in 0..m {
             slot.nzt_col[j] = slot.nzt.len() as u32;
-            for k in 0..n {
-                let c = slot.nmat[k * n + j];
-                if c != 0.0 {
-                    slot.nzt.push((k as u32, c));
+            for &(k, col, c) in slot.nz.iter() {
+                if col as usize == j {
+                    slot.nzt.push((k, c));
                 }
             }
         }
@@ -2435,7 +2435,7 @@ impl Simulation {
             let s = &self.slots[slot];
             let Work { newton_inv, res, q, q0, gq, .. } = &mut self.ws;
             let inv = if scratch { &newton_inv[..] } else { &s.newton_inv[..] };
-            let (norm_dq, norm_q) = newton_correct(m, residual, h, &s.mr, gq, q0, q, res, inv);
+            let (norm_dq, norm_q) = Correction { residual, h, mr: &s.mr, gq, q0, inv }.apply(m, q, res);
             if iter == 1 {
                 // The force start costs a matrix-vector product: worth it while the simpler
                 // start would miss (a shift's transients), not in a steady cruise.
@@ -2549,13 +2549,13 @@ impl Simulation {
     }
 
     /// Moves the stages `ws.q` by the Newton correction for the reduced stage forces in
-    /// `ws.gq` ([`newton_correct`]) through the inverse Newton matrix of the slot (or the
+    /// `ws.gq` ([`Correction`]) through the inverse Newton matrix of the slot (or the
     /// scratch one).
     fn newton_response(&mut self, slot: usize, h: f64, scratch: bool, residual: Residual) {
         let s = &self.slots[slot];
         let Work { gq, res, q, q0, newton_inv, .. } = &mut self.ws;
         let inv = if scratch { &newton_inv[..] } else { &s.newton_inv[..] };
-        newton_correct(s.m, residual, h, &s.mr, gq, q0, q, res, inv);
+        Correction { residual, h, mr: &s.mr, gq, q0, inv }.apply(s.m, q, res);
     }
 
     /// The change of the reduced stage forces at the step start from the input steps recorded
@@ -4017,7 +4017,7 @@ fn lagrange(theta: f64) -> [f64; 3] {
     ]
 }
 
-/// What the residual of a Newton correction ([`newton_correct`]) holds.
+/// What the residual of a Newton correction ([`Correction`]) holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Residual {
     /// `R_i = h sum_j a_ij g_j - Mr (Q_i - q0)`.
@@ -4026,76 +4026,71 @@ enum Residual {
     Forces,
 }
 
-/// One simplified Newton correction of the stages of a mode with `m` free coordinates: the
-/// residual `R` from the reduced stage forces `gq` (`2m`), `Q += J^-1 R` with the inverse
-/// Newton matrix `inv` (`2m x 2m`, row-major) into `q`, `R` kept in `res`. Returns the largest
-/// correction and the largest updated stage value. Small modes (`m <= 6`, every shipped
-/// vehicle's) run on loops of constant length, unrolled; the sums run in the same order
-/// either way.
-#[allow(clippy::too_many_arguments)]
-#[inline]
-fn newton_correct(
-    m: usize,
+/// One simplified Newton correction of the stages of a mode: what it reads.
+struct Correction<'a> {
+    /// What the residual holds.
     residual: Residual,
+    /// Sub-step size, s.
     h: f64,
-    mr: &[f64],
-    gq: &[f64],
-    q0: &[f64],
-    q: &mut [f64],
-    res: &mut [f64],
-    inv: &[f64],
-) -> (f64, f64) {
-    match m {
-        1 => newton_correct_in(1, residual, h, mr, gq, q0, q, res, inv),
-        2 => newton_correct_in(2, residual, h, mr, gq, q0, q, res, inv),
-        3 => newton_correct_in(3, residual, h, mr, gq, q0, q, res, inv),
-        4 => newton_correct_in(4, residual, h, mr, gq, q0, q, res, inv),
-        5 => newton_correct_in(5, residual, h, mr, gq, q0, q, res, inv),
-        6 => newton_correct_in(6, residual, h, mr, gq, q0, q, res, inv),
-        _ => newton_correct_in(m, residual, h, mr, gq, q0, q, res, inv),
-    }
+    /// Reduced inertia `Mr` (`m x m`), reduced stage forces `gq` (`2m`), start `q0` (`m`),
+    /// inverse Newton matrix (`2m x 2m`, row-major).
+    mr: &'a [f64],
+    gq: &'a [f64],
+    q0: &'a [f64],
+    inv: &'a [f64],
 }
 
-/// [`newton_correct`], inlined where `m` is a constant.
-#[allow(clippy::too_many_arguments)]
-#[inline(always)]
-fn newton_correct_in(
-    m: usize,
-    residual: Residual,
-    h: f64,
-    mr: &[f64],
-    gq: &[f64],
-    q0: &[f64],
-    q: &mut [f64],
-    res: &mut [f64],
-    inv: &[f64],
-) -> (f64, f64) {
-    let mm = 2 * m;
-    let (mr, gq, q0) = (&mr[..m * m], &gq[..mm], &q0[..m]);
-    let (q, res, inv) = (&mut q[..mm], &mut res[..mm], &inv[..mm * mm]);
-    for i in 0..2 {
-        let (ha0, ha1) = (h * A[i][0], h * A[i][1]);
-        for a in 0..m {
-            let f = ha0 * gq[a] + ha1 * gq[m + a];
-            res[i * m + a] = match residual {
-                Residual::Forces => f,
-                Residual::Full => {
-                    let qi = &q[i * m..(i + 1) * m];
-                    let mq: f64 =
-                        mr[a * m..(a + 1) * m].iter().zip(qi.iter().zip(q0)).map(|(mr, (q, q0))| mr * (q - q0)).sum();
-                    f - mq
-                }
-            };
+impl Correction<'_> {
+    /// The residual `R` into `res` (`2m`) and `Q += J^-1 R` into the stages `q` (`2m`) of a
+    /// mode with `m` free coordinates. Returns the largest correction and the largest updated
+    /// stage value. Small modes (`m <= 6`, every shipped vehicle's) run on loops of constant
+    /// length, unrolled; the sums run in the same order either way.
+    #[inline]
+    fn apply(&self, m: usize, q: &mut [f64], res: &mut [f64]) -> (f64, f64) {
+        match m {
+            1 => self.apply_in(1, q, res),
+            2 => self.apply_in(2, q, res),
+            3 => self.apply_in(3, q, res),
+            4 => self.apply_in(4, q, res),
+            5 => self.apply_in(5, q, res),
+            6 => self.apply_in(6, q, res),
+            _ => self.apply_in(m, q, res),
         }
     }
-    let (mut norm_dq, mut norm_q) = (0.0f64, 0.0f64);
-    for k in 0..mm {
-        let dq: f64 = inv[k * mm..(k + 1) * mm].iter().zip(res.iter()).map(|(a, r)| a * r).sum();
-        q[k] += dq;
-        norm_dq = norm_dq.max(dq.abs());
-        norm_q = norm_q.max(q[k].abs());
+
+    /// [`Correction::apply`], inlined where `m` is a constant.
+    #[inline(always)]
+    fn apply_in(&self, m: usize, q: &mut [f64], res: &mut [f64]) -> (f64, f64) {
+        let (h, mm) = (self.h, 2 * m);
+        let (mr, gq, q0, inv) = (&self.mr[..m * m], &self.gq[..mm], &self.q0[..m], &self.inv[..mm * mm]);
+        let (q, res) = (&mut q[..mm], &mut res[..mm]);
+        for i in 0..2 {
+            let (ha0, ha1) = (h * A[i][0], h * A[i][1]);
+            for a in 0..m {
+                let f = ha0 * gq[a] + ha1 * gq[m + a];
+                res[i * m + a] = match self.residual {
+                    Residual::Forces => f,
+                    Residual::Full => {
+                        let qi = &q[i * m..(i + 1) * m];
+                        let mq: f64 = mr[a * m..(a + 1) * m]
+                            .iter()
+                            .zip(qi.iter().zip(q0))
+                            .map(|(mr, (q, q0))| mr * (q - q0))
+                            .sum();
+                        f - mq
+                    }
+                };
+            }
+        }
+        let (mut norm_dq, mut norm_q) = (0.0f64, 0.0f64);
+        for k in 0..mm {
+            let dq: f64 = inv[k * mm..(k + 1) * mm].iter().zip(res.iter()).map(|(a, r)| a * r).sum();
+            q[k] += dq;
+            norm_dq = norm_dq.max(dq.abs());
+            norm_q = norm_q.max(q[k].abs());
+        }
+        (norm_dq, norm_q)
     }
-    (norm_dq, norm_q)
 }
 
 /// The Lagrange basis of the quadratic through `nodes`, at `x`.
