@@ -414,6 +414,8 @@ impl ModeSlot {
     /// from -0.0 in ascending columns (so a row of one term is that term, sign of zero kept).
     #[inline]
     fn n_times(&self, q: &[f64], w: &mut [f64]) {
+        // (Not `n_times_each::<1>`: its arrays of slices cost CoupledClutches 2 % of its
+        // instructions.)
         if self.nz_single {
             // (-0.0 + x is x for every x: the one term is the row's sum.)
             for (w, &(j, c)) in w.iter_mut().zip(&self.gather) {
@@ -427,12 +429,13 @@ impl ModeSlot {
         }
     }
 
-    /// [`ModeSlot::n_times`] of `K` vectors at once (the stages, the end), in one pass over
-    /// `N`: each result exactly as `n_times` forms it.
+    /// [`ModeSlot::n_times`] of `K` vectors at once (the two stages), in one pass over `N`:
+    /// each result exactly as `n_times` forms it.
     #[inline]
     fn n_times_each<const K: usize>(&self, q: [&[f64]; K], w: [&mut [f64]; K]) {
         let mut w = w;
         if self.nz_single {
+            // (-0.0 + x is x for every x: the one term is the row's sum.)
             let n = w[0].len();
             for (k, &(j, c)) in self.gather[..n].iter().enumerate() {
                 for (w, q) in w.iter_mut().zip(q) {
@@ -4009,11 +4012,16 @@ fn speed_scale(w: &[f64]) -> f64 {
 /// Lagrange weights at `theta` (in units of the sub-step) of the collocation polynomial through
 /// the start (`theta = 0`) and the two Gauss stages.
 fn lagrange(theta: f64) -> [f64; 3] {
-    let (c1, c2) = (C[0], C[1]);
+    lagrange3([0.0, C[0], C[1]], theta)
+}
+
+/// The Lagrange basis of the quadratic through `nodes`, at `x`.
+fn lagrange3(nodes: [f64; 3], x: f64) -> [f64; 3] {
+    let [a, b, c] = nodes;
     [
-        (theta - c1) * (theta - c2) / (c1 * c2),
-        theta * (theta - c2) / (c1 * (c1 - c2)),
-        theta * (theta - c1) / (c2 * (c2 - c1)),
+        (x - b) * (x - c) / ((a - b) * (a - c)),
+        (x - a) * (x - c) / ((b - a) * (b - c)),
+        (x - a) * (x - b) / ((c - a) * (c - b)),
     ]
 }
 
@@ -4091,16 +4099,6 @@ impl Correction<'_> {
         }
         (norm_dq, norm_q)
     }
-}
-
-/// The Lagrange basis of the quadratic through `nodes`, at `x`.
-fn lagrange3(nodes: [f64; 3], x: f64) -> [f64; 3] {
-    let [a, b, c] = nodes;
-    [
-        (x - b) * (x - c) / ((a - b) * (a - c)),
-        (x - a) * (x - c) / ((b - a) * (b - c)),
-        (x - a) * (x - b) / ((c - a) * (c - b)),
-    ]
 }
 
 /// Gathers the non-zero entries of `x` into `nz` as `(index, value)`, ascending, and returns

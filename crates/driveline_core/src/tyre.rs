@@ -130,8 +130,7 @@ fn sin_cos_c_atan(c: f64, x: f64) -> (f64, f64) {
         let sin_h = sin_t / (2.0 * cos_h);
         return (sin_t * cos_h + cos_t * sin_h, cos_t * cos_h - sin_t * sin_h);
     }
-    let (sin, cos) = (c * x.atan()).sin_cos();
-    (sin, cos)
+    (c * x.atan()).sin_cos()
 }
 
 #[cfg(test)]
