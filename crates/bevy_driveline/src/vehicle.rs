@@ -9,6 +9,7 @@
 
 use crate::{Driveline, DrivelineCache, DrivelineStepFailed, spawn_network};
 use bevy_ecs::prelude::*;
+use driveline_core::IntegrationParameters;
 use driveline_core::vehicle::{DriverInput, Road, Telemetry, VehicleControl, VehicleEvent, VehicleSpec, build};
 
 /// The vehicle's controllers (shift controller, engine controller, linkages, clutch heat),
@@ -69,7 +70,7 @@ pub fn spawn_vehicle(world: &mut World, mut spec: VehicleSpec, road: Road) -> Re
     let layout = build::layout(&spec, road);
     let root = world
         .spawn((
-            Driveline::default(),
+            Driveline { parameters: IntegrationParameters::vehicle() },
             VehicleController { spec, layout: layout.clone(), road, control: None, generation: 0 },
             VehicleInput::default(),
             VehicleTelemetry::default(),

@@ -349,7 +349,7 @@ impl Vehicle {
         spec.validate().map_err(VehicleError::Spec)?;
         let layout = build::layout(&spec, road);
         let net = Network::build(&layout.spec)?;
-        let mut sim = Simulation::new(net);
+        let mut sim = Simulation::with_parameters(net, crate::IntegrationParameters::vehicle());
         let mut control = VehicleControl::new(spec, layout, road, &sim);
         control.start(&mut sim);
         Ok(Self { control, sim })
@@ -397,6 +397,13 @@ impl Vehicle {
     /// The underlying simulation (read access to every element).
     pub fn simulation(&self) -> &Simulation {
         &self.sim
+    }
+
+    /// Turns the solver's energy ledger on or off ([`Simulation::energy`]; off by default for
+    /// a vehicle, see [`crate::IntegrationParameters::track_energy`]). It books the steps
+    /// taken while on: turn it on before the first step for a ledger that closes.
+    pub fn set_track_energy(&mut self, on: bool) {
+        self.sim.set_track_energy(on);
     }
     /// The controllers.
     pub fn control(&self) -> &VehicleControl {
