@@ -2240,7 +2240,7 @@ impl Simulation {
         self.input_steps.clear();
         self.input_jump = false;
         let n = self.net.n_dof;
-        if !(self.phi[..n].iter().all(|v| v.is_finite()) && self.w[..n].iter().all(|v| v.is_finite())) {
+        if !(all_finite(&self.phi[..n]) && all_finite(&self.w[..n])) {
             // Never propagate NaN or infinity: go back to the step start and report.
             self.phi.copy_from_slice(&self.ws.phi_save);
             self.w.copy_from_slice(&self.ws.w_save);
@@ -3226,7 +3226,12 @@ impl Simulation {
     #[inline]
     fn may_trigger(&self, ev: Ev) -> bool {
         match ev {
-            Ev::Slip(i) => [&self.ws.w_st[0], &self.ws.w_st[1], &self.ws.w1].iter().any(|w| self.slip_g(i, w) > 0.0),
+            Ev::Slip(i) => {
+                // `slip_g` at the three samples, in one pass over the row.
+                let d = -self.modes[i].dir();
+                let g = self.net.friction[i].row.dot3([&self.ws.w_st[0], &self.ws.w_st[1], &self.ws.w1]);
+                g.iter().any(|&g| d * g > 0.0)
+            }
             Ev::Engage(i) | Ev::Release(i) => {
                 let Some(k) = self.net.friction[i].law.free_signal() else { return false };
                 [self.ws.sig[0][k], self.ws.sig[1][k], self.ws.sig_end[k]].iter().any(|&u| Self::force_g(ev, u) > 0.0)
@@ -4096,6 +4101,13 @@ fn zero_slip_tolerance(w_max: f64) -> f64 {
 /// The largest of 1 and the speeds `|w|` (the scale of [`zero_slip_tolerance`]).
 fn speed_scale(w: &[f64]) -> f64 {
     w.iter().fold(1.0f64, |s, v| s.max(v.abs()))
+}
+
+/// True when no value of `x` is infinite or NaN (counted without branches: an exponent of all
+/// ones is one of those).
+fn all_finite(x: &[f64]) -> bool {
+    const EXP: u64 = 0x7ff0_0000_0000_0000;
+    x.iter().filter(|v| v.to_bits() & EXP == EXP).count() == 0
 }
 
 /// Lagrange weights at `theta` (in units of the sub-step) of the collocation polynomial through
