@@ -416,7 +416,8 @@ struct ModeSlot {
     /// Constraint torques directly from forces: `lambda = T (f - M u)` with
     /// `T = L (M N Mr^-1 N^T - I)` (`r x n`), `u` the prescribed acceleration. Stored by
     /// columns (column `k` at `k * rstride`): forces are sparse, so the product runs over the
-    /// columns of the non-zero forces, each a contiguous `r`-vector.
+    /// columns of the non-zero forces, each a contiguous `r`-vector. [`MAP_PAD`] entries past
+    /// the last column let a product read whole lanes of four ([`map_columns_from`]).
     tmap: Vec<f64>,
     /// Column stride of `tmap` and `tmap_w` (the largest row count of the network).
     rstride: usize,
@@ -552,9 +553,9 @@ impl ModeSlot {
             mr: vec![0.0; mmax * mmax],
             mr_lu: vec![0.0; mmax * mmax],
             mr_piv: vec![0; mmax],
-            tmap: vec![0.0; rmax * n],
+            tmap: vec![0.0; rmax * n + MAP_PAD],
             rstride: rmax,
-            tmap_w: vec![0.0; rmax * n],
+            tmap_w: vec![0.0; rmax * n + MAP_PAD],
             stage_extra: CapVec::new(2 * nf),
             stage_rows_all: true,
             locked: CapVec::new(nf),
@@ -4207,12 +4208,11 @@ impl Correction<'_> {
 /// the constraint-torque maps run over these only.
 #[inline]
 fn nonzeros<'a>(x: &[f64], nz: &'a mut [(u32, f64)]) -> &'a [(u32, f64)] {
+    // Every entry is written and only the non-zeros advance (no branch to mispredict).
     let mut k = 0;
     for (i, &v) in x.iter().enumerate() {
-        if v != 0.0 {
-            nz[k] = (i as u32, v);
-            k += 1;
-        }
+        nz[k] = (i as u32, v);
+        k += usize::from(v != 0.0);
     }
     &nz[..k]
 }
@@ -4227,6 +4227,15 @@ fn map_columns(map: &[f64], stride: usize, xnz: &[(u32, f64)], out: &mut [f64]) 
 /// [`map_columns`] for the rows `first..first + out.len()` of the map only.
 #[inline]
 fn map_columns_from(map: &[f64], stride: usize, xnz: &[(u32, f64)], first: usize, out: &mut [f64]) {
+    // Up to sixteen rows in registers, in whole lanes of four: the entries of a column past the
+    // last row (the next column's, or the map's padding) are formed and dropped.
+    match out.len() {
+        1..=4 => return map_lanes::<4>(map, stride, xnz, first, out),
+        5..=8 => return map_lanes::<8>(map, stride, xnz, first, out),
+        9..=12 => return map_lanes::<12>(map, stride, xnz, first, out),
+        13..=16 => return map_lanes::<16>(map, stride, xnz, first, out),
+        _ => {}
+    }
     out.fill(0.0);
     let r = out.len();
     for &(k, v) in xnz {
@@ -4236,6 +4245,25 @@ fn map_columns_from(map: &[f64], stride: usize, xnz: &[(u32, f64)], first: usize
             *o += c * v;
         }
     }
+}
+
+/// Entries past the last column of a column-major map, so that [`map_lanes`] may read up to
+/// three entries past any column's rows.
+const MAP_PAD: usize = 16;
+
+/// [`map_columns_from`] with its `out.len() <= R` rows in `R` accumulators: each row sums the
+/// same terms in the same order from +0.0.
+#[inline]
+fn map_lanes<const R: usize>(map: &[f64], stride: usize, xnz: &[(u32, f64)], first: usize, out: &mut [f64]) {
+    let mut acc = [0.0; R];
+    for &(k, v) in xnz {
+        let at = k as usize * stride + first;
+        let col = &map[at..at + R];
+        for j in 0..R {
+            acc[j] += col[j] * v;
+        }
+    }
+    out.copy_from_slice(&acc[..out.len()]);
 }
 
 /// Bit `i` set for each sliding (Forward or Backward) element `i` of `modes`.
