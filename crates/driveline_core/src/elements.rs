@@ -805,6 +805,7 @@ impl Law {
     /// For a law whose force reads the signals only: the nodes it acts on and their
     /// coefficients, the force being `f[node] += coefficient * tau` with `tau` its torque
     /// ([`Law::state_free_torque`]). `None` for the laws that read the state.
+    #[inline]
     pub fn state_free_nodes(&self) -> Option<[(usize, f64); 2]> {
         match *self {
             Law::Source { flange, support, .. } => Some([(flange, 1.0), (support, -1.0)]),
@@ -890,8 +891,10 @@ impl Law {
         match *self {
             Law::Source { flange, support, .. } => {
                 let tau = self.state_free_torque(sig);
-                for (node, c) in self.state_free_nodes().into_iter().flatten() {
-                    f[node] += c * tau;
+                if let Some(nodes) = self.state_free_nodes() {
+                    for (node, c) in nodes {
+                        f[node] += c * tau;
+                    }
                 }
                 LawOutput { tau, power: tau * (w[flange] - w[support]), dissipation: 0.0 }
             }
