@@ -4101,7 +4101,9 @@ fn zero_slip_tolerance(w_max: f64) -> f64 {
 
 /// The largest of 1 and the speeds `|w|` (the scale of [`zero_slip_tolerance`]).
 fn speed_scale(w: &[f64]) -> f64 {
-    w.iter().fold(1.0f64, |s, v| s.max(v.abs()))
+    // (A compare and select, not `f64::max`: the same result here, a NaN speed included,
+    // which neither lets through, without `max`'s NaN branches.)
+    w.iter().fold(1.0f64, |s, v| if v.abs() > s { v.abs() } else { s })
 }
 
 /// True when no value of `x` is infinite or NaN (counted without branches: an exponent of all
