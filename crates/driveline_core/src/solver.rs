@@ -3161,7 +3161,9 @@ impl Simulation {
 
     /// The stuck elements whose break-away test may fire in the last sub-step, as a mask: the
     /// others need no event search. One pass over the locked rows at the samples
-    /// [`Simulation::event_value`] takes (both stages and the end). A non-redundant mode marks
+    /// [`Simulation::event_value`] takes (both stages and the end; only the end when a
+    /// non-redundant mode holds every lock with [`STAGE_SAMPLE_MARGIN`] of its limit to spare
+    /// there, which spares the stage constraint torques on most steps). A non-redundant mode marks
     /// each element whose break-away function is positive at a sample; a redundant one marks
     /// every element when the minimum-norm split is not strictly inside every limit at every
     /// sample (the first certificate of [`Simulation::group_violation`]; a LossyGear always
@@ -3171,9 +3173,25 @@ impl Simulation {
             return 0;
         }
         let redundant = self.slots[self.cur].redundant;
-        self.stage_torques();
         self.end_torques();
         let np = self.net.rows.len();
+        if !redundant {
+            // Every lock held with a quarter of its limit to spare at the end needs no stage
+            // samples: between the step start, where it was held, and the end its torque
+            // follows the smooth stage polynomial, which does not climb a quarter of the limit
+            // and fall back within one step (what steps at the start, a throttle cut or a
+            // pressure, is seen at the end already).
+            let Work { lam_end, sig_end, w1, .. } = &self.ws;
+            let deep = self.slots[self.cur].locked.iter().enumerate().all(|(pos, &i)| {
+                let (g, limit) =
+                    self.net.friction[i].law.hold_excess(self.capacity(i, sig_end), lam_end[np + pos], lam_end, w1);
+                g < -STAGE_SAMPLE_MARGIN * limit
+            });
+            if deep {
+                return 0;
+            }
+        }
+        self.stage_torques();
         let Work { lam_st, lam_end, sig, sig_end, w_st, w1, .. } = &self.ws;
         let samples = [(&lam_st[0], &sig[0], &w_st[0]), (&lam_st[1], &sig[1], &w_st[1]), (lam_end, sig_end, w1)];
         if redundant {
@@ -4248,6 +4266,10 @@ fn map_columns_from(map: &[f64], stride: usize, xnz: &[(u32, f64)], first: usize
         }
     }
 }
+
+/// The fraction of its static limit that every lock must have to spare at a sub-step's end for
+/// the break-away screen to skip the stage samples ([`Simulation::breakaway_suspects`]).
+const STAGE_SAMPLE_MARGIN: f64 = 0.25;
 
 /// Entries past the last column of a column-major map, so that [`map_lanes`] may read up to
 /// three entries past any column's rows.
