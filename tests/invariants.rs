@@ -214,6 +214,29 @@ fn vehicle_energy_ledger_closes() {
 }
 
 #[test]
+fn a_ledger_turned_on_mid_drive_closes_from_then_on() {
+    use driveline::core::{DriverInput, Vehicle};
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/vehicles/nissan_350z.ron");
+    let mut v = Vehicle::load(&path).unwrap_or_else(|e| panic!("{e}"));
+    let mut input = DriverInput { clutch: 1.0, gear: 1, ..Default::default() };
+    for k in 0..4000 {
+        if k == 2000 {
+            // Pulling away on the clutch, the engine and the car both gaining energy.
+            v.set_track_energy(true);
+        }
+        let t = k as f64 * 1e-3;
+        input.clutch = (1.0 - (t - 1.2) / 1.0).clamp(0.0, 1.0);
+        input.throttle = if t < 1.2 { 0.0 } else { 0.4 };
+        v.step(&input, 1e-3).unwrap();
+    }
+    let e = v.simulation().energy();
+    let rel = e.residual().abs() / e.scale();
+    // As over a whole drive (`vehicle_energy_ledger_closes`): the Newton tolerance and rounding.
+    assert!(rel < 1e-9, "residual {} J of {} J", e.residual(), e.scale());
+    assert!(e.input > 0.0 && e.dissipated > 0.0, "the clutch slips and the engine drives: {e:?}");
+}
+
+#[test]
 fn vehicle_runs_are_bitwise_deterministic() {
     let mut a = Vec::new();
     let mut b = Vec::new();

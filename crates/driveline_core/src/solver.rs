@@ -1331,9 +1331,12 @@ impl Simulation {
     pub fn stats(&self) -> StepStats {
         self.stats
     }
-    /// Turns the energy ledger on or off ([`IntegrationParameters::track_energy`]). It books
-    /// the sub-steps taken while on: turn it on before the first step for a closing ledger.
+    /// Turns the energy ledger on or off ([`IntegrationParameters::track_energy`]). Turned on,
+    /// it starts over from the present state and books the steps taken from then on.
     pub fn set_track_energy(&mut self, on: bool) {
+        if on && !self.params.track_energy {
+            self.restart_ledger();
+        }
         self.params.track_energy = on;
     }
     /// Energy ledger (requires `track_energy`).
@@ -1595,8 +1598,7 @@ impl Simulation {
         }
         self.select_modes(0, true);
         self.events.clear();
-        let (ke, pe) = self.kinetic_potential(2);
-        self.energy = EnergyLedger { kinetic: ke, potential: pe, initial: ke + pe, ..Default::default() };
+        self.restart_ledger();
         self.update_outputs();
         // Ground entries of the stage and end states never change: written once here.
         let n = self.net.n_dof;
@@ -1610,6 +1612,12 @@ impl Simulation {
 
     fn compute_next_time_event(&self, t: f64) -> f64 {
         self.net.signals.iter().map(|s| s.next_event_after(t)).fold(f64::INFINITY, f64::min)
+    }
+
+    /// Starts the energy ledger over from the present state (signals in buffer 2).
+    fn restart_ledger(&mut self) {
+        let (ke, pe) = self.kinetic_potential(2);
+        self.energy = EnergyLedger { kinetic: ke, potential: pe, initial: ke + pe, ..Default::default() };
     }
 
     fn kinetic_potential(&self, sig: usize) -> (f64, f64) {
@@ -4106,8 +4114,10 @@ impl Simulation {
             self.out_power[fe.element] = power;
         }
         // The ledger's kinetic energy is computed when it is read.
-        // (Laws that read the signals only store no energy.)
-        self.energy.potential = if self.laws_state_free { 0.0 } else { self.potential(2) };
+        // (Laws that read the signals only store no energy; without the ledger nothing reads it.)
+        if self.params.track_energy {
+            self.energy.potential = if self.laws_state_free { 0.0 } else { self.potential(2) };
+        }
     }
 }
 
@@ -4124,11 +4134,11 @@ fn speed_scale(w: &[f64]) -> f64 {
     w.iter().fold(1.0f64, |s, v| if v.abs() > s { v.abs() } else { s })
 }
 
-/// True when no value of `x` is infinite or NaN (counted without branches: an exponent of all
-/// ones is one of those).
+/// True when no value of `x` is infinite or NaN, without branches: `v * 0` is a signed zero
+/// for a finite `v` and NaN (an exponent of all ones) otherwise, and the bits are or-ed.
 fn all_finite(x: &[f64]) -> bool {
     const EXP: u64 = 0x7ff0_0000_0000_0000;
-    x.iter().filter(|v| v.to_bits() & EXP == EXP).count() == 0
+    x.iter().fold(0, |acc, v| acc | (v * 0.0).to_bits()) & EXP != EXP
 }
 
 /// Lagrange weights at `theta` (in units of the sub-step) of the collocation polynomial through

@@ -400,8 +400,8 @@ impl Vehicle {
     }
 
     /// Turns the solver's energy ledger on or off ([`Simulation::energy`]; off by default for
-    /// a vehicle, see [`crate::IntegrationParameters::track_energy`]). It books the steps
-    /// taken while on: turn it on before the first step for a ledger that closes.
+    /// a vehicle, see [`crate::IntegrationParameters::track_energy`]). Turned on, it starts
+    /// over from the present state and books the steps taken from then on.
     pub fn set_track_energy(&mut self, on: bool) {
         self.sim.set_track_energy(on);
     }
