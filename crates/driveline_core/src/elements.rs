@@ -726,6 +726,13 @@ impl Law {
         }
     }
 
+    /// True for the laws that switch regimes (backlash contact, dog teeth, an elastic clutch's
+    /// stick and slide); [`Law::next_regime`] of every other law is [`Regime::Open`].
+    #[inline]
+    pub fn has_regimes(&self) -> bool {
+        matches!(self, Law::Backlash { .. } | Law::Dog { .. } | Law::ElasticClutch { .. })
+    }
+
     /// The regime the law should be in at this state, given the one it is in (hysteresis for
     /// the elastic clutch). Laws without pieces stay `Open`.
     pub fn next_regime(&self, state: LawState, phi: &[f64], w: &[f64], sig: &[f64]) -> Regime {

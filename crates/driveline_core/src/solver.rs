@@ -3143,7 +3143,7 @@ impl Simulation {
             consider(self, Ev::Group, &mut best);
         }
         for k in 0..self.net.laws.len() {
-            if matches!(self.net.laws[k], Law::Backlash { .. } | Law::ElasticClutch { .. } | Law::Dog { .. }) {
+            if self.net.laws[k].has_regimes() {
                 consider(self, Ev::Regime(k), &mut best);
             }
         }
@@ -3491,7 +3491,9 @@ impl Simulation {
         let t = self.t;
         self.fill_signals(2, t, false);
         for (k, law) in self.net.laws.iter().enumerate() {
-            if law.next_regime(self.regimes[k], &self.phi, &self.w, &self.ws.sig[2]) != self.regimes[k].regime {
+            if law.has_regimes()
+                && law.next_regime(self.regimes[k], &self.phi, &self.w, &self.ws.sig[2]) != self.regimes[k].regime
+            {
                 return false;
             }
         }
