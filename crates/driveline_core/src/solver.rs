@@ -1806,7 +1806,7 @@ impl Simulation {
             let mut tr: f64 = 0.0;
             for a in 0..r {
                 for b in 0..r {
-                    ggt[a * r + b] = (0..n).map(|k| g[a * n + k] * g[b * n + k]).sum();
+                    ggt[a * r + b] = dot(&g[a * n..(a + 1) * n], &g[b * n..(b + 1) * n]);
                 }
                 tr = tr.max(ggt[a * r + a]);
             }
@@ -1857,17 +1857,17 @@ impl Simulation {
                     linalg::lu_solve(&slot.mr_lu, m, &slot.mr_piv, &mut q[..m]);
                 }
                 for i in 0..n {
-                    v[i] = net.mass[i] * (0..m).map(|j| slot.nmat[i * n + j] * q[j]).sum::<f64>();
+                    v[i] = net.mass[i] * dot(&slot.nmat[i * n..i * n + m], &q[..m]);
                 }
                 v[k] -= 1.0;
                 let rs = slot.rstride;
                 for a in 0..r {
-                    slot.tmap[k * rs + a] = (0..n).map(|i| self.ws.lmap[a * n + i] * v[i]).sum();
+                    slot.tmap[k * rs + a] = dot(&self.ws.lmap[a * n..(a + 1) * n], &v[..n]);
                 }
                 if rank < r {
                     let col = &mut self.ws.lam_w;
                     for a in 0..r {
-                        col[a] = (0..n).map(|i| g[a * n + i] * v[i]).sum();
+                        col[a] = dot(&g[a * n..(a + 1) * n], &v[..n]);
                     }
                     linalg::lu_solve(&self.ws.tmp_rr_w, r, &self.ws.piv_w, col);
                     slot.tmap_w[k * rs..k * rs + r].copy_from_slice(&col[..r]);
@@ -4134,6 +4134,13 @@ fn speed_scale(w: &[f64]) -> f64 {
     // (A compare and select, not `f64::max`: the same result here, a NaN speed included,
     // which neither lets through, without `max`'s NaN branches.)
     w.iter().fold(1.0f64, |s, v| if v.abs() > s { v.abs() } else { s })
+}
+
+/// `sum a_i b_i` in ascending `i`, as `(0..n).map(|i| a[i] * b[i]).sum()` forms it (from
+/// -0.0), over two slices of one length (no index checks in the loop).
+#[inline]
+fn dot(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
 /// True when no value of `x` is infinite or NaN, without branches: `v * 0` is a signed zero
