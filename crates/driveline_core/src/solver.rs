@@ -513,10 +513,38 @@ impl ModeSlot {
     /// terms from +0.0 in ascending rows.
     #[inline]
     fn nt_times(&self, x: &[f64], g: &mut [f64]) {
+        match self.m {
+            1 => return self.nt_times_dense::<1>(x, g),
+            2 => return self.nt_times_dense::<2>(x, g),
+            3 => return self.nt_times_dense::<3>(x, g),
+            4 => return self.nt_times_dense::<4>(x, g),
+            5 => return self.nt_times_dense::<5>(x, g),
+            6 => return self.nt_times_dense::<6>(x, g),
+            7 => return self.nt_times_dense::<7>(x, g),
+            8 => return self.nt_times_dense::<8>(x, g),
+            _ => {}
+        }
         for (j, g) in g[..self.m].iter_mut().enumerate() {
             let col = &self.nzt[self.nzt_col[j] as usize..self.nzt_col[j + 1] as usize];
             *g = col.iter().fold(0.0, |acc, &(k, c)| acc + c * x[k as usize]);
         }
+    }
+
+    /// [`ModeSlot::nt_times`] for `M = m` columns over the dense rows of `N`, in registers:
+    /// the zero entries' terms are signed zeros, which change no sum that starts from +0.0
+    /// (a finite `x` assumed: a step with a non-finite force fails either way), so each entry
+    /// is the sparse sum, bit for bit.
+    #[inline]
+    fn nt_times_dense<const M: usize>(&self, x: &[f64], g: &mut [f64]) {
+        let n = self.nz_row.len() - 1;
+        let mut acc = [0.0; M];
+        for (row, &xk) in self.nmat.chunks_exact(n).zip(&x[..n]) {
+            let row = &row[..M];
+            for j in 0..M {
+                acc[j] += row[j] * xk;
+            }
+        }
+        g[..M].copy_from_slice(&acc);
     }
 
     /// Grows the `m x m` and `2m x 2m` buffers to hold a mode with `m` free coordinates.
