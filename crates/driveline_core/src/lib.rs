@@ -171,10 +171,12 @@
 //!   with the backlash model, when a dog faces a gap); otherwise the sleeve is blocked at the
 //!   tips and a `ShiftBlocked` event says so. Match the speeds (clutch, blip) and it goes in.
 //! - *How fast is a step, and how do I make many cars cheaper?* A cruising car takes 1.1 to
-//!   1.7 µs a step, a clutch-to-clutch shift about 2.8 µs (2-core VMs; the README's
+//!   1.4 µs a step, a clutch-to-clutch shift about 2.0 µs (2-core VMs; the README's
 //!   "Performance" section has the figures, the machines and how they were measured). For fleets: write
-//!   inputs with [`Simulation::set_input_id`] (an unchanged value costs nothing); turn
-//!   `track_energy` off if you do not read the energy ledger (up to a fifth on the MSL examples);
+//!   inputs with [`Simulation::set_input_id`] (an unchanged value costs nothing); keep
+//!   `track_energy` off if you do not read the energy ledger (a [`Vehicle`] steps without it
+//!   unless [`Vehicle::set_track_energy`] asks; up to a fifth on the MSL examples, a sixth of a
+//!   shift, see [`IntegrationParameters::track_energy`]);
 //!   lower `mode_cache_slots` to save memory (about 18 KB a slot for an 8HP car); and in Bevy
 //!   mark the parts you never read `SkipWriteBack` (a fifth to a half of a fleet's time goes
 //!   into writing every part's state). An input that steps at every step start (a controller
