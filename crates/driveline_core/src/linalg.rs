@@ -65,12 +65,12 @@ pub fn lu_solve(a: &[f64], n: usize, piv: &[usize], b: &mut [f64]) {
     }
     for i in 1..n {
         let row = &a[i * n..i * n + i];
-        let s: f64 = row.iter().zip(&b[..i]).map(|(x, y)| x * y).sum();
+        let s = dot(row, &b[..i]);
         b[i] -= s;
     }
     for i in (0..n).rev() {
         let row = &a[i * n + i + 1..(i + 1) * n];
-        let s: f64 = row.iter().zip(&b[i + 1..]).map(|(x, y)| x * y).sum();
+        let s = dot(row, &b[i + 1..]);
         b[i] = (b[i] - s) / a[i * n + i];
     }
 }
@@ -124,6 +124,13 @@ pub fn rref(a: &mut [f64], rows: usize, cols: usize, tol: f64, pivot_col: &mut [
         r += 1;
     }
     r
+}
+
+/// `sum a_i b_i` over the shorter of the two slices, in ascending `i` from -0.0 (as
+/// `Iterator::sum` adds), without index checks in the loop.
+#[inline]
+pub fn dot(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
 /// `y = A x` for a `rows x cols` row-major `A`.

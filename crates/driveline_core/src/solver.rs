@@ -121,6 +121,10 @@ const A2: [[f64; 2]; 2] = [
 /// a fresh one (four always do).
 const JAC_PAYBACK: u32 = 8;
 
+/// The fraction of its static limit that every lock must have to spare at a sub-step's end for
+/// the break-away screen to skip the stage samples ([`Simulation::breakaway_suspects`]).
+const STAGE_SAMPLE_MARGIN: f64 = 0.25;
+
 /// Growth per sub-step of Newton's contraction estimate while no second iteration measures it
 /// anew (the Jacobian it was measured on ages): doubles in about fourteen sub-steps. Through
 /// the 8HP sedan's shifts the measured contraction stays within a factor of ten over a
@@ -394,7 +398,9 @@ struct ModeSlot {
     nmat: Vec<f64>,
     /// The non-zeros of `nmat` as `(row, column, value)`, by ascending rows, then columns. Gear
     /// chains make `N` sparse: most dependent speeds follow one free speed, so the per-step
-    /// products `N q` and `N^T f` run over this list (in this order, which fixes the rounding).
+    /// product `N q` runs over this list (in this order, which fixes the rounding); `N^T f`
+    /// runs over the dense rows of `nmat` for up to eight free coordinates and over `nzt`
+    /// beyond ([`ModeSlot::nt_times`]), to the same sums.
     nz: CapVec<(u32, u32, f64)>,
     /// Row `k` of `N` is `nz[nz_row[k]..nz_row[k + 1]]` (`n + 1` offsets).
     nz_row: Vec<u32>,
@@ -1834,7 +1840,7 @@ impl Simulation {
             let mut tr: f64 = 0.0;
             for a in 0..r {
                 for b in 0..r {
-                    ggt[a * r + b] = dot(&g[a * n..(a + 1) * n], &g[b * n..(b + 1) * n]);
+                    ggt[a * r + b] = linalg::dot(&g[a * n..(a + 1) * n], &g[b * n..(b + 1) * n]);
                 }
                 tr = tr.max(ggt[a * r + a]);
             }
@@ -1885,17 +1891,17 @@ impl Simulation {
                     linalg::lu_solve(&slot.mr_lu, m, &slot.mr_piv, &mut q[..m]);
                 }
                 for i in 0..n {
-                    v[i] = net.mass[i] * dot(&slot.nmat[i * n..i * n + m], &q[..m]);
+                    v[i] = net.mass[i] * linalg::dot(&slot.nmat[i * n..i * n + m], &q[..m]);
                 }
                 v[k] -= 1.0;
                 let rs = slot.rstride;
                 for a in 0..r {
-                    slot.tmap[k * rs + a] = dot(&self.ws.lmap[a * n..(a + 1) * n], &v[..n]);
+                    slot.tmap[k * rs + a] = linalg::dot(&self.ws.lmap[a * n..(a + 1) * n], &v[..n]);
                 }
                 if rank < r {
                     let col = &mut self.ws.lam_w;
                     for a in 0..r {
-                        col[a] = dot(&g[a * n..(a + 1) * n], &v[..n]);
+                        col[a] = linalg::dot(&g[a * n..(a + 1) * n], &v[..n]);
                     }
                     linalg::lu_solve(&self.ws.tmp_rr_w, r, &self.ws.piv_w, col);
                     slot.tmap_w[k * rs..k * rs + r].copy_from_slice(&col[..r]);
@@ -4164,13 +4170,6 @@ fn speed_scale(w: &[f64]) -> f64 {
     w.iter().fold(1.0f64, |s, v| if v.abs() > s { v.abs() } else { s })
 }
 
-/// `sum a_i b_i` in ascending `i`, as `(0..n).map(|i| a[i] * b[i]).sum()` forms it (from
-/// -0.0), over two slices of one length (no index checks in the loop).
-#[inline]
-fn dot(a: &[f64], b: &[f64]) -> f64 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
-}
-
 /// True when no value of `x` is infinite or NaN, without branches: `v * 0` is a signed zero
 /// for a finite `v` and NaN (an exponent of all ones) otherwise, and the bits are or-ed.
 fn all_finite(x: &[f64]) -> bool {
@@ -4261,7 +4260,7 @@ impl Correction<'_> {
         }
         let (mut norm_dq, mut norm_q) = (0.0f64, 0.0f64);
         for k in 0..mm {
-            let dq: f64 = inv[k * mm..(k + 1) * mm].iter().zip(res.iter()).map(|(a, r)| a * r).sum();
+            let dq = linalg::dot(&inv[k * mm..(k + 1) * mm], res);
             q[k] += dq;
             norm_dq = norm_dq.max(dq.abs());
             norm_q = norm_q.max(q[k].abs());
@@ -4314,13 +4313,9 @@ fn map_columns_from(map: &[f64], stride: usize, xnz: &[(u32, f64)], first: usize
     }
 }
 
-/// The fraction of its static limit that every lock must have to spare at a sub-step's end for
-/// the break-away screen to skip the stage samples ([`Simulation::breakaway_suspects`]).
-const STAGE_SAMPLE_MARGIN: f64 = 0.25;
-
 /// Entries past the last column of a column-major map, so that [`map_lanes`] may read up to
-/// three entries past any column's rows.
-const MAP_PAD: usize = 16;
+/// three entries past any column's rows (its lanes round a row count up to a multiple of four).
+const MAP_PAD: usize = 3;
 
 /// [`map_columns_from`] with its `out.len() <= R` rows in `R` accumulators: each row sums the
 /// same terms in the same order from +0.0.
