@@ -192,6 +192,12 @@ pub struct ShiftReport {
     pub peak_temperature: f64,
 }
 
+/// Share of the input torque element `e` carries in gear `g` of `gears` (0 if it is open there).
+fn factor(gears: &[GearInfo], g: usize, e: usize) -> f64 {
+    let gi = &gears[g];
+    gi.closed.iter().position(|&k| k == e).map_or(0.0, |p| gi.torque_factors.get(p).map_or(0.0, |f| f.abs()))
+}
+
 /// Something the controller did.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum TcuEvent {
@@ -282,6 +288,8 @@ pub struct Tcu {
     current: usize,
     shift: Option<Shift>,
     last_shift_end: f64,
+    /// `(dt, 1 - exp(-2 pi 8 Hz dt))`: the jerk filter's gain for the last step length.
+    jerk_gain: (f64, f64),
     lockup: f64,
     lockup_on: bool,
     lockup_mode: LockupMode,
@@ -355,6 +363,7 @@ impl Tcu {
             current: neutral,
             shift: None,
             last_shift_end: f64::NEG_INFINITY,
+            jerk_gain: (f64::NAN, 0.0),
             lockup: 0.0,
             lockup_on: false,
             lockup_mode: LockupMode::Open,
@@ -415,12 +424,6 @@ impl Tcu {
     /// Ratio of forward gear `g` (1-based).
     pub fn forward_ratio(&self, g: usize) -> Option<f64> {
         self.forward.get(g.wrapping_sub(1)).map(|&k| self.gears[k].ratio)
-    }
-
-    /// Share of the input torque element `e` carries in gear `g` (0 if it is open there).
-    fn factor(&self, g: usize, e: usize) -> f64 {
-        let gi = &self.gears[g];
-        gi.closed.iter().position(|&k| k == e).map_or(0.0, |p| gi.torque_factors.get(p).map_or(0.0, |f| f.abs()))
     }
 
     /// The gear the selector and schedule ask for.
@@ -617,19 +620,22 @@ impl Tcu {
         let mut reduction = 0.0;
         let c = spec.shift;
         let mut done = false;
-        if let Some(mut s) = self.shift {
+        // (The shift in progress is updated in place: a copy out and back costs more than the
+        // rest of the bookkeeping.)
+        if let Some(s) = self.shift.as_mut() {
+            let gears = &self.gears;
             // Every element not involved: as in the gear shifted from (and to).
             for k in 0..n {
                 let involved = s.off == Some(k) || s.on.contains(&Some(k));
                 if !involved {
-                    self.commands[k] = if self.gears[s.to].closed.contains(&k) { line(k) } else { 0.0 };
+                    self.commands[k] = if gears[s.to].closed.contains(&k) { line(k) } else { 0.0 };
                 }
             }
             let elapsed = t - s.phase_start;
-            let hold = |this: &Self, g: usize, e: usize| c.hold_margin * this.factor(g, e) * t_s;
+            let hold = |g: usize, e: usize| c.hold_margin * factor(gears, g, e) * t_s;
             // Input speed now, and the synchronous speed of the gear shifted to.
-            let w_target = inp.w_output * self.gears[s.to].ratio;
-            let w_old = inp.w_output * self.gears[s.from].ratio;
+            let w_target = inp.w_output * gears[s.to].ratio;
+            let w_old = inp.w_output * gears[s.from].ratio;
             match s.phase {
                 ShiftPhase::Garage => {
                     let ramp = (elapsed / c.garage_time).min(1.0);
@@ -652,7 +658,7 @@ impl Tcu {
                     let e = &gb.elements[on];
                     self.commands[on] = Piston::kiss_pressure(e) * 1.05;
                     let floor = 0.05 * gb.elements[off].capacity();
-                    self.commands[off] = Piston::pressure_for(&gb.elements[off], hold(self, s.from, off).max(floor));
+                    self.commands[off] = Piston::pressure_for(&gb.elements[off], hold(s.from, off).max(floor));
                     if self.pistons[on].fill >= 1.0 {
                         s.report.fill = elapsed;
                         s.phase = if s.oncoming_first { ShiftPhase::Torque } else { ShiftPhase::Inertia };
@@ -669,9 +675,9 @@ impl Tcu {
                     // running to the new speed; the on-coming takes the load with margin (it
                     // pulls the same way, then holds at synchronism) as the off-going lets go.
                     let (on_cap, off_cap) = if s.oncoming_first {
-                        (x * self.factor(s.to, on) * t_s, (1.0 - x) * hold(self, s.from, off))
+                        (x * factor(gears, s.to, on) * t_s, (1.0 - x) * hold(s.from, off))
                     } else {
-                        (x * hold(self, s.to, on), (1.0 - x) * s.off_cap)
+                        (x * hold(s.to, on), (1.0 - x) * s.off_cap)
                     };
                     self.commands[on] = Piston::pressure_for(&gb.elements[on], on_cap)
                         .max(Piston::kiss_pressure(&gb.elements[on]) * 1.05);
@@ -705,7 +711,7 @@ impl Tcu {
                             reduction = c.torque_reduction;
                         }
                         // The on-coming element pulls: J a = T_in + dir C / f.
-                        let cap = self.factor(s.to, on) * (j_torque - helping).max(0.0);
+                        let cap = factor(gears, s.to, on) * (j_torque - helping).max(0.0);
                         self.commands[on] = Piston::pressure_for(&gb.elements[on], cap);
                         self.commands[off] = 0.0;
                         if inp.stuck[on] || elapsed > c.timeout {
@@ -715,7 +721,7 @@ impl Tcu {
                         }
                     } else {
                         // The off-going element holds back: J a = T_in - dir C / f.
-                        let cap = self.factor(s.from, off) * (helping - j_torque).max(0.0);
+                        let cap = factor(gears, s.from, off) * (helping - j_torque).max(0.0);
                         s.off_cap = cap;
                         self.commands[off] = Piston::pressure_for(&gb.elements[off], cap);
                         self.commands[on] = Piston::kiss_pressure(&gb.elements[on]) * 1.05;
@@ -731,7 +737,7 @@ impl Tcu {
                 ShiftPhase::End => {
                     let on = s.on[0].unwrap_or(0);
                     let x = (elapsed / c.end_phase).min(1.0);
-                    let base = Piston::pressure_for(&gb.elements[on], self.factor(s.to, on) * t_s * c.hold_margin);
+                    let base = Piston::pressure_for(&gb.elements[on], factor(gears, s.to, on) * t_s * c.hold_margin);
                     self.commands[on] = base + x * (line(on) - base);
                     if let Some(off) = s.off {
                         self.commands[off] = 0.0;
@@ -747,7 +753,7 @@ impl Tcu {
                 ShiftPhase::None => {}
             }
             // Report: flare, torque dip and overshoot, jerk.
-            let upshift = self.gears[s.to].ratio.abs() < self.gears[s.from].ratio.abs();
+            let upshift = gears[s.to].ratio.abs() < gears[s.from].ratio.abs();
             let sync = if upshift { w_old } else { w_target };
             let r = &mut s.report;
             if s.off.is_some() {
@@ -759,7 +765,10 @@ impl Tcu {
             // Jerk of the acceleration low-passed at 8 Hz (the ride-comfort band; the raw
             // per-step difference is dominated by tyre and shaft ringing).
             if dt > 0.0 {
-                let a = 1.0 - (-dt * 2.0 * std::f64::consts::PI * 8.0).exp();
+                if self.jerk_gain.0 != dt {
+                    self.jerk_gain = (dt, 1.0 - (-dt * 2.0 * std::f64::consts::PI * 8.0).exp());
+                }
+                let a = self.jerk_gain.1;
                 let filtered = s.accel_filtered + a * (inp.accel - s.accel_filtered);
                 r.peak_jerk = r.peak_jerk.max(((filtered - s.accel_filtered) / dt).abs());
                 s.accel_filtered = filtered;
@@ -789,7 +798,6 @@ impl Tcu {
                 self.phase = ShiftPhase::None;
             } else {
                 self.phase = s.phase;
-                self.shift = Some(s);
             }
         } else {
             for k in 0..n {
