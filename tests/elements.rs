@@ -384,3 +384,93 @@ fn a_sine_carried_from_step_to_step_stays_on_its_direct_evaluation() {
     assert!(worst < 1e-11, "sine off its direct evaluation by {worst:e} N m");
     assert!(sim.stats().substeps > 30_000, "the step source split a step");
 }
+
+/// Runs a scenario text at fixed steps `dt` for `t_end`; returns the first `count` mode changes
+/// as `(element, from, to, time)`.
+fn first_events(text: &str, dt: f64, t_end: f64, count: usize) -> Vec<(String, i32, i32, f64)> {
+    let sc = Scenario::parse(text, "case.ron").unwrap();
+    let mut sim = Simulation::new(sc.build(text, "case.ron").unwrap());
+    let mut out = Vec::new();
+    let steps = (t_end / dt).round() as usize;
+    for k in 1..=steps {
+        sim.step(k as f64 * dt - sim.time()).unwrap();
+        for e in sim.events() {
+            out.push((sim.network().elements[e.element].name.clone(), e.from.code(), e.to.code(), e.time));
+        }
+    }
+    out.truncate(count);
+    out
+}
+
+/// A lock between two flywheels, driven by a 60 Hz torque of 60 N m: the clutch must carry 30 N
+/// m at the crests, over its 10 N m static limit (mu 0.5, fn_max 20 N, peak 1), so it breaks away within the first
+/// millisecond. At 60 Hz steps the torque is zero at every step end (`sin 2 pi k = 0`): only the
+/// stage samples see it. A quadratic load keeps the mode off the time-only kernel, on the
+/// general path whose break-away screen may skip stage samples when the step ends look safe.
+#[test]
+fn a_pulsating_torque_breaks_away_between_step_ends() {
+    let text = r#"Scenario(
+        name: "pulsating",
+        t_end: 0.1,
+        elements: [
+            (name: "drive", kind: Torque(tau: Sine(amplitude: 60.0, f: 60.0))),
+            (name: "J1", kind: Inertia(J: 1.0, phi_start: 0.0, w_start: 1.0)),
+            (name: "c1", kind: Clutch(fn_max: 20.0, f_normalized: Constant(1.0))),
+            (name: "J2", kind: Inertia(J: 1.0, phi_start: 0.0, w_start: 1.0)),
+            (name: "load", kind: QuadraticSpeedDependentTorque(tau_nominal: -0.01, w_nominal: 10.0)),
+        ],
+        connections: [
+            ("drive.flange", "J1.flange_a"), ("J1.flange_b", "c1.flange_a"),
+            ("c1.flange_b", "J2.flange_a"), ("J2.flange_b", "load.flange"),
+        ],
+    )"#;
+    let reference = first_events(text, 1e-4, 0.05, 1);
+    let coarse = first_events(text, 1.0 / 60.0, 0.05, 1);
+    // The break-away: 30 sin(2 pi 60 t) reaches 10 N m at t = asin(1/3) / (2 pi 60) = 0.9 ms
+    // (the quadratic load's 1e-4 N m moves it by 1e-8 s).
+    assert_eq!(reference.len(), 1, "{reference:?}");
+    assert_eq!((reference[0].1, reference[0].2), (0, -1), "{reference:?}");
+    let analytic = (1.0f64 / 3.0).asin() / (2.0 * std::f64::consts::PI * 60.0);
+    assert!((reference[0].3 - analytic).abs() < 1e-6, "{reference:?} vs {analytic}");
+    // At 60 Hz steps: the same break-away, located inside the first step to the event
+    // tolerance's scale (the crossing is found on the collocation polynomial: 1e-6 s).
+    assert_eq!(coarse.len(), 1, "missed at 60 Hz steps: {coarse:?}");
+    assert_eq!((coarse[0].1, coarse[0].2), (0, -1));
+    assert!((coarse[0].3 - analytic).abs() < 1e-6, "{coarse:?} vs {analytic}");
+}
+
+/// A preloaded shaft spring (c = 1e4 N m/rad between 1 kg m^2 flywheels: 19.5 Hz, `omega h` =
+/// 2 at 60 Hz steps) rings behind a clutch that first slides, then sticks and must break away
+/// forward when the ring swings back. At 60 Hz steps the step ends of the stuck phase leave the
+/// lock with a quarter of its limit to spare while the stages do not: skipping the stage samples
+/// there had the clutch break away backwards a step and a half late.
+#[test]
+fn a_ringing_shaft_breaks_away_between_step_ends() {
+    let text = r#"Scenario(
+        name: "ringing",
+        t_end: 0.1,
+        elements: [
+            (name: "J1", kind: Inertia(J: 1.0, phi_start: 0.0024, w_start: 0.0)),
+            (name: "spring", kind: Spring(c: 1e4)),
+            (name: "J2", kind: Inertia(J: 1.0, phi_start: 0.0, w_start: 0.0)),
+            (name: "c1", kind: Clutch(fn_max: 20.0, f_normalized: Constant(1.0))),
+            (name: "J3", kind: Inertia(J: 1.0, phi_start: 0.0, w_start: 0.0)),
+            (name: "load", kind: QuadraticSpeedDependentTorque(tau_nominal: -0.01, w_nominal: 10.0)),
+        ],
+        connections: [
+            ("J1.flange_b", "spring.flange_a"), ("spring.flange_b", "J2.flange_a"),
+            ("J2.flange_b", "c1.flange_a"), ("c1.flange_b", "J3.flange_a"), ("J3.flange_b", "load.flange"),
+        ],
+    )"#;
+    let reference = first_events(text, 1e-5, 0.05, 2);
+    let coarse = first_events(text, 1.0 / 60.0, 0.05, 2);
+    let modes = |e: &[(String, i32, i32, f64)]| e.iter().map(|e| (e.1, e.2)).collect::<Vec<_>>();
+    // Sliding backwards from the start, stuck at about 8 ms, breaking away forward at 21 ms.
+    assert_eq!(modes(&reference), vec![(-1, 0), (0, 1)], "{reference:?}");
+    assert_eq!(modes(&coarse), modes(&reference), "at 60 Hz steps: {coarse:?}");
+    // A 19.5 Hz ring is resolved by about three steps a period at 60 Hz: the instants carry the
+    // integration error of that resolution (here 1 ms), not the event location's.
+    for (c, r) in coarse.iter().zip(&reference) {
+        assert!((c.3 - r.3).abs() < 2e-3, "{coarse:?} vs {reference:?}");
+    }
+}

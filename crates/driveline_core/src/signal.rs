@@ -177,6 +177,30 @@ impl Signal {
         }
     }
 
+    /// True when the value is linear in time between two of its time events
+    /// ([`Signal::next_event_after`]): constants, steps, ramps, pulses, tables and inputs, and
+    /// sums, differences and gains of such (a product with at most one time-varying factor).
+    /// Such a signal cannot rise and fall back inside a sub-step; a sine can (a 60 Hz sine
+    /// sampled at 60 Hz steps is the same at every step end).
+    pub fn is_linear_between_events(&self) -> bool {
+        match self {
+            Signal::Constant(_)
+            | Signal::Step { .. }
+            | Signal::Ramp { .. }
+            | Signal::Pulse { .. }
+            | Signal::Table(_)
+            | Signal::Input { .. } => true,
+            Signal::Sine { .. } | Signal::Ref(_) => false,
+            Signal::Sum(items) => items.iter().all(Signal::is_linear_between_events),
+            Signal::Product(items) => {
+                items.iter().all(Signal::is_linear_between_events)
+                    && items.iter().filter(|s| !s.is_steady()).count() <= 1
+            }
+            Signal::OneMinus(u) | Signal::Gain(_, u) => u.is_linear_between_events(),
+            Signal::Difference(a, b) => a.is_linear_between_events() && b.is_linear_between_events(),
+        }
+    }
+
     fn eval_side(&self, t: f64, left: bool) -> f64 {
         // `before(s)` is "t is before the switching instant s" with the side convention.
         let before = |s: f64| if left { t <= s } else { t < s };

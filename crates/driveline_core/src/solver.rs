@@ -124,6 +124,10 @@ const JAC_PAYBACK: u32 = 8;
 /// The fraction of its static limit that every lock must have to spare at a sub-step's end for
 /// the break-away screen to skip the stage samples ([`Simulation::breakaway_suspects`]).
 const STAGE_SAMPLE_MARGIN: f64 = 0.25;
+/// The largest `omega h` (rad) of a mode's fastest oscillation at which the break-away screen
+/// may skip the stage samples: a twelfth of a period, over which a torque departs from its
+/// chord by at most `1 - cos(0.25)`, 3 % of its swing.
+const MAX_SKIP_OMEGA_H: f64 = 0.5;
 
 /// Growth per sub-step of Newton's contraction estimate while no second iteration measures it
 /// anew (the Jacobian it was measured on ages): doubles in about fourteen sub-steps. Through
@@ -455,6 +459,9 @@ struct ModeSlot {
     redundant: bool,
     dr: Vec<f64>,
     kr: Vec<f64>,
+    /// A bound on the squared angular frequency of the mode's fastest oscillation at its last
+    /// Jacobian, 1/s^2: `||Mr^-1 Kr||_inf` (infinite until a Jacobian is evaluated).
+    omega2: f64,
     newton_h: f64,
     /// The inverse of the Newton matrix for step `newton_h` (`2m x 2m`; its LU factors while
     /// it is formed, pivots in `newton_piv`).
@@ -600,6 +607,7 @@ impl ModeSlot {
             redundant: false,
             dr: vec![0.0; mmax * mmax],
             kr: vec![0.0; mmax * mmax],
+            omega2: f64::INFINITY,
             newton_h: f64::NAN,
             newton_inv: vec![0.0; 4 * mmax * mmax],
             newton_piv: vec![0; 2 * mmax],
@@ -858,6 +866,10 @@ pub struct Simulation {
     /// only these can engage or release inside a sub-step (a steady force that changes is an
     /// input change, tested at the step start).
     force_watch: u64,
+    /// Some time-varying signal may rise and fall back inside a sub-step (a sine, see
+    /// [`Signal::is_linear_between_events`]): the break-away screen always takes the stage
+    /// samples then.
+    signals_turn: bool,
     /// The free friction elements, as a mask (with `sliding`, kept by the mode selection).
     free: u64,
     /// The free elements whose output torque the last output update zeroed.
@@ -1116,6 +1128,7 @@ impl Simulation {
         self.held_events = u64::MAX;
         self.held_in = 0;
         self.force_watch = 0;
+        self.signals_turn = false;
         for (k, s) in self.net.signals.iter().enumerate() {
             if !s.is_steady() {
                 self.unsteady.push(k as u32);
@@ -1127,6 +1140,7 @@ impl Simulation {
                     self.unsteady_other.push(k as u32);
                 }
                 self.force_watch |= self.readers.get(k).copied().unwrap_or(0);
+                self.signals_turn |= !s.is_linear_between_events();
             }
         }
     }
@@ -1279,6 +1293,7 @@ impl Simulation {
             free: 0,
             out_free: 0,
             force_watch: 0,
+            signals_turn: false,
             lossy: mask_where(&net.friction, |fe| matches!(fe.law, crate::elements::FrictionLaw::Lossy { .. })),
             readers: (0..net.signals.len())
                 .map(|k| mask_where(&net.friction, |fe| fe.law.free_signal() == Some(k)))
@@ -1710,6 +1725,7 @@ impl Simulation {
         slot.generation = self.stats.mode_compiles;
         slot.valid = true;
         slot.newton_h = f64::NAN;
+        slot.omega2 = f64::INFINITY;
         slot.locked.clear();
         slot.kin.clear();
         slot.rhs.clear();
@@ -2000,6 +2016,22 @@ impl Simulation {
                 }
             }
         }
+        // ||Mr^-1 Kr||_inf bounds every eigenvalue -omega^2 of the undamped motion, column by
+        // column of Mr^-1 Kr (once per Jacobian: m solves of size m).
+        let Work { fq: col, acc: rows, .. } = &mut self.ws;
+        rows[..m].fill(0.0);
+        for b in 0..m {
+            for a in 0..m {
+                col[a] = s.kr[a * m + b];
+            }
+            if col[..m].iter().any(|&v| v != 0.0) {
+                linalg::lu_solve(&s.mr_lu, m, &s.mr_piv, &mut col[..m]);
+                for a in 0..m {
+                    rows[a] += col[a].abs();
+                }
+            }
+        }
+        s.omega2 = rows[..m].iter().fold(0.0, |x: f64, &r| x.max(r));
     }
 
     /// Evaluates the Jacobian of a nonlinear mode now and factors its Newton matrix for `h`
@@ -3117,7 +3149,7 @@ impl Simulation {
         // Break-aways located in this sub-step (their thetas in `ws.slip_theta` too).
         let mut breaking_at: u64 = 0;
         let nf = self.net.friction.len();
-        let suspects = self.breakaway_suspects();
+        let suspects = self.breakaway_suspects(h);
         // Called for the events whose cheap screen ([`Simulation::may_trigger`]) passed.
         let consider = |this: &mut Self, ev: Ev, best: &mut Option<(f64, Ev)>| -> Option<f64> {
             // Sample at the stages and the end, bracket, locate.
@@ -3210,19 +3242,28 @@ impl Simulation {
     /// every element when the minimum-norm split is not strictly inside every limit at every
     /// sample (the first certificate of [`Simulation::group_violation`]; a LossyGear always
     /// takes the group test).
-    fn breakaway_suspects(&mut self) -> u64 {
+    fn breakaway_suspects(&mut self, h: f64) -> u64 {
         if self.slots[self.cur].locked.is_empty() {
             return 0;
         }
         let redundant = self.slots[self.cur].redundant;
         self.end_torques();
         let np = self.net.rows.len();
-        if !redundant {
+        let s = &self.slots[self.cur];
+        let resolved = s.omega2 * h * h <= MAX_SKIP_OMEGA_H * MAX_SKIP_OMEGA_H;
+        if !redundant && !self.signals_turn && resolved {
             // Every lock held with a quarter of its limit to spare at the end needs no stage
             // samples: between the step start, where it was held, and the end its torque
             // follows the smooth stage polynomial, which does not climb a quarter of the limit
             // and fall back within one step (what steps at the start, a throttle cut or a
-            // pressure, is seen at the end already).
+            // pressure, is seen at the end already). Not while a signal may itself rise and
+            // fall back inside the sub-step: a 60 Hz sine torque at 60 Hz steps is the same at
+            // every step end, and breaks a lock away at the stages
+            // (`tests/elements.rs`, `a_pulsating_torque_breaks_away_between_step_ends`). Nor
+            // while the mode's fastest oscillation turns more than `MAX_SKIP_OMEGA_H` rad in
+            // the sub-step: a shaft ringing at 20 Hz at 60 Hz steps can carry a lock's torque
+            // past its limit between two step ends well inside it
+            // (`a_ringing_shaft_breaks_away_between_step_ends`).
             let Work { lam_end, sig_end, w1, .. } = &self.ws;
             let deep = self.slots[self.cur].locked.iter().enumerate().all(|(pos, &i)| {
                 let (g, limit) =
