@@ -3237,7 +3237,9 @@ impl Simulation {
     /// others need no event search. One pass over the locked rows at the samples
     /// [`Simulation::event_value`] takes (both stages and the end; only the end when a
     /// non-redundant mode holds every lock with [`STAGE_SAMPLE_MARGIN`] of its limit to spare
-    /// there, which spares the stage constraint torques on most steps). A non-redundant mode marks
+    /// there, no signal may turn inside the sub-step and the mode's fastest oscillation turns
+    /// at most [`MAX_SKIP_OMEGA_H`] in it, which spares the stage constraint torques on most
+    /// steps of a vehicle). A non-redundant mode marks
     /// each element whose break-away function is positive at a sample; a redundant one marks
     /// every element when the minimum-norm split is not strictly inside every limit at every
     /// sample (the first certificate of [`Simulation::group_violation`]; a LossyGear always
