@@ -238,6 +238,10 @@ struct Shift {
     dw0: f64,
     /// Off-going first: the off-going capacity at the end of the inertia phase, N m.
     off_cap: f64,
+    /// The on-coming element's command when its phase handed over to the end phase, Pa: the
+    /// end phase ramps to line pressure from no lower (a just-locked element released by a
+    /// lower hold estimate slips again).
+    end_floor: f64,
 }
 
 impl Shift {
@@ -267,6 +271,7 @@ impl Shift {
             inertia_deadline: 0.0,
             dw0: 0.0,
             off_cap: 0.0,
+            end_floor: 0.0,
         }
     }
 }
@@ -689,6 +694,7 @@ impl Tcu {
                             s.inertia_deadline = t + c.inertia_phase;
                             s.dw0 = (inp.w_input - w_target).abs();
                         } else {
+                            s.end_floor = self.commands[on];
                             s.phase = ShiftPhase::End;
                         }
                         s.phase_start = t;
@@ -712,12 +718,18 @@ impl Tcu {
                         }
                         // The on-coming element pulls: J a = T_in + dir C / f.
                         let cap = factor(gears, s.to, on) * (j_torque - helping).max(0.0);
-                        self.commands[on] = Piston::pressure_for(&gb.elements[on], cap);
+                        let pull = Piston::pressure_for(&gb.elements[on], cap);
                         self.commands[off] = 0.0;
                         if inp.stuck[on] || elapsed > c.timeout {
+                            // Locked (or out of time): hold at least the pressure that pulled
+                            // it in; the end phase ramps up from there.
+                            self.commands[on] = pull.max(self.commands[on]);
+                            s.end_floor = self.commands[on];
                             s.report.inertia_phase = elapsed;
                             s.phase = ShiftPhase::End;
                             s.phase_start = t;
+                        } else {
+                            self.commands[on] = pull;
                         }
                     } else {
                         // The off-going element holds back: J a = T_in - dir C / f.
@@ -737,7 +749,8 @@ impl Tcu {
                 ShiftPhase::End => {
                     let on = s.on[0].unwrap_or(0);
                     let x = (elapsed / c.end_phase).min(1.0);
-                    let base = Piston::pressure_for(&gb.elements[on], factor(gears, s.to, on) * t_s * c.hold_margin);
+                    let hold = Piston::pressure_for(&gb.elements[on], factor(gears, s.to, on) * t_s * c.hold_margin);
+                    let base = hold.max(s.end_floor);
                     self.commands[on] = base + x * (line(on) - base);
                     if let Some(off) = s.off {
                         self.commands[off] = 0.0;
