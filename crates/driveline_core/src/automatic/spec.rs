@@ -186,7 +186,8 @@ pub struct ShiftControlSpec {
     /// Target inertia phase: the slipping element brings the input to the new speed, s.
     /// Default 0.25.
     pub inertia_phase: f64,
-    /// End phase: the on-coming pressure rises to full, s. Default 0.08.
+    /// End phase: the on-coming pressure rises to full (from no lower than the pressure it
+    /// locked at), s. Default 0.08.
     pub end_phase: f64,
     /// Capacity of the off-going element over the torque it carries while the on-coming fills.
     /// Default 1.3.

@@ -12,7 +12,9 @@
 //!   to zero, so the off-going is unloaded exactly when it opens: no tie-up, no flare),
 //!   *inertia phase* (the on-coming slips with its static share plus the torque that brings the
 //!   input inertia to the new synchronous speed in the time left, a time-to-go law; the engine
-//!   torque is reduced), *end* (the on-coming has locked: pressure to full).
+//!   torque is reduced), *end* (the on-coming has locked: pressure to full, ramped from the
+//!   larger of its hold pressure and the pressure that pulled it in, so that an element just
+//!   locked is never released by a hold estimate read at the lock's torque transient).
 //! - **Off-going first** (power-on downshift, kickdown, coast upshift: the input torque itself
 //!   moves the speed the right way): *fill*, *inertia phase* (the off-going slips, holding its
 //!   share less the inertia torque of the time-to-go law, so the input runs to the new speed),
