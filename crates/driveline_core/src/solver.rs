@@ -659,6 +659,8 @@ struct Work {
     tmp_rr_w: Vec<f64>,
     piv_w: Vec<usize>,
     lam_w: Vec<f64>,
+    /// Constraint torques at a step start right after an input change (`r`).
+    lam_start: Vec<f64>,
     tmp_rn: Vec<f64>,
     piv: Vec<usize>,
     lam: Vec<f64>,
@@ -1188,6 +1190,7 @@ impl Simulation {
             tmp_rr_w: v(rmax * rmax),
             piv_w: vec![0; rmax + 1],
             lam_w: v(rmax),
+            lam_start: v(rmax),
             tmp_rn: v(rmax * n),
             piv: vec![0; rmax.max(n) + 1],
             lam: v(rmax),
@@ -2258,7 +2261,7 @@ impl Simulation {
             self.inputs_changed = false;
             // The first sub-step's predictor follows the recorded input steps.
             self.input_jump = self.params.newton_start != NewtonStart::Extrapolate && !self.input_steps.is_empty();
-            if !self.input_change_keeps_modes() {
+            if !self.input_change_keeps_modes() || self.input_step_breaks_a_lock() {
                 self.select_modes(0, false);
             }
         }
@@ -3628,6 +3631,92 @@ impl Simulation {
             self.energy.dissipated += pe0 - pe1;
         }
         true
+    }
+
+    /// After an input change that keeps the modes: true when a lock's torque right after the
+    /// change, at the step start, is past its static limit there. MSL re-evaluates the modes at
+    /// a discontinuity; the sub-step's own samples would see the excess only if it lasted until
+    /// its first stage, and a lock whose torque relaxes faster (a stiff damper, a sliding
+    /// tyre's slip) would then hold through a torque it cannot carry.
+    ///
+    /// The torques come from the last step's end, `lambda(t0+) = lambda(t0-) + T dF`, where
+    /// `dF` is the force change of the stepped inputs (torque sources and engine throttles by
+    /// [`Law::signal_step`], sliding clutches, brakes and tyres by their proportionality to
+    /// the stepped force); when those end torques do not describe this state, or a stepped
+    /// input's force change is not known that way, the forces are evaluated at the start.
+    fn input_step_breaks_a_lock(&mut self) -> bool {
+        let s = &self.slots[self.cur];
+        if s.locked.is_empty() {
+            return false;
+        }
+        let (r, rs, n) = (s.r, s.rstride, self.net.n_dof);
+        // The force change, node by node (a few entries).
+        let mut df = [(0usize, 0.0f64); 16];
+        let mut len = 0;
+        let mut exact = self.ws.cache & 4 != 0 && s.rhs.is_empty() && self.torque_dependent & self.sliding == 0;
+        let mut push = |node: usize, v: f64, len: &mut usize, exact: &mut bool| {
+            if node >= n || v == 0.0 {
+                return;
+            }
+            if *len == df.len() {
+                *exact = false;
+                return;
+            }
+            df[*len] = (node, v);
+            *len += 1;
+        };
+        for &(k, from, to) in self.input_steps.iter() {
+            if !exact {
+                break;
+            }
+            let k = k as usize;
+            let (l0, l1) = (self.input_law_start[k] as usize, self.input_law_start[k + 1] as usize);
+            for &l in &self.input_laws[l0..l1] {
+                match self.net.laws[l as usize].signal_step(k, from, to, &self.w) {
+                    Some((a, b, d)) => {
+                        push(a, d, &mut len, &mut exact);
+                        push(b, -d, &mut len, &mut exact);
+                    }
+                    None => exact = false,
+                }
+            }
+            for i in bits(self.readers[k] & self.sliding) {
+                let fe = &self.net.friction[i];
+                if fe.law.torque_signal() != Some(k) || from <= 0.0 {
+                    exact = false;
+                    continue;
+                }
+                // The element's force is -tau row^T, its torque proportional to the signal.
+                let d = -self.ws.fric_tau_end[i] * (to.max(0.0) / from - 1.0);
+                for &(node, c) in fe.row.entries.iter().take_while(|e| e.1 != 0.0) {
+                    push(node, c * d, &mut len, &mut exact);
+                }
+            }
+        }
+        if exact {
+            let Work { lam_start, lam_end, .. } = &mut self.ws;
+            lam_start[..r].copy_from_slice(&lam_end[..r]);
+            for &(node, v) in &df[..len] {
+                for (l, t) in lam_start[..r].iter_mut().zip(&s.tmap[node * rs..node * rs + r]) {
+                    *l += t * v;
+                }
+            }
+        } else {
+            self.ws.phi_e.copy_from_slice(&self.phi);
+            self.ws.w_e.copy_from_slice(&self.w);
+            self.constraint_torques_at_e(self.t);
+            let Work { lam_start, lam, .. } = &mut self.ws;
+            lam_start[..r].copy_from_slice(&lam[..r]);
+        }
+        let s = &self.slots[self.cur];
+        let (lam, sig) = (&self.ws.lam_start, &self.ws.sig[2]);
+        if s.redundant {
+            return !self.min_norm_inside(lam, &self.w, |i| self.capacity(i, sig));
+        }
+        let np = self.net.rows.len();
+        s.locked.iter().enumerate().any(|(pos, &i)| {
+            self.net.friction[i].law.hold_excess(self.capacity(i, sig), lam[np + pos], lam, &self.w).0 > 0.0
+        })
     }
 
     /// Kinematic clutches (seed 000): a rising command starts engagement (the relative speed is
