@@ -2258,12 +2258,7 @@ impl Simulation {
         self.ws.phi_save.copy_from_slice(&self.phi);
         self.ws.w_save.copy_from_slice(&self.w);
         if self.inputs_changed {
-            self.inputs_changed = false;
-            // The first sub-step's predictor follows the recorded input steps.
-            self.input_jump = self.params.newton_start != NewtonStart::Extrapolate && !self.input_steps.is_empty();
-            if !self.input_change_keeps_modes() || self.input_step_breaks_a_lock() {
-                self.select_modes(0, false);
-            }
+            self.after_input_change();
         }
         let mut substeps = 0;
         // True when the step ends on an event-free sub-step: its end caches describe the state.
@@ -3633,6 +3628,20 @@ impl Simulation {
         true
     }
 
+    /// At the start of a step after inputs changed: the predictor is told to follow the steps,
+    /// and the modes are selected again unless they are known to hold with the new inputs.
+    /// (Out of line: inlined, it changed the code generated for the rest of `step` by more than
+    /// its own cost.)
+    #[inline(never)]
+    fn after_input_change(&mut self) {
+        self.inputs_changed = false;
+        // The first sub-step's predictor follows the recorded input steps.
+        self.input_jump = self.params.newton_start != NewtonStart::Extrapolate && !self.input_steps.is_empty();
+        if !self.input_change_keeps_modes() || self.input_step_breaks_a_lock() {
+            self.select_modes(0, false);
+        }
+    }
+
     /// After an input change that keeps the modes: true when a lock's torque right after the
     /// change, at the step start, is past its static limit there. MSL re-evaluates the modes at
     /// a discontinuity; the sub-step's own samples would see the excess only if it lasted until
@@ -3693,6 +3702,16 @@ impl Simulation {
                 }
             }
         }
+        // The locks to test: all of them when a force changed; otherwise those whose limit
+        // reads a stepped input (the others held at the last step's end with these torques
+        // and limits).
+        let mut test = u64::MAX;
+        if exact && len == 0 {
+            test = self.input_steps.iter().fold(0, |m, &(k, _, _)| m | self.readers[k as usize]);
+            if test & s.locked.iter().fold(0u64, |m, &i| m | 1 << i) == 0 {
+                return false;
+            }
+        }
         if exact {
             let Work { lam_start, lam_end, .. } = &mut self.ws;
             lam_start[..r].copy_from_slice(&lam_end[..r]);
@@ -3708,14 +3727,31 @@ impl Simulation {
             let Work { lam_start, lam, .. } = &mut self.ws;
             lam_start[..r].copy_from_slice(&lam[..r]);
         }
+        // (`input_change_keeps_modes` left every element's capacity with the new inputs in
+        // `ws.caps`.)
         let s = &self.slots[self.cur];
-        let (lam, sig) = (&self.ws.lam_start, &self.ws.sig[2]);
+        let (lam, caps) = (&self.ws.lam_start, &self.ws.caps);
         if s.redundant {
-            return !self.min_norm_inside(lam, &self.w, |i| self.capacity(i, sig));
+            if self.min_norm_inside(lam, &self.w, |i| caps[i]) {
+                return false;
+            }
+            // The capacity-weighted split is the second certificate (as at the samples); the
+            // complementarity solve of the mode selection decides the rest.
+            if exact {
+                let Work { f, f_end, w_e, .. } = &mut self.ws;
+                f.copy_from_slice(f_end);
+                for &(node, v) in &df[..len] {
+                    f[node] += v;
+                }
+                w_e.copy_from_slice(&self.w);
+            }
+            let Work { sig, caps, .. } = &mut self.ws;
+            Self::stuck_capacities(&self.net, &self.modes, &sig[2], caps);
+            return !self.weighted_split_inside(At::Dense);
         }
         let np = self.net.rows.len();
         s.locked.iter().enumerate().any(|(pos, &i)| {
-            self.net.friction[i].law.hold_excess(self.capacity(i, sig), lam[np + pos], lam, &self.w).0 > 0.0
+            test & 1 << i != 0 && self.net.friction[i].law.hold_excess(caps[i], lam[np + pos], lam, &self.w).0 > 0.0
         })
     }
 
