@@ -28,8 +28,19 @@
 //! A run-time input change (a pedal, a load) is a time event, but when every mode and regime
 //! provably stays (the current stuck torques are strictly inside their new limits, no force
 //! switches on or off), the complementarity solve is skipped: it would return the same modes.
-//! Likewise a group of redundant locks is only re-solved when its minimum-norm split touches a
-//! limit. Both checks are conservative; anything doubtful takes the full solve.
+//! The stuck torques right after the change are the last step end's plus the response of the
+//! constraint torques to the stepped forces, `lambda(t0+) = lambda(t0-) + T dF` (evaluated
+//! afresh when that is not known); a lock past its new limit there takes the solve, as MSL's
+//! event iteration would at the discontinuity, even if its torque relaxes before the first
+//! stage. Likewise a group of redundant locks is only re-solved when neither its minimum-norm
+//! split nor its capacity-weighted split is inside every limit. Both checks are conservative;
+//! anything doubtful takes the full solve.
+//!
+//! The break-away screen of a sub-step samples the stages and the end; where every lock holds
+//! a quarter of its limit to spare at the end, no signal can turn inside the sub-step (a sine
+//! can) and the mode's fastest oscillation turns at most half a radian in it, the stage
+//! samples are skipped: a lock's torque then cannot climb past its limit and fall back
+//! between the samples.
 //!
 //! A mode whose applied torques depend on time alone (torque sources, sliding elements with a
 //! constant friction coefficient; no springs, dampers, prescribed motions or redundant locks)
