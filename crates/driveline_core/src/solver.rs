@@ -115,6 +115,15 @@ mod time_only;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct InputId(usize);
 
+/// The force change of one recorded input step ([`Simulation::input_changes`]).
+#[derive(Debug, Clone, Copy)]
+enum InputStepChange {
+    /// A law's torque steps by `d`: `+d` on the first node, `-d` on the second.
+    Law(usize, usize, f64),
+    /// Sliding friction element `i`'s torque changes by `ratio` times itself.
+    Friction(usize, f64),
+}
+
 /// Gauss-Legendre 2-stage coefficients.
 const S3: f64 = 0.288_675_134_594_812_9; // sqrt(3)/6
 const C: [f64; 2] = [0.5 - S3, 0.5 + S3];
@@ -812,6 +821,12 @@ pub struct Simulation {
     /// The inputs that stepped since the last step, set by id or by name as a whole signal:
     /// `(signal, value before, value now)` at the step start, for the stage predictor
     /// ([`Simulation::input_step_forces`]). An input inside another signal is not followed.
+    /// The force changes of `input_steps` ([`Simulation::input_changes`]), formed once per step
+    /// by the first reader (the start-of-step lock test or the stage predictor).
+    input_changes: CapVec<InputStepChange>,
+    /// `input_changes` holds this step's record, and every stepped input's force change is in
+    /// it (`.1`).
+    input_changes_ready: (bool, bool),
     input_steps: CapVec<(u32, f64, f64)>,
     /// Per signal, the position of its step in `input_steps` (`u32::MAX`: none).
     input_step_pos: Vec<u32>,
@@ -1326,6 +1341,9 @@ impl Simulation {
             out_body: net.elements.iter().map(|e| e.body.map(|k| k as u32)).collect(),
             ws,
             events: CapVec::new(4 * (nf + nl) + 8),
+            // (A law reads at most one input, a friction element one normal force or load.)
+            input_changes: CapVec::new(nl + nf),
+            input_changes_ready: (false, false),
             input_steps: CapVec::new(net.signals.len()),
             input_step_pos: vec![u32::MAX; net.signals.len()],
             input_law_start: {
@@ -2322,6 +2340,7 @@ impl Simulation {
             self.input_step_pos[k as usize] = u32::MAX;
         }
         self.input_steps.clear();
+        self.input_changes_ready = (false, false);
         self.input_jump = false;
         let n = self.net.n_dof;
         if !(all_finite(&self.phi[..n]) && all_finite(&self.w[..n])) {
@@ -2744,13 +2763,10 @@ impl Simulation {
     /// only a jump of its value is followed. False, with `gq` left as it was or zero, when no
     /// step changes a force.
     fn input_step_forces(&mut self, slot: usize) -> bool {
-        // Most steps step only signals nothing here follows (the load of a rolling tyre, whose
-        // force is a constraint torque): those cost a pass over the steps.
-        let followed = |&(k, _, _): &(u32, f64, f64)| {
-            let k = k as usize;
-            self.readers[k] & self.sliding != 0 || self.input_law_start[k + 1] > self.input_law_start[k]
-        };
-        if !self.input_steps.iter().any(followed) {
+        // (Most steps step only signals nothing here follows, the load of a rolling tyre whose
+        // force is a constraint torque: their record is empty.)
+        self.input_changes();
+        if self.input_changes.is_empty() {
             return false;
         }
         let n = self.net.n_dof;
@@ -2768,39 +2784,69 @@ impl Simulation {
                 }
             }
         };
-        let mut any = false;
-        for &(k, from, to) in self.input_steps.iter() {
-            let k = k as usize;
-            let (l0, l1) = (self.input_law_start[k] as usize, self.input_law_start[k + 1] as usize);
-            for &l in &self.input_laws[l0..l1] {
-                if let Some((a, b, d)) = self.net.laws[l as usize].signal_step(k, from, to, &self.w) {
+        for &change in self.input_changes.iter() {
+            match change {
+                InputStepChange::Law(a, b, d) => {
                     for g in [&mut *g0, &mut *g1] {
                         add(g, a, d);
                         add(g, b, -d);
                     }
-                    any = true;
+                }
+                InputStepChange::Friction(i, ratio) => {
+                    // The element's force is -tau row^T.
+                    let (d0, d1) = (-fric_tau[0][i] * ratio, -fric_tau[1][i] * ratio);
+                    for &(node, c) in self.net.friction[i].row.entries.iter().take_while(|e| e.1 != 0.0) {
+                        add(g0, node, c * d0);
+                        add(g1, node, c * d1);
+                    }
+                }
+            }
+        }
+        true
+    }
+
+    /// Forms (once per step) the force change of every input step recorded since the last
+    /// step, in the order of the steps, into `input_changes`: a law whose torque steps
+    /// ([`Law::signal_step`]: sources, engine throttles) and a sliding friction element whose
+    /// torque is proportional to the stepped signal
+    /// ([`FrictionLaw::torque_signal`](crate::elements::FrictionLaw::torque_signal): clutch and
+    /// brake normal forces, tyre loads), by the ratio `to / from - 1` of its change. Returns
+    /// true when every stepped input's force change is in the record (false when a law that
+    /// reads one has no `signal_step`, or a sliding element reads one from zero or through
+    /// another signal).
+    fn input_changes(&mut self) -> bool {
+        if self.input_changes_ready.0 {
+            return self.input_changes_ready.1;
+        }
+        self.input_changes.clear();
+        let mut known = true;
+        for &(k, from, to) in self.input_steps.iter() {
+            let k = k as usize;
+            let (l0, l1) = (self.input_law_start[k] as usize, self.input_law_start[k + 1] as usize);
+            for &l in &self.input_laws[l0..l1] {
+                match self.net.laws[l as usize].signal_step(k, from, to, &self.w) {
+                    Some((a, b, d)) => self.input_changes.push(InputStepChange::Law(a, b, d)),
+                    None => known = false,
                 }
             }
             // (A sliding element's torque is proportional to a positive signal; inputs are
             // finite.)
+            let sliding = self.readers[k] & self.sliding;
             if from <= 0.0 {
+                known &= sliding == 0;
                 continue;
             }
             let ratio = to.max(0.0) / from - 1.0;
-            for i in bits(self.readers[k] & self.sliding) {
-                let fe = &self.net.friction[i];
-                if fe.law.torque_signal() == Some(k) {
-                    // The element's force is -tau row^T.
-                    let (d0, d1) = (-fric_tau[0][i] * ratio, -fric_tau[1][i] * ratio);
-                    for &(node, c) in fe.row.entries.iter().take_while(|e| e.1 != 0.0) {
-                        add(g0, node, c * d0);
-                        add(g1, node, c * d1);
-                    }
-                    any = true;
+            for i in bits(sliding) {
+                if self.net.friction[i].law.torque_signal() == Some(k) {
+                    self.input_changes.push(InputStepChange::Friction(i, ratio));
+                } else {
+                    known = false;
                 }
             }
         }
-        any
+        self.input_changes_ready = (true, known);
+        known
     }
 
     /// Stage velocities `W_i = N Q_i` and angles `Phi_i = phi0 + h sum_j a_ij W_j`.
@@ -3421,6 +3467,8 @@ impl Simulation {
     /// `forced` marks elements whose slip just crossed zero (they become stuck candidates).
     fn select_modes(&mut self, forced: u64, initial: bool) {
         self.epoch += 1;
+        // The record of the input steps' force changes lists the sliding elements of before.
+        self.input_changes_ready = (false, false);
         self.zero_slips = None;
         let n = self.net.n_dof;
         let nf = self.net.friction.len();
@@ -3670,49 +3718,40 @@ impl Simulation {
             return false;
         }
         let (r, rs, n) = (s.r, s.rstride, self.net.n_dof);
+        let end_valid = self.ws.cache & 4 != 0 && s.rhs.is_empty() && self.torque_dependent & self.sliding == 0;
+        let known = self.input_changes();
+        let s = &self.slots[self.cur];
         // The force change, node by node (a few entries).
         let mut df = [(0usize, 0.0f64); 16];
         let mut len = 0;
-        let mut exact = self.ws.cache & 4 != 0 && s.rhs.is_empty() && self.torque_dependent & self.sliding == 0;
-        let mut push = |node: usize, v: f64, len: &mut usize, exact: &mut bool| {
+        let mut fits = true;
+        let mut push = |node: usize, v: f64| {
             if node >= n || v == 0.0 {
                 return;
             }
-            if *len == df.len() {
-                *exact = false;
+            if len == df.len() {
+                fits = false;
                 return;
             }
-            df[*len] = (node, v);
-            *len += 1;
+            df[len] = (node, v);
+            len += 1;
         };
-        for &(k, from, to) in self.input_steps.iter() {
-            if !exact {
-                break;
-            }
-            let k = k as usize;
-            let (l0, l1) = (self.input_law_start[k] as usize, self.input_law_start[k + 1] as usize);
-            for &l in &self.input_laws[l0..l1] {
-                match self.net.laws[l as usize].signal_step(k, from, to, &self.w) {
-                    Some((a, b, d)) => {
-                        push(a, d, &mut len, &mut exact);
-                        push(b, -d, &mut len, &mut exact);
+        for &change in self.input_changes.iter() {
+            match change {
+                InputStepChange::Law(a, b, d) => {
+                    push(a, d);
+                    push(b, -d);
+                }
+                InputStepChange::Friction(i, ratio) => {
+                    // The element's force is -tau row^T.
+                    let d = -self.ws.fric_tau_end[i] * ratio;
+                    for &(node, c) in self.net.friction[i].row.entries.iter().take_while(|e| e.1 != 0.0) {
+                        push(node, c * d);
                     }
-                    None => exact = false,
-                }
-            }
-            for i in bits(self.readers[k] & self.sliding) {
-                let fe = &self.net.friction[i];
-                if fe.law.torque_signal() != Some(k) || from <= 0.0 {
-                    exact = false;
-                    continue;
-                }
-                // The element's force is -tau row^T, its torque proportional to the signal.
-                let d = -self.ws.fric_tau_end[i] * (to.max(0.0) / from - 1.0);
-                for &(node, c) in fe.row.entries.iter().take_while(|e| e.1 != 0.0) {
-                    push(node, c * d, &mut len, &mut exact);
                 }
             }
         }
+        let exact = end_valid && known && fits;
         // The locks to test: all of them when a force changed; otherwise those whose limit
         // reads a stepped input (the others held at the last step's end with these torques
         // and limits).
