@@ -185,11 +185,26 @@ struct SineState {
     cos: f64,
     /// Sub-steps since the phase was last evaluated afresh.
     age: u32,
+    /// The signal's amplitude, offset and start time, copied from its definition when the
+    /// unsteady signals are listed (the stage fill reads this record only).
+    amplitude: f64,
+    offset: f64,
+    start_time: f64,
 }
 
 impl Default for SineState {
     fn default() -> Self {
-        Self { h: f64::NAN, rot: [[1.0, 0.0]; 3], next: f64::NAN, sin: 0.0, cos: 1.0, age: 0 }
+        Self {
+            h: f64::NAN,
+            rot: [[1.0, 0.0]; 3],
+            next: f64::NAN,
+            sin: 0.0,
+            cos: 1.0,
+            age: 0,
+            amplitude: 0.0,
+            offset: 0.0,
+            start_time: 0.0,
+        }
     }
 }
 
@@ -515,6 +530,26 @@ impl ModeSlot {
         for &(k, j, c) in self.nz.iter() {
             w[k as usize] += c * q[j as usize];
         }
+    }
+
+    /// [`ModeSlot::n_times`] of the two stages and the end at once (the time-only kernel's
+    /// three samples), in one pass over `N`: each result exactly as `n_times` forms it.
+    #[inline]
+    fn n_times3(&self, q: [&[f64]; 3], w: [&mut [f64]; 3]) {
+        let [q0, q1, q2] = q;
+        let [w0, w1, w2] = w;
+        if self.nz_single {
+            let m = q0.len().min(q1.len()).min(q2.len());
+            let (q0, q1, q2) = (&q0[..m], &q1[..m], &q2[..m]);
+            for (((w0, w1), w2), &(j, c)) in w0.iter_mut().zip(w1.iter_mut()).zip(w2.iter_mut()).zip(&self.gather) {
+                let j = j as usize;
+                (*w0, *w1, *w2) = if j < m { (c * q0[j], c * q1[j], c * q2[j]) } else { (-0.0, -0.0, -0.0) };
+            }
+            return;
+        }
+        self.n_times(q0, w0);
+        self.n_times(q1, w1);
+        self.n_times(q2, w2);
     }
 
     /// [`ModeSlot::n_times`] of `K` vectors at once (the two stages), in one pass over `N`:
@@ -894,6 +929,10 @@ pub struct Simulation {
     /// only these can engage or release inside a sub-step (a steady force that changes is an
     /// input change, tested at the step start).
     force_watch: u64,
+    /// The elements of `force_watch` with the signal each one's normal force reads, `(element,
+    /// signal)` in element order: the time-only kernel's engage and release test reads them
+    /// without going through the law.
+    watch_list: CapVec<(u32, u32)>,
     /// Some time-varying signal may rise and fall back inside a sub-step (a sine, see
     /// [`Signal::is_linear_between_events`]): the break-away screen always takes the stage
     /// samples then.
@@ -1102,31 +1141,22 @@ impl Simulation {
         }
         for &k in self.sines.iter() {
             let k = k as usize;
-            let Signal::Sine { amplitude, f, phase, offset, start_time } = self.net.signals[k] else { continue };
             let st = &mut self.sine_state[k];
-            if t0 < start_time {
+            let (amplitude, offset) = (st.amplitude, st.offset);
+            if t0 < st.start_time {
                 (s0[k], s1[k], se[k]) = (offset, offset, offset);
                 st.next = f64::NAN;
                 continue;
             }
-            let omega = crate::signal::angular(f);
             // Steps of `k dt - t` differ from `dt` by rounding: their rotations differ by less
             // than 1e-16 rad, and are reused (as the Newton factors are).
             // (A NaN `st.h`, never set, compares false and sets them.)
             let same_h = (h - st.h).abs() <= 1e-12 * h;
-            if !same_h {
-                st.h = h;
-                for (r, c) in st.rot.iter_mut().zip([C[0], C[1], 1.0]) {
-                    let (sn, cs) = (omega * c * h).sin_cos();
-                    *r = [cs, sn];
-                }
-            }
-            let (sin0, cos0) = if st.next.to_bits() == t0.to_bits() && st.age < SINE_REANCHOR {
+            let (sin0, cos0) = if same_h && st.next.to_bits() == t0.to_bits() && st.age < SINE_REANCHOR {
                 st.age += 1;
                 (st.sin, st.cos)
             } else {
-                st.age = 0;
-                crate::signal::sine_phase(f, phase, start_time, t0).sin_cos()
+                Self::sine_restart(&self.net.signals[k], st, t0, h)
             };
             let [a, b, e] = st.rot.map(|[cs, sn]| (sin0 * cs + cos0 * sn, cos0 * cs - sin0 * sn));
             s0[k] = offset + amplitude * a.0;
@@ -1134,6 +1164,31 @@ impl Simulation {
             se[k] = offset + amplitude * e.0;
             (st.next, st.sin, st.cos) = (t0 + h, e.0, e.1);
         }
+    }
+
+    /// A sine's rotations for a new sub-step length `h` (when it changed) and its phase at
+    /// `t0` evaluated afresh: the rare branch of [`Simulation::fill_stage_signals`].
+    #[cold]
+    #[inline(never)]
+    fn sine_restart(signal: &Signal, st: &mut SineState, t0: f64, h: f64) -> (f64, f64) {
+        let Signal::Sine { f, phase, start_time, .. } = *signal else { return (st.sin, st.cos) };
+        // (A NaN `st.h`, never set, compares false and sets them.)
+        let same_h = (h - st.h).abs() <= 1e-12 * h;
+        if !same_h {
+            let omega = crate::signal::angular(f);
+            st.h = h;
+            for (r, c) in st.rot.iter_mut().zip([C[0], C[1], 1.0]) {
+                let (sn, cs) = (omega * c * h).sin_cos();
+                *r = [cs, sn];
+            }
+            // (A sub-step of a new length continues the phase: only the rotations change.)
+            if st.next.to_bits() == t0.to_bits() && st.age < SINE_REANCHOR {
+                st.age += 1;
+                return (st.sin, st.cos);
+            }
+        }
+        st.age = 0;
+        crate::signal::sine_phase(f, phase, start_time, t0).sin_cos()
     }
 
     /// Records a change of signal values: filled buffers are stale. `recount` when a signal's
@@ -1156,12 +1211,15 @@ impl Simulation {
         self.held_events = u64::MAX;
         self.held_in = 0;
         self.force_watch = 0;
+        self.watch_list.clear();
         self.signals_turn = false;
         for (k, s) in self.net.signals.iter().enumerate() {
             if !s.is_steady() {
                 self.unsteady.push(k as u32);
-                if matches!(s, Signal::Sine { .. }) {
+                if let Signal::Sine { amplitude, offset, start_time, .. } = *s {
                     self.sines.push(k as u32);
+                    let st = &mut self.sine_state[k];
+                    (st.amplitude, st.offset, st.start_time) = (amplitude, offset, start_time);
                 } else if matches!(s, Signal::Step { .. } | Signal::Pulse { .. }) {
                     self.held.push(k as u32);
                 } else {
@@ -1169,6 +1227,11 @@ impl Simulation {
                 }
                 self.force_watch |= self.readers.get(k).copied().unwrap_or(0);
                 self.signals_turn |= !s.is_linear_between_events();
+            }
+        }
+        for i in bits(self.force_watch) {
+            if let Some(k) = self.net.friction[i].law.free_signal() {
+                self.watch_list.push((i as u32, k as u32));
             }
         }
     }
@@ -1322,6 +1385,7 @@ impl Simulation {
             free: 0,
             out_free: 0,
             force_watch: 0,
+            watch_list: CapVec::new(nf),
             signals_turn: false,
             lossy: mask_where(&net.friction, |fe| matches!(fe.law, crate::elements::FrictionLaw::Lossy { .. })),
             readers: (0..net.signals.len())
@@ -2282,6 +2346,14 @@ impl Simulation {
             self.finish_step(clean_end);
             return Ok(());
         }
+        self.general_step(t_end, dt)
+    }
+
+    /// A step from `t` to `t_end` (of length `dt`) that the time-only kernel does not take in
+    /// one sub-step: sub-steps between time and state events, each integrated, screened for
+    /// events and committed, modes selected at each event.
+    #[inline(never)]
+    fn general_step(&mut self, t_end: f64, dt: f64) -> Result<(), StepError> {
         // The state at the step start, restored if the step produces a non-finite value.
         let t_start = self.t;
         self.ws.phi_save.copy_from_slice(&self.phi);

@@ -21,7 +21,7 @@
 //! sub-step back untouched as soon as one of them fires. Results agree with the general path to
 //! rounding (the same arithmetic in a different order).
 
-use super::{A, B, Ev, FrictionMode, Simulation, bits, linalg, zero_slip_tolerance};
+use super::{A, B, FrictionMode, Simulation, bits, linalg, zero_slip_tolerance};
 use crate::elements::FrictionLaw;
 
 /// A force source of a time-only mode.
@@ -223,10 +223,9 @@ impl Simulation {
             4 => rows.apply::<4>(&s.free_cols[..m], &self.w, out),
             _ => rows.apply::<0>(&s.free_cols[..m], &self.w, out),
         }
-        for i in 0..2 {
-            s.n_times(&ws.q[i * m..(i + 1) * m], &mut ws.w_st[i][..n]);
-        }
-        s.n_times(&ws.res[..m], &mut ws.w1[..n]);
+        let (q0, q1) = ws.q[..2 * m].split_at(m);
+        let [w0, w1] = &mut ws.w_st;
+        s.n_times3([q0, q1, &ws.res[..m]], [&mut w0[..n], &mut w1[..n], &mut ws.w1[..n]]);
     }
 
     /// Integrates a sub-step of size `h` with the time-only kernel and commits it when no event
@@ -253,9 +252,18 @@ impl Simulation {
             }
             self.kernel.slips[i] = g;
         }
-        for i in bits(self.force_watch) {
-            let ev = if self.modes[i] == FrictionMode::Free { Ev::Engage(i) } else { Ev::Release(i) };
-            if self.may_trigger(ev) {
+        // An engage (a free element's force turning on) or a release (an engaged one's turning
+        // off), as `Simulation::may_trigger` reads them at the three samples.
+        let (s0, s1, se) = (&self.ws.sig[0][..], &self.ws.sig[1][..], &self.ws.sig_end[..]);
+        for &(i, k) in self.watch_list.iter() {
+            let k = k as usize;
+            let u = [s0[k], s1[k], se[k]];
+            let fires = if self.modes[i as usize] == FrictionMode::Free {
+                (u[0] > 0.0) | (u[1] > 0.0) | (u[2] > 0.0)
+            } else {
+                (-u[0] > 0.0) | (-u[1] > 0.0) | (-u[2] > 0.0)
+            };
+            if fires {
                 return false;
             }
         }
@@ -385,24 +393,41 @@ impl Rows<'_> {
         let ns = if NS == 0 { self.ns } else { NS };
         let (m, r, h) = (self.m, self.r, self.h);
         let tau = &self.tau[..ns];
-        for (a, &col) in free_cols[..m].iter().enumerate() {
+        let (qa, qb) = q[..2 * m].split_at_mut(m);
+        if ns == 0 {
+            // No sources: nothing accelerates, and no lock carries a torque.
+            for (((qa, qb), res), &col) in qa.iter_mut().zip(qb.iter_mut()).zip(&mut res[..m]).zip(&free_cols[..m]) {
+                // (`+ 0.0` as the general sum adds it: a -0.0 speed comes out +0.0.)
+                let q0 = w[col] + 0.0;
+                (*qa, *qb, *res) = (q0, q0, q0);
+            }
+            let [l0, l1] = lam_st;
+            for l in [&mut l0[..r], &mut l1[..r], &mut lam_end[..r]] {
+                l.fill(0.0);
+            }
+            return;
+        }
+        for ((((qa, qb), res), &col), row) in
+            qa.iter_mut().zip(qb.iter_mut()).zip(&mut res[..m]).zip(&free_cols[..m]).zip(self.map.chunks_exact(ns))
+        {
             // (The end sample of an acceleration row is not needed: the end follows from the
             // stages.)
             let mut acc = [0.0f64; 2];
-            for (c, t) in self.map[a * ns..(a + 1) * ns].iter().zip(tau) {
+            for (c, t) in row.iter().zip(tau) {
                 acc[0] += c * t[0];
                 acc[1] += c * t[1];
             }
             let q0 = w[col];
-            q[a] = q0 + h * (A[0][0] * acc[0] + A[0][1] * acc[1]);
-            q[m + a] = q0 + h * (A[1][0] * acc[0] + A[1][1] * acc[1]);
-            res[a] = q0 + h * (B[0] * acc[0] + B[1] * acc[1]);
+            *qa = q0 + h * (A[0][0] * acc[0] + A[0][1] * acc[1]);
+            *qb = q0 + h * (A[1][0] * acc[0] + A[1][1] * acc[1]);
+            *res = q0 + h * (B[0] * acc[0] + B[1] * acc[1]);
         }
         let [l0, l1] = lam_st;
-        for (l, ((l0, l1), le)) in l0[..r].iter_mut().zip(l1[..r].iter_mut()).zip(&mut lam_end[..r]).enumerate() {
+        for (((l0, l1), le), row) in
+            l0[..r].iter_mut().zip(l1[..r].iter_mut()).zip(&mut lam_end[..r]).zip(self.map.chunks_exact(ns).skip(m))
+        {
             let mut acc = [0.0f64; 3];
-            let row = m + l;
-            for (c, t) in self.map[row * ns..(row + 1) * ns].iter().zip(tau) {
+            for (c, t) in row.iter().zip(tau) {
                 acc[0] += c * t[0];
                 acc[1] += c * t[1];
                 acc[2] += c * t[2];
