@@ -338,16 +338,20 @@ impl FrictionLaw {
     }
 
     /// [`FrictionLaw::kinetic`]'s torque of a time-only law ([`FrictionLaw::is_time_only`]),
-    /// which reads neither the slip speed nor the node speeds; NaN for other laws.
-    #[inline]
-    pub fn time_only_kinetic(&self, sig: &[f64]) -> f64 {
+    /// which reads neither the slip speed nor the node speeds, as a form of the signals alone
+    /// (its tables read once); `None` for other laws.
+    pub fn time_only_kinetic(&self) -> Option<TimeOnlyKinetic> {
         match self {
             FrictionLaw::Normal { mu, cgeo, fn_max, signal, .. }
-            | FrictionLaw::OneWay { mu, cgeo, fn_max, signal, .. } => {
-                normal_kinetic(mu, *cgeo, *fn_max, sig[*signal], 0.0).0
+            | FrictionLaw::OneWay { mu, cgeo, fn_max, signal, .. }
+                if mu.is_constant() =>
+            {
+                Some(TimeOnlyKinetic::Normal { signal: *signal, k: cgeo * fn_max, mu: mu.eval_with_slope(0.0).0 })
             }
-            FrictionLaw::Bearing { tau_pos, .. } => tau_pos.eval_with_slope(0.0).0,
-            _ => f64::NAN,
+            FrictionLaw::Bearing { tau_pos, .. } if tau_pos.is_constant() => {
+                Some(TimeOnlyKinetic::Constant(tau_pos.eval_with_slope(0.0).0))
+            }
+            _ => None,
         }
     }
 
@@ -380,11 +384,7 @@ impl FrictionLaw {
     /// True when the sliding torque reads the signals only: neither the slip speed, nor a
     /// ground speed, nor the constraint torques.
     pub fn is_time_only(&self) -> bool {
-        match self {
-            FrictionLaw::Normal { mu, .. } | FrictionLaw::OneWay { mu, .. } => mu.is_constant(),
-            FrictionLaw::Bearing { tau_pos, .. } => tau_pos.is_constant(),
-            FrictionLaw::Lossy { .. } | FrictionLaw::Tyre { .. } | FrictionLaw::Ramp { .. } => false,
-        }
+        self.time_only_kinetic().is_some()
     }
 
     /// True when the sliding torque does not depend on the slip speed.
@@ -457,6 +457,38 @@ impl FrictionLaw {
     /// True for laws whose limits depend on constraint torques (LossyGear, limited slip).
     pub fn is_torque_dependent(&self) -> bool {
         matches!(self, FrictionLaw::Lossy { .. } | FrictionLaw::Ramp { .. })
+    }
+}
+
+/// The kinetic torque of a time-only friction law ([`FrictionLaw::time_only_kinetic`]): the
+/// same values as [`FrictionLaw::kinetic`] at any slip speed.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum TimeOnlyKinetic {
+    /// Clutch, Brake and OneWayClutch with a constant `mu`: `k u mu` for the normalised normal
+    /// force `u = sig[signal] > 0` (`k = cgeo fn_max`, N m), none for `u <= 0` or NaN.
+    Normal {
+        /// Index of the normalised force signal.
+        signal: usize,
+        /// `cgeo fn_max`, N m.
+        k: f64,
+        /// The constant friction coefficient.
+        mu: f64,
+    },
+    /// BearingFriction with a constant `tau_pos`, N m.
+    Constant(f64),
+}
+
+impl TimeOnlyKinetic {
+    /// The torque at the signal values `sig`, N m (as [`normal_kinetic`] forms it, bit for bit).
+    #[inline]
+    pub fn eval(&self, sig: &[f64]) -> f64 {
+        match *self {
+            TimeOnlyKinetic::Normal { signal, k, mu } => {
+                let u = sig[signal];
+                if u.is_nan() || u <= 0.0 { 0.0 } else { k * u * mu }
+            }
+            TimeOnlyKinetic::Constant(tau) => tau,
+        }
     }
 }
 
@@ -824,9 +856,16 @@ impl Law {
     /// values `sig`; NaN for the laws that read the state.
     #[inline]
     pub fn state_free_torque(&self, sig: &[f64]) -> f64 {
+        self.state_free_signal().map_or(f64::NAN, |k| sig[k])
+    }
+
+    /// For a law whose force reads the signals only: the signal whose value is its torque
+    /// ([`Law::state_free_torque`]). `None` for the laws that read the state.
+    #[inline]
+    pub fn state_free_signal(&self) -> Option<usize> {
         match *self {
-            Law::Source { signal, .. } => sig[signal],
-            _ => f64::NAN,
+            Law::Source { signal, .. } => Some(signal),
+            _ => None,
         }
     }
 

@@ -1099,6 +1099,7 @@ impl Simulation {
     /// evaluated afresh at least every [`SINE_REANCHOR`] sub-steps (rounding drifts by about an
     /// ulp per rotation). The values agree with evaluating each time to rounding; a sub-step
     /// lies on one side of the sine's start time (a time event).
+    #[inline(always)]
     fn fill_stage_signals(&mut self, t0: f64, h: f64) {
         let rest_only = !self.sines.is_empty() || !self.held.is_empty();
         // A step or a pulse changes only at its edges, time events that end sub-steps: inside

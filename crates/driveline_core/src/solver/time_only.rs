@@ -22,7 +22,7 @@
 //! rounding (the same arithmetic in a different order).
 
 use super::{A, B, FrictionMode, Simulation, bits, linalg, zero_slip_tolerance};
-use crate::elements::FrictionLaw;
+use crate::elements::{FrictionLaw, TimeOnlyKinetic};
 
 /// A force source of a time-only mode.
 #[derive(Debug, Clone, Copy)]
@@ -34,6 +34,25 @@ pub(super) enum Source {
     Friction(usize),
 }
 
+/// How a source's magnitude is read from the signal values of a sample.
+#[derive(Debug, Clone, Copy)]
+enum Magnitude {
+    /// A law's torque: this signal's value ([`Law::state_free_signal`](crate::elements::Law::state_free_signal)).
+    Signal(usize),
+    /// A sliding element's kinetic torque in its sliding direction (`dir`, +1 or -1).
+    Kinetic { dir: f64, law: TimeOnlyKinetic },
+}
+
+impl Magnitude {
+    #[inline(always)]
+    fn eval(&self, sig: &[f64]) -> f64 {
+        match *self {
+            Magnitude::Signal(k) => sig[k],
+            Magnitude::Kinetic { dir, law } => dir * law.eval(sig),
+        }
+    }
+}
+
 /// The time-only kernel of the current mode: its force sources and what a unit of each does.
 #[derive(Debug, Clone)]
 pub(super) struct TimeOnly {
@@ -42,6 +61,8 @@ pub(super) struct TimeOnly {
     /// The mode qualifies: every source is time-only, no prescribed rows, no redundant locks.
     active: bool,
     src: Vec<Source>,
+    /// Each source's magnitude, as read from the signals.
+    mag: Vec<Magnitude>,
     /// The `(m + r) x S` map from the `S` source magnitudes to the reduced accelerations
     /// `Mr^-1 N^T d` (rows `0..m`) and the constraint torques `T d` (rows `m..m + r`),
     /// row-major.
@@ -64,6 +85,7 @@ impl TimeOnly {
             tag: None,
             active: false,
             src: Vec::with_capacity(ns),
+            mag: Vec::with_capacity(ns),
             map: vec![0.0; ns * (n + rmax)],
             tau: vec![[0.0; 3]; ns],
             col: vec![0.0; n],
@@ -113,6 +135,16 @@ impl Simulation {
         k.src.clear();
         k.src.extend((0..self.net.laws.len()).map(Source::Law));
         k.src.extend(bits(self.sliding).map(Source::Friction));
+        k.mag.clear();
+        for src in k.src.iter() {
+            k.mag.push(match *src {
+                Source::Law(l) => Magnitude::Signal(self.net.laws[l].state_free_signal().expect("a state-free law")),
+                Source::Friction(i) => Magnitude::Kinetic {
+                    dir: self.modes[i].dir(),
+                    law: self.net.friction[i].law.time_only_kinetic().expect("a time-only law"),
+                },
+            });
+        }
         let ns = k.src.len();
         for (j, src) in k.src.iter().enumerate() {
             // The source's force per unit magnitude, as (node, coefficient) pairs; ground nodes
@@ -189,26 +221,8 @@ impl Simulation {
         // Magnitudes at the samples: each law's own torque, each sliding element's kinetic
         // torque (time-only: read at any slip speed).
         let samples = [&ws.sig[0], &ws.sig[1], &ws.sig_end];
-        for (src, tau) in k.src.iter().zip(k.tau.iter_mut()) {
-            match *src {
-                Source::Law(l) => {
-                    let law = &self.net.laws[l];
-                    for (t, sig) in tau.iter_mut().zip(samples) {
-                        *t = law.state_free_torque(sig);
-                    }
-                }
-                Source::Friction(i) => {
-                    let (dir, law) = (self.modes[i].dir(), &self.net.friction[i].law);
-                    tau[0] = dir * law.time_only_kinetic(samples[0]);
-                    // A normal force that holds its value over the sub-step: the same torque.
-                    if steady_over(law, samples) {
-                        (tau[1], tau[2]) = (tau[0], tau[0]);
-                    } else {
-                        tau[1] = dir * law.time_only_kinetic(samples[1]);
-                        tau[2] = dir * law.time_only_kinetic(samples[2]);
-                    }
-                }
-            }
+        for (mag, tau) in k.mag.iter().zip(k.tau.iter_mut()) {
+            *tau = samples.map(|sig| mag.eval(sig));
         }
         // Each row of the map against the magnitudes at the three samples: reduced
         // accelerations give the stages Q_i = q0 + h sum_j a_ij acc_j and the end
