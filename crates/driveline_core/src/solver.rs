@@ -534,7 +534,7 @@ impl ModeSlot {
 
     /// [`ModeSlot::n_times`] of the two stages and the end at once (the time-only kernel's
     /// three samples), in one pass over `N`: each result exactly as `n_times` forms it.
-    #[inline]
+    #[inline(always)]
     fn n_times3(&self, q: [&[f64]; 3], w: [&mut [f64]; 3]) {
         let [q0, q1, q2] = q;
         let [w0, w1, w2] = w;
