@@ -1159,7 +1159,8 @@ impl Simulation {
             } else {
                 Self::sine_restart(&self.net.signals[k], st, t0, h)
             };
-            let [a, b, e] = st.rot.map(|[cs, sn]| (sin0 * cs + cos0 * sn, cos0 * cs - sin0 * sn));
+            let turn = |[cs, sn]: [f64; 2]| (sin0 * cs + cos0 * sn, cos0 * cs - sin0 * sn);
+            let (a, b, e) = (turn(st.rot[0]), turn(st.rot[1]), turn(st.rot[2]));
             s0[k] = offset + amplitude * a.0;
             s1[k] = offset + amplitude * b.0;
             se[k] = offset + amplitude * e.0;
@@ -1746,8 +1747,11 @@ impl Simulation {
         self.events.clear();
         self.restart_ledger();
         self.update_outputs();
-        // Ground entries of the stage and end states never change: written once here.
+        // Ground entries of the stage and end states never change: written once here, equal
+        // to the state's (the time-only kernel commits a sub-step by trading the state's
+        // buffers with the end's). Ground nodes do not turn.
         let n = self.net.n_dof;
+        self.w[n..].fill(0.0);
         let Work { phi_st, w_st, phi1, w1, .. } = &mut self.ws;
         for (phi, w) in phi_st.iter_mut().zip(w_st.iter_mut()).chain([(phi1, w1)]) {
             w[n..].fill(0.0);

@@ -222,7 +222,8 @@ impl Simulation {
         // torque (time-only: read at any slip speed).
         let samples = [&ws.sig[0], &ws.sig[1], &ws.sig_end];
         for (mag, tau) in k.mag.iter().zip(k.tau.iter_mut()) {
-            *tau = samples.map(|sig| mag.eval(sig));
+            // (Three calls, not `samples.map`: the array map keeps a drop guard.)
+            *tau = [mag.eval(samples[0]), mag.eval(samples[1]), mag.eval(samples[2])];
         }
         // Each row of the map against the magnitudes at the three samples: reduced
         // accelerations give the stages Q_i = q0 + h sum_j a_ij acc_j and the end
@@ -368,12 +369,11 @@ impl Simulation {
         }
         // The end caches: forces' records (above) and constraint torques are valid.
         ws.cache = 4;
-        // (One loop, not two `memcpy` calls: a few values each.)
-        for ((phi, w), (phi1, w1)) in
-            self.phi[..n].iter_mut().zip(&mut self.w[..n]).zip(ws.phi1[..n].iter().zip(&ws.w1[..n]))
-        {
-            (*phi, *w) = (*phi1, *w1);
-        }
+        // The end state becomes the state: the buffers trade places (their ground entries are
+        // equal, written once at the start, see `Simulation::start`); nothing reads the end
+        // buffers before the next sub-step writes them.
+        std::mem::swap(&mut self.phi, &mut ws.phi1);
+        std::mem::swap(&mut self.w, &mut ws.w1);
         self.zero_slips = Some(zero);
         self.t += h;
         true
