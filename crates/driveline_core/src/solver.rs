@@ -930,8 +930,9 @@ pub struct Simulation {
     /// input change, tested at the step start).
     force_watch: u64,
     /// The elements of `force_watch` with the signal each one's normal force reads, `(element,
-    /// signal)` in element order: the time-only kernel's engage and release test reads them
-    /// without going through the law.
+    /// signal)` in element order, but for signals held between time events (steps and pulses,
+    /// which cannot turn an element on or off inside a sub-step): the time-only kernel's
+    /// engage and release test reads them without going through the law.
     watch_list: CapVec<(u32, u32)>,
     /// Some time-varying signal may rise and fall back inside a sub-step (a sine, see
     /// [`Signal::is_linear_between_events`]): the break-away screen always takes the stage
@@ -1231,8 +1232,14 @@ impl Simulation {
                 self.signals_turn |= !s.is_linear_between_events();
             }
         }
+        // A step or a pulse holds its value between its time events, which end sub-steps, and
+        // the modes are selected after each from that value: an element it drives is free
+        // exactly while it is not positive, so its engage or release test cannot fire inside
+        // a sub-step, and the kernel's list leaves it out.
         for i in bits(self.force_watch) {
-            if let Some(k) = self.net.friction[i].law.free_signal() {
+            if let Some(k) = self.net.friction[i].law.free_signal()
+                && !matches!(self.net.signals[k], Signal::Step { .. } | Signal::Pulse { .. })
+            {
                 self.watch_list.push((i as u32, k as u32));
             }
         }

@@ -345,10 +345,12 @@ impl Simulation {
                     ws.law_diss_end[l] = 0.0;
                     if self.params.track_energy {
                         // A state-free law is a source: its power is input.
-                        let nodes = self.net.laws[l].state_free_nodes().expect("a state-free law");
-                        let speed = |w: &[f64]| nodes.iter().map(|&(k, c)| c * w[k]).sum::<f64>();
-                        let p = [tau[0] * speed(&ws.w_st[0]), tau[1] * speed(&ws.w_st[1])];
-                        self.energy.input += h * (B[0] * p[0] + B[1] * p[1]);
+                        // (The speed across it summed from -0.0 as `Iterator::sum` sums.)
+                        let [(a, ca), (b, cb)] = self.net.laws[l].state_free_nodes().expect("a state-free law");
+                        let [w0, w1] = &ws.w_st;
+                        let p0 = tau[0] * (-0.0 + ca * w0[a] + cb * w0[b]);
+                        let p1 = tau[1] * (-0.0 + ca * w1[a] + cb * w1[b]);
+                        self.energy.input += h * (B[0] * p0 + B[1] * p1);
                     }
                 }
                 Source::Friction(i) => {
