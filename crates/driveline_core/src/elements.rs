@@ -270,6 +270,87 @@ pub struct Capacity {
     pub one_way: bool,
 }
 
+impl Capacity {
+    /// How far a stuck element's torque `-lam_own` is past this limit, `(excess, limit)`
+    /// (see [`FrictionLaw::hold_excess`]; a one-way element only releases forwards).
+    #[inline]
+    pub fn excess(&self, lam_own: f64) -> (f64, f64) {
+        if self.one_way {
+            (-lam_own - self.tau_max, self.tau_max)
+        } else {
+            (lam_own.abs() - self.tau_max, self.tau_max)
+        }
+    }
+}
+
+/// A friction law's [`FrictionLaw::capacity`] as a function of the signals alone, its tables
+/// read once: [`CapacityForm::eval`] gives the same values bit for bit.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum CapacityForm {
+    /// Clutch and Brake: `tau0 = (mu(0) cgeo) (fn_max u)`, free for `u <= 0` or NaN.
+    Normal {
+        /// Index of the normalised force signal.
+        signal: usize,
+        /// `mu(0) cgeo`, m.
+        mu0_cgeo: f64,
+        /// Maximum normal force, N.
+        fn_max: f64,
+        /// Static / kinetic ratio.
+        peak: f64,
+    },
+    /// OneWayClutch: `tau0 = (mu(0) cgeo fn_max) u` while `u > 0`; see [`FrictionLaw::OneWay`].
+    OneWay {
+        /// Index of the normalised force signal.
+        signal: usize,
+        /// `mu(0) cgeo fn_max`, N m.
+        tau_full: f64,
+        /// `max(peak, 1 + eps0)`.
+        peak: f64,
+        /// The release limit without a normal force, `eps0 mu(0) cgeo fn_max`, N m.
+        idle: f64,
+    },
+    /// Tyre: `tau0 = tau_max = D F_z`, free for `F_z <= 0` or NaN.
+    Tyre {
+        /// Index of the load signal.
+        load: usize,
+        /// The peak friction coefficient times the rolling radius, m.
+        d: f64,
+    },
+    /// A capacity that reads no signal (BearingFriction; LossyGear and limited slip, whose
+    /// solver-side limits are formed elsewhere).
+    Constant(Capacity),
+}
+
+impl CapacityForm {
+    /// The capacity at the signal values `sig`.
+    #[inline(always)]
+    pub fn eval(&self, sig: &[f64]) -> Capacity {
+        match *self {
+            CapacityForm::Normal { signal, mu0_cgeo, fn_max, peak } => {
+                let u = sig[signal];
+                let free = u.is_nan() || u <= 0.0;
+                let fnn = if free { 0.0 } else { fn_max * u };
+                let tau0 = mu0_cgeo * fnn;
+                Capacity { free, tau0, tau_max: peak * tau0, one_way: false }
+            }
+            CapacityForm::OneWay { signal, tau_full, peak, idle } => {
+                let u = sig[signal];
+                let engaged = u > 0.0;
+                let tau0 = if engaged { tau_full * u } else { 0.0 };
+                let tau_max = if engaged { peak * tau0 } else { idle };
+                Capacity { free: false, tau0, tau_max, one_way: true }
+            }
+            CapacityForm::Tyre { load, d } => {
+                let fz = sig[load];
+                let free = fz.is_nan() || fz <= 0.0;
+                let tau0 = if free { 0.0 } else { d * fz };
+                Capacity { free, tau0, tau_max: tau0, one_way: false }
+            }
+            CapacityForm::Constant(cap) => cap,
+        }
+    }
+}
+
 /// MSL `OneWayClutch` constant `eps0`.
 const ONE_WAY_EPS: f64 = 1e-4;
 
@@ -277,39 +358,42 @@ impl FrictionLaw {
     /// Capacity given the signal values `sig`.
     #[inline]
     pub fn capacity(&self, sig: &[f64]) -> Capacity {
+        self.capacity_form().eval(sig)
+    }
+
+    /// The capacity as a function of the signals ([`FrictionLaw::capacity`] is its value):
+    /// the static limit `tau_max = peak tau0` over the kinetic level at zero slip `tau0`.
+    #[inline(always)]
+    pub fn capacity_form(&self) -> CapacityForm {
         match self {
             FrictionLaw::Normal { mu, peak, cgeo, fn_max, signal } => {
-                let u = sig[*signal];
-                let free = u.is_nan() || u <= 0.0;
-                let fnn = if free { 0.0 } else { fn_max * u };
-                let tau0 = mu.eval(0.0) * cgeo * fnn;
-                Capacity { free, tau0, tau_max: peak * tau0, one_way: false }
+                CapacityForm::Normal { signal: *signal, mu0_cgeo: mu.eval(0.0) * cgeo, fn_max: *fn_max, peak: *peak }
             }
             FrictionLaw::OneWay { mu, peak, cgeo, fn_max, signal } => {
-                let u = sig[*signal];
-                let engaged = u > 0.0;
                 let mu0 = mu.eval(0.0);
-                let tau0 = if engaged { mu0 * cgeo * fn_max * u } else { 0.0 };
-                let tau_max =
-                    if engaged { peak.max(1.0 + ONE_WAY_EPS) * tau0 } else { ONE_WAY_EPS * mu0 * cgeo * fn_max };
-                Capacity { free: false, tau0, tau_max, one_way: true }
+                CapacityForm::OneWay {
+                    signal: *signal,
+                    tau_full: mu0 * cgeo * fn_max,
+                    peak: peak.max(1.0 + ONE_WAY_EPS),
+                    idle: ONE_WAY_EPS * mu0 * cgeo * fn_max,
+                }
             }
             FrictionLaw::Bearing { tau_pos, peak } => {
                 let tau0 = tau_pos.eval(0.0);
-                Capacity { free: false, tau0, tau_max: peak * tau0, one_way: false }
+                CapacityForm::Constant(Capacity { free: false, tau0, tau_max: peak * tau0, one_way: false })
             }
-            FrictionLaw::Tyre { mf, load, .. } => {
-                let fz = sig[*load];
-                let free = fz.is_nan() || fz <= 0.0;
-                let tau0 = if free { 0.0 } else { mf.d * fz };
-                Capacity { free, tau0, tau_max: tau0, one_way: false }
-            }
+            FrictionLaw::Tyre { mf, load, .. } => CapacityForm::Tyre { load: *load, d: mf.d },
             // Bounds depend on tau_a; the solver uses `LossTable::standstill_bounds`.
-            FrictionLaw::Lossy { .. } => Capacity { free: false, tau0: 0.0, tau_max: 0.0, one_way: false },
-            // The preload alone; the solver adds the ramp part (see `ramp_limit`).
-            FrictionLaw::Ramp { preload, .. } => {
-                Capacity { free: false, tau0: 0.5 * preload, tau_max: 0.5 * preload, one_way: false }
+            FrictionLaw::Lossy { .. } => {
+                CapacityForm::Constant(Capacity { free: false, tau0: 0.0, tau_max: 0.0, one_way: false })
             }
+            // The preload alone; the solver adds the ramp part (see `ramp_limit`).
+            FrictionLaw::Ramp { preload, .. } => CapacityForm::Constant(Capacity {
+                free: false,
+                tau0: 0.5 * preload,
+                tau_max: 0.5 * preload,
+                one_way: false,
+            }),
         }
     }
 
@@ -432,8 +516,7 @@ impl FrictionLaw {
     pub fn hold_excess(&self, cap: Capacity, lam_own: f64, lam: &[f64], w: &[f64]) -> (f64, f64) {
         match self {
             FrictionLaw::Lossy { .. } | FrictionLaw::Ramp { .. } => self.torque_dependent_excess(lam_own, lam, w),
-            _ if cap.one_way => (-lam_own - cap.tau_max, cap.tau_max),
-            _ => (lam_own.abs() - cap.tau_max, cap.tau_max),
+            _ => cap.excess(lam_own),
         }
     }
 

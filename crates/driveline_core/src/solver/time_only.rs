@@ -22,7 +22,7 @@
 //! rounding (the same arithmetic in a different order).
 
 use super::{A, B, FrictionMode, Simulation, bits, linalg, zero_slip_tolerance};
-use crate::elements::{FrictionLaw, TimeOnlyKinetic};
+use crate::elements::{CapacityForm, TimeOnlyKinetic};
 
 /// A force source of a time-only mode.
 #[derive(Debug, Clone, Copy)]
@@ -63,6 +63,8 @@ pub(super) struct TimeOnly {
     src: Vec<Source>,
     /// Each source's magnitude, as read from the signals.
     mag: Vec<Magnitude>,
+    /// Each locked element's constraint-torque row (among the active rows) and capacity.
+    locks: Vec<(usize, CapacityForm)>,
     /// The `(m + r) x S` map from the `S` source magnitudes to the reduced accelerations
     /// `Mr^-1 N^T d` (rows `0..m`) and the constraint torques `T d` (rows `m..m + r`),
     /// row-major.
@@ -86,6 +88,7 @@ impl TimeOnly {
             active: false,
             src: Vec::with_capacity(ns),
             mag: Vec::with_capacity(ns),
+            locks: Vec::with_capacity(nf),
             map: vec![0.0; ns * (n + rmax)],
             tau: vec![[0.0; 3]; ns],
             col: vec![0.0; n],
@@ -145,6 +148,10 @@ impl Simulation {
                 },
             });
         }
+        let np = self.net.rows.len();
+        k.locks.clear();
+        k.locks
+            .extend(s.locked.iter().enumerate().map(|(pos, &i)| (np + pos, self.net.friction[i].law.capacity_form())));
         let ns = k.src.len();
         for (j, src) in k.src.iter().enumerate() {
             // The source's force per unit magnitude, as (node, coefficient) pairs; ground nodes
@@ -255,7 +262,6 @@ impl Simulation {
         self.stage_signals_ready = true;
         self.time_only_motion(h);
         let n = self.net.n_dof;
-        let s = &self.slots[self.cur];
         // The events the general path would look for, at the same samples.
         // (A slip reverses where `-dir w_rel > 0`, as `Simulation::slip_g` reads it; its three
         // samples in one pass over the row, kept for the end records and the ledger.)
@@ -282,27 +288,13 @@ impl Simulation {
                 return false;
             }
         }
-        let np = self.net.rows.len();
+        // Every lock's break-away margin ([`FrictionLaw::hold_excess`]; no law of a time-only
+        // network reads constraint torques for its limit).
         let ws = &self.ws;
-        let samples = [
-            (&ws.lam_st[0], &ws.sig[0], &ws.w_st[0]),
-            (&ws.lam_st[1], &ws.sig[1], &ws.w_st[1]),
-            (&ws.lam_end, &ws.sig_end, &ws.w1),
-        ];
-        for (pos, &i) in s.locked.iter().enumerate() {
-            let law = &self.net.friction[i].law;
-            // A capacity whose signal holds its value over the sub-step is evaluated once.
-            let steady = steady_over(law, [&ws.sig[0], &ws.sig[1], &ws.sig_end]);
-            let first = self.capacity(i, &ws.sig[0]);
-            for (j, &(lam, sig, w)) in samples.iter().enumerate() {
-                // (The capacity is read in place, not copied: a copy of a record just written
-                // field by field stalls the load.)
-                let excess = if steady || j == 0 {
-                    law.hold_excess(first, lam[np + pos], lam, w).0
-                } else {
-                    law.hold_excess(self.capacity(i, sig), lam[np + pos], lam, w).0
-                };
-                if excess > 0.0 {
+        let samples = [(&ws.lam_st[0][..], s0), (&ws.lam_st[1][..], s1), (&ws.lam_end[..], se)];
+        for &(row, cap) in self.kernel.locks.iter() {
+            for &(lam, sig) in &samples {
+                if cap.eval(sig).excess(lam[row]).0 > 0.0 {
                     return false;
                 }
             }
@@ -451,15 +443,6 @@ impl Rows<'_> {
             [*l0, *l1, *le] = acc;
         }
     }
-}
-
-/// Whether the signal a friction law's torques read ([`FrictionLaw::torque_signal`]) holds
-/// the same value, bit for bit, at the three samples of a sub-step (or the law reads none).
-fn steady_over(law: &FrictionLaw, samples: [&Vec<f64>; 3]) -> bool {
-    law.torque_signal().is_none_or(|k| {
-        let v = samples[0][k].to_bits();
-        v == samples[1][k].to_bits() && v == samples[2][k].to_bits()
-    })
 }
 
 #[cfg(test)]
