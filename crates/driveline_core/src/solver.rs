@@ -2179,15 +2179,15 @@ impl Simulation {
         // A singular matrix leaves non-finite factors: the step then reports a non-finite state.
         let _ = linalg::lu_factor(lu, mm, piv);
         // The explicit inverse: every Newton correction of the factors' lifetime (many steps in
-        // a linear mode or on a kept Jacobian) is then one matrix-vector product.
+        // a linear mode or on a kept Jacobian) is then one matrix-vector product. Stored by
+        // columns, which the product runs over ([`Correction`]).
         let (inv, col) = newton_tmp.split_at_mut(mm * mm);
-        for c in 0..mm {
+        // (A mode without free coordinates has no matrix: `max(1)` keeps the chunks valid.)
+        for (c, inv_col) in inv.chunks_exact_mut(mm.max(1)).enumerate() {
             col[..mm].fill(0.0);
             col[c] = 1.0;
             linalg::lu_solve(lu, mm, piv, &mut col[..mm]);
-            for r in 0..mm {
-                inv[r * mm + c] = col[r];
-            }
+            inv_col.copy_from_slice(&col[..mm]);
         }
         lu[..mm * mm].copy_from_slice(inv);
     }
@@ -4511,7 +4511,7 @@ struct Correction<'a> {
     /// Sub-step size, s.
     h: f64,
     /// Reduced inertia `Mr` (`m x m`), reduced stage forces `gq` (`2m`), start `q0` (`m`),
-    /// inverse Newton matrix (`2m x 2m`, row-major).
+    /// inverse Newton matrix (`2m x 2m`, column-major).
     mr: &'a [f64],
     gq: &'a [f64],
     q0: &'a [f64],
@@ -4561,11 +4561,30 @@ impl Correction<'_> {
             }
         }
         let (mut norm_dq, mut norm_q) = (0.0f64, 0.0f64);
-        for k in 0..mm {
-            let dq = linalg::dot(&inv[k * mm..(k + 1) * mm], res);
+        let mut update = |k: usize, dq: f64| {
             q[k] += dq;
             norm_dq = norm_dq.max(dq.abs());
             norm_q = norm_q.max(q[k].abs());
+        };
+        // `dq_k = sum_j inv_kj res_j`, each summed over ascending `j` from -0.0 (as
+        // `Iterator::sum` adds). Small modes run the columns with all `2m` sums at once: the
+        // sums are independent, so they overlap instead of each waiting on its last addition.
+        const LANES: usize = 12;
+        if mm <= LANES && mm > 0 {
+            let mut acc = [-0.0f64; LANES];
+            let acc = &mut acc[..mm];
+            for (col, &r) in inv.chunks_exact(mm).zip(res.iter()) {
+                for (a, c) in acc.iter_mut().zip(col) {
+                    *a += c * r;
+                }
+            }
+            for (k, &dq) in acc.iter().enumerate() {
+                update(k, dq);
+            }
+        } else {
+            for k in 0..mm {
+                update(k, (0..mm).map(|j| inv[j * mm + k] * res[j]).sum());
+            }
         }
         (norm_dq, norm_q)
     }
