@@ -3806,7 +3806,7 @@ impl Simulation {
         let known = self.input_changes();
         let s = &self.slots[self.cur];
         // The force change, node by node (a few entries).
-        let mut df = [(0usize, 0.0f64); 16];
+        let mut df = [(0u32, 0.0f64); 16];
         let mut len = 0;
         let mut fits = true;
         let mut push = |node: usize, v: f64| {
@@ -3817,7 +3817,7 @@ impl Simulation {
                 fits = false;
                 return;
             }
-            df[len] = (node, v);
+            df[len] = (node as u32, v);
             len += 1;
         };
         for &change in self.input_changes.iter() {
@@ -3849,11 +3849,7 @@ impl Simulation {
         if exact {
             let Work { lam_start, lam_end, .. } = &mut self.ws;
             lam_start[..r].copy_from_slice(&lam_end[..r]);
-            for &(node, v) in &df[..len] {
-                for (l, t) in lam_start[..r].iter_mut().zip(&s.tmap[node * rs..node * rs + r]) {
-                    *l += t * v;
-                }
-            }
+            map_columns_onto(&s.tmap, rs, &df[..len], 0, &mut lam_start[..r]);
         } else {
             self.ws.phi_e.copy_from_slice(&self.phi);
             self.ws.w_e.copy_from_slice(&self.w);
@@ -3875,7 +3871,7 @@ impl Simulation {
                 let Work { f, f_end, w_e, .. } = &mut self.ws;
                 f.copy_from_slice(f_end);
                 for &(node, v) in &df[..len] {
-                    f[node] += v;
+                    f[node as usize] += v;
                 }
                 w_e.copy_from_slice(&self.w);
             }
@@ -4614,16 +4610,31 @@ fn map_columns(map: &[f64], stride: usize, xnz: &[(u32, f64)], out: &mut [f64]) 
 /// [`map_columns`] for the rows `first..first + out.len()` of the map only.
 #[inline]
 fn map_columns_from(map: &[f64], stride: usize, xnz: &[(u32, f64)], first: usize, out: &mut [f64]) {
+    map_columns_in::<false>(map, stride, xnz, first, out);
+}
+
+/// `out += map x` over the rows `first..first + out.len()`, as [`map_columns_from`] forms its
+/// sums but starting from `out`'s values.
+#[inline]
+fn map_columns_onto(map: &[f64], stride: usize, xnz: &[(u32, f64)], first: usize, out: &mut [f64]) {
+    map_columns_in::<true>(map, stride, xnz, first, out);
+}
+
+/// [`map_columns_from`] (`ONTO` false: the sums start from +0.0) or [`map_columns_onto`].
+#[inline]
+fn map_columns_in<const ONTO: bool>(map: &[f64], stride: usize, xnz: &[(u32, f64)], first: usize, out: &mut [f64]) {
     // Up to sixteen rows in registers, in whole lanes of four: the entries of a column past the
     // last row (the next column's, or the map's padding) are formed and dropped.
     match out.len() {
-        1..=4 => return map_lanes::<4>(map, stride, xnz, first, out),
-        5..=8 => return map_lanes::<8>(map, stride, xnz, first, out),
-        9..=12 => return map_lanes::<12>(map, stride, xnz, first, out),
-        13..=16 => return map_lanes::<16>(map, stride, xnz, first, out),
+        1..=4 => return map_lanes::<4, ONTO>(map, stride, xnz, first, out),
+        5..=8 => return map_lanes::<8, ONTO>(map, stride, xnz, first, out),
+        9..=12 => return map_lanes::<12, ONTO>(map, stride, xnz, first, out),
+        13..=16 => return map_lanes::<16, ONTO>(map, stride, xnz, first, out),
         _ => {}
     }
-    out.fill(0.0);
+    if !ONTO {
+        out.fill(0.0);
+    }
     let r = out.len();
     for &(k, v) in xnz {
         let at = k as usize * stride + first;
@@ -4638,11 +4649,20 @@ fn map_columns_from(map: &[f64], stride: usize, xnz: &[(u32, f64)], first: usize
 /// three entries past any column's rows (its lanes round a row count up to a multiple of four).
 const MAP_PAD: usize = 3;
 
-/// [`map_columns_from`] with its `out.len() <= R` rows in `R` accumulators: each row sums the
-/// same terms in the same order from +0.0.
+/// [`map_columns_in`] with its `out.len() <= R` rows in `R` accumulators: each row sums the
+/// same terms in the same order from +0.0 or (`ONTO`) from its value in `out`.
 #[inline]
-fn map_lanes<const R: usize>(map: &[f64], stride: usize, xnz: &[(u32, f64)], first: usize, out: &mut [f64]) {
+fn map_lanes<const R: usize, const ONTO: bool>(
+    map: &[f64],
+    stride: usize,
+    xnz: &[(u32, f64)],
+    first: usize,
+    out: &mut [f64],
+) {
     let mut acc = [0.0; R];
+    if ONTO {
+        acc[..out.len()].copy_from_slice(out);
+    }
     for &(k, v) in xnz {
         let at = k as usize * stride + first;
         let col = &map[at..at + R];
