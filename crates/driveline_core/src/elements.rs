@@ -562,7 +562,8 @@ pub enum TimeOnlyKinetic {
 }
 
 impl TimeOnlyKinetic {
-    /// The torque at the signal values `sig`, N m (as [`normal_kinetic`] forms it, bit for bit).
+    /// The torque at the signal values `sig`, N m (as [`FrictionLaw::kinetic`] forms it, bit
+    /// for bit).
     #[inline]
     pub fn eval(&self, sig: &[f64]) -> f64 {
         match *self {

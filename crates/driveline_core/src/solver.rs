@@ -52,6 +52,12 @@
 //! back untouched when a test fires, and the general path then locates the event. In such a mode
 //! the general path integrates with the kernel's quadrature too, so the sub-steps of odd lengths
 //! around an event need no Newton factors. Results agree with the Newton path to rounding.
+//! What the kernel reads per step is prepared with the mode: each source's magnitude as a form
+//! of the signals (a torque source's signal, a clutch's `k u mu` with its table read once), each
+//! lock's capacity likewise, the elements whose normal force can switch inside a sub-step (not
+//! those under steps and pulses, held between the time events after which the modes are
+//! selected). Its commit trades the state's buffers with the end's; their ground entries are
+//! equal from the start.
 //!
 //! # Where Newton starts
 //! A nonlinear mode solves the stage equations by simplified Newton on a kept Jacobian. The
