@@ -567,13 +567,29 @@ impl TimeOnlyKinetic {
     #[inline]
     pub fn eval(&self, sig: &[f64]) -> f64 {
         match *self {
-            TimeOnlyKinetic::Normal { signal, k, mu } => {
-                let u = sig[signal];
-                if u.is_nan() || u <= 0.0 { 0.0 } else { k * u * mu }
-            }
+            TimeOnlyKinetic::Normal { signal, k, mu } => scaled_kinetic(k, mu, sig[signal]),
             TimeOnlyKinetic::Constant(tau) => tau,
         }
     }
+
+    /// [`TimeOnlyKinetic::eval`] at three samples (a sub-step's two stages and its end).
+    #[inline]
+    pub fn eval3(&self, sig: [&[f64]; 3]) -> [f64; 3] {
+        match *self {
+            TimeOnlyKinetic::Normal { signal, k, mu } => {
+                let at = |sig: &[f64]| scaled_kinetic(k, mu, sig[signal]);
+                [at(sig[0]), at(sig[1]), at(sig[2])]
+            }
+            TimeOnlyKinetic::Constant(tau) => [tau; 3],
+        }
+    }
+}
+
+/// `k u mu` for a normalised normal force `u > 0`, none otherwise (NaN included): the
+/// sliding torque of a clutch with `k = cgeo fn_max` and a constant `mu`.
+#[inline(always)]
+fn scaled_kinetic(k: f64, mu: f64, u: f64) -> f64 {
+    if u.is_nan() || u <= 0.0 { 0.0 } else { k * u * mu }
 }
 
 /// The sliding torque of a Clutch, Brake or OneWayClutch and its slope in `|w_rel|`:

@@ -44,11 +44,15 @@ enum Magnitude {
 }
 
 impl Magnitude {
+    /// The magnitude at the three samples of a sub-step.
     #[inline(always)]
-    fn eval(&self, sig: &[f64]) -> f64 {
+    fn eval3(&self, sig: [&[f64]; 3]) -> [f64; 3] {
         match *self {
-            Magnitude::Signal(k) => sig[k],
-            Magnitude::Kinetic { dir, law } => dir * law.eval(sig),
+            Magnitude::Signal(k) => [sig[0][k], sig[1][k], sig[2][k]],
+            Magnitude::Kinetic { dir, law } => {
+                let [a, b, c] = law.eval3(sig);
+                [dir * a, dir * b, dir * c]
+            }
         }
     }
 }
@@ -227,10 +231,9 @@ impl Simulation {
         let ws = &mut self.ws;
         // Magnitudes at the samples: each law's own torque, each sliding element's kinetic
         // torque (time-only: read at any slip speed).
-        let samples = [&ws.sig[0], &ws.sig[1], &ws.sig_end];
+        let samples: [&[f64]; 3] = [&ws.sig[0], &ws.sig[1], &ws.sig_end];
         for (mag, tau) in k.mag.iter().zip(k.tau.iter_mut()) {
-            // (Three calls, not `samples.map`: the array map keeps a drop guard.)
-            *tau = [mag.eval(samples[0]), mag.eval(samples[1]), mag.eval(samples[2])];
+            *tau = mag.eval3(samples);
         }
         // Each row of the map against the magnitudes at the three samples: reduced
         // accelerations give the stages Q_i = q0 + h sum_j a_ij acc_j and the end
