@@ -328,7 +328,7 @@ impl CapacityForm {
         match *self {
             CapacityForm::Normal { signal, mu0_cgeo, fn_max, peak } => {
                 let u = sig[signal];
-                let free = u.is_nan() || u <= 0.0;
+                let free = no_force(u);
                 let fnn = if free { 0.0 } else { fn_max * u };
                 let tau0 = mu0_cgeo * fnn;
                 Capacity { free, tau0, tau_max: peak * tau0, one_way: false }
@@ -342,7 +342,7 @@ impl CapacityForm {
             }
             CapacityForm::Tyre { load, d } => {
                 let fz = sig[load];
-                let free = fz.is_nan() || fz <= 0.0;
+                let free = no_force(fz);
                 let tau0 = if free { 0.0 } else { d * fz };
                 Capacity { free, tau0, tau_max: tau0, one_way: false }
             }
@@ -409,7 +409,7 @@ impl FrictionLaw {
             FrictionLaw::Bearing { tau_pos, .. } => tau_pos.eval_with_slope(w_abs),
             FrictionLaw::Tyre { mf, kappa_peak, v_low, load, ground } => {
                 let fz = sig[*load];
-                if fz.is_nan() || fz <= 0.0 {
+                if no_force(fz) {
                     return (0.0, 0.0);
                 }
                 let den = w[*ground].abs().max(*v_low);
@@ -585,23 +585,30 @@ impl TimeOnlyKinetic {
     }
 }
 
-/// `k u mu` for a normalised normal force `u > 0`, none otherwise (NaN included): the
-/// sliding torque of a clutch with `k = cgeo fn_max` and a constant `mu`.
+/// True when a normal force (or a tyre load) `u` presses nothing: `u <= 0` or NaN. The
+/// element is then free and carries no torque.
+#[inline(always)]
+fn no_force(u: f64) -> bool {
+    u.is_nan() || u <= 0.0
+}
+
+/// `k u mu` for a normalised normal force `u` ([`no_force`]: none), the sliding torque of a
+/// clutch with `k = cgeo fn_max` at friction coefficient `mu` (its slope likewise, with the
+/// slope of `mu`).
 #[inline(always)]
 fn scaled_kinetic(k: f64, mu: f64, u: f64) -> f64 {
-    if u.is_nan() || u <= 0.0 { 0.0 } else { k * u * mu }
+    if no_force(u) { 0.0 } else { k * u * mu }
 }
 
 /// The sliding torque of a Clutch, Brake or OneWayClutch and its slope in `|w_rel|`:
 /// `cgeo fn_max u mu(|w_rel|)`, none for `u <= 0` (or NaN).
 #[inline(always)]
 fn normal_kinetic(mu: &Table1D, cgeo: f64, fn_max: f64, u: f64, w_abs: f64) -> (f64, f64) {
-    if u.is_nan() || u <= 0.0 {
+    if no_force(u) {
         return (0.0, 0.0);
     }
-    let k = cgeo * fn_max * u;
     let (m, dm) = mu.eval_with_slope(w_abs);
-    (k * m, k * dm)
+    (scaled_kinetic(cgeo * fn_max, m, u), scaled_kinetic(cgeo * fn_max, dm, u))
 }
 
 /// Friction element as the solver sees it: a relative-speed row and a law.

@@ -1164,7 +1164,7 @@ impl Simulation {
                 st.age += 1;
                 (st.sin, st.cos)
             } else {
-                Self::sine_restart(&self.net.signals[k], st, t0, h)
+                Self::sine_restart(&self.net.signals[k], st, t0, h, same_h)
             };
             let turn = |[cs, sn]: [f64; 2]| (sin0 * cs + cos0 * sn, cos0 * cs - sin0 * sn);
             let (a, b, e) = (turn(st.rot[0]), turn(st.rot[1]), turn(st.rot[2]));
@@ -1175,14 +1175,12 @@ impl Simulation {
         }
     }
 
-    /// A sine's rotations for a new sub-step length `h` (when it changed) and its phase at
+    /// A sine's rotations for a new sub-step length `h` (unless `same_h`) and its phase at
     /// `t0` evaluated afresh: the rare branch of [`Simulation::fill_stage_signals`].
     #[cold]
     #[inline(never)]
-    fn sine_restart(signal: &Signal, st: &mut SineState, t0: f64, h: f64) -> (f64, f64) {
+    fn sine_restart(signal: &Signal, st: &mut SineState, t0: f64, h: f64, same_h: bool) -> (f64, f64) {
         let Signal::Sine { f, phase, start_time, .. } = *signal else { return (st.sin, st.cos) };
-        // (A NaN `st.h`, never set, compares false and sets them.)
-        let same_h = (h - st.h).abs() <= 1e-12 * h;
         if !same_h {
             let omega = crate::signal::angular(f);
             st.h = h;
@@ -1244,7 +1242,7 @@ impl Simulation {
         // a sub-step, and the kernel's list leaves it out.
         for i in bits(self.force_watch) {
             if let Some(k) = self.net.friction[i].law.free_signal()
-                && !matches!(self.net.signals[k], Signal::Step { .. } | Signal::Pulse { .. })
+                && !self.held.contains(&(k as u32))
             {
                 self.watch_list.push((i as u32, k as u32));
             }
