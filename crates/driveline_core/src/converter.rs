@@ -25,8 +25,8 @@
 //! The efficiency `SR TR` must not exceed 1 at any table point, so the converter only
 //! dissipates: `P_loss = T_p w_p - T_t w_t = T_p w_p (1 - SR TR) >= 0`.
 
-use crate::Table1D;
 use crate::torque_map::RPM;
+use crate::{Locus, Table1D};
 use serde::{Deserialize, Serialize};
 
 /// The converter's characteristic as written in files: `K` in rpm/sqrt(N m) (the unit of most
@@ -102,9 +102,11 @@ impl ConverterSpec {
         let k = rad(&self.k_factor);
         let p = k.points();
         let taper_from = p[p.len() - 2].0;
+        let tr_on_k_grid = self.torque_ratio.same_abscissae(&k);
         ConverterMap {
             kc: self.coast_k_factor.as_ref().map_or_else(|| k.clone(), rad),
             k,
+            tr_on_k_grid,
             tr: self.torque_ratio.clone(),
             taper_from,
         }
@@ -128,6 +130,9 @@ pub struct ConverterMap {
     pub kc: Table1D,
     /// Speed ratio from which the torque is tapered to 0 at `SR = 1`.
     pub taper_from: f64,
+    /// `tr` is tabulated at the speed ratios of `k` (ADVISOR's tables are): one search finds
+    /// both.
+    tr_on_k_grid: bool,
 }
 
 /// Converter torques at one instant and their derivatives.
@@ -146,11 +151,11 @@ pub struct ConverterTorques {
 impl ConverterMap {
     /// `g / K^2` and its slope at speed ratio `sr` in [0, 1].
     #[inline]
-    fn capacity(&self, k: &Table1D, sr: f64) -> (f64, f64) {
+    fn capacity(&self, k: &Table1D, locus: Locus, sr: f64) -> (f64, f64) {
         if sr >= 1.0 {
             return (0.0, 0.0);
         }
-        let (kv, dk) = k.eval_with_slope(sr);
+        let (kv, dk) = k.at(locus, sr);
         let (g, dg) = if sr > self.taper_from {
             let span = 1.0 - self.taper_from;
             ((1.0 - sr) / span, -1.0 / span)
@@ -174,11 +179,14 @@ impl ConverterMap {
         let raw = wo / wd;
         // Speed ratio and its partials with respect to (w_d, w_o).
         let (sr, dsr) = if raw > 0.0 { (raw, [-raw / wd, 1.0 / wd]) } else { (0.0, [0.0, 0.0]) };
-        let (c, dc) = self.capacity(if drive { &self.k } else { &self.kc }, sr);
+        let k = if drive { &self.k } else { &self.kc };
+        // (Validated tables end at SR 1: a ratio at or past it is at their last row.)
+        let locus = if sr >= 1.0 { Locus::Last } else { k.locate(sr) };
+        let (c, dc) = self.capacity(k, locus, sr);
         let t = a * a * c;
         let dt = [2.0 * a * s * c + a * a * dc * dsr[0], a * a * dc * dsr[1]];
         if drive {
-            let (tr, dtr) = self.tr.eval_with_slope(sr);
+            let (tr, dtr) = if self.tr_on_k_grid { self.tr.at(locus, sr) } else { self.tr.eval_with_slope(sr) };
             let tt = tr * t;
             let dtt = [dtr * dsr[0] * t + tr * dt[0], dtr * dsr[1] * t + tr * dt[1]];
             // (w_d, w_o) = (w_p, w_t).
@@ -239,6 +247,30 @@ mod tests {
         assert!(t.turbine < 0.0 && t.pump > 0.0);
         assert_eq!(t.pump, -t.turbine);
         assert!(t.pump * 200.0 + t.turbine * 250.0 < 0.0);
+    }
+
+    #[test]
+    fn a_torque_ratio_on_its_own_grid_is_searched_on_its_own() {
+        // The 144K torque ratio on every other speed ratio of its grid (the rows kept, so the
+        // shared rows agree); between them the coarse table interpolates its own way.
+        let mut spec = ConverterSpec::advisor_144k();
+        let fine = spec.torque_ratio.clone();
+        let coarse: Vec<(f64, f64)> = fine.points().iter().step_by(2).copied().collect();
+        assert_eq!(coarse.last().unwrap().0, 1.0, "the grid's end is kept");
+        spec.torque_ratio = Table1D::new(coarse).unwrap();
+        spec.validate().unwrap();
+        let (shared, own) = (map(), spec.build());
+        assert!(shared.tr_on_k_grid && !own.tr_on_k_grid);
+        let w_p = 200.0;
+        for &sr in &[0.0, 0.02, 0.25, 0.5, 0.8, 0.999] {
+            let (a, b) = (shared.eval(w_p, sr * w_p), own.eval(w_p, sr * w_p));
+            // Same capacity: the pump torques agree; the turbine's is the pump's times the
+            // torque ratio each table gives (to rounding: the law multiplies in another order).
+            assert_eq!(a.pump, b.pump, "SR {sr}");
+            let tr = |t: &Table1D| t.eval(sr) * -a.pump;
+            assert!((b.turbine - tr(&spec.torque_ratio)).abs() <= 1e-12 * b.turbine.abs(), "SR {sr}: {b:?}");
+            assert!((a.turbine - tr(&fine)).abs() <= 1e-12 * a.turbine.abs(), "SR {sr}: {a:?}");
+        }
     }
 
     #[test]

@@ -1029,7 +1029,8 @@ impl Law {
     }
 
     /// Adds this law's generalised forces to `f` and returns its torque, power and energy.
-    /// `sig` holds the signal values at the evaluation time.
+    /// `sig` holds the signal values at the evaluation time. With `jac`, the law's partial
+    /// derivatives are added to it.
     #[inline]
     pub fn eval(
         &self,
@@ -1040,6 +1041,31 @@ impl Law {
         f: &mut [f64],
         jac: Option<&mut Jacobian<'_>>,
     ) -> LawOutput {
+        match jac {
+            Some(j) => self.eval_in::<true>(phi, w, sig, state, f, Some(j)),
+            None => self.force(phi, w, sig, state, f),
+        }
+    }
+
+    /// [`Law::eval`] without a Jacobian: the law as a force evaluation runs it, its derivative
+    /// code compiled out and the whole inlined where the solver sums the forces.
+    #[inline(always)]
+    pub fn force(&self, phi: &[f64], w: &[f64], sig: &[f64], state: LawState, f: &mut [f64]) -> LawOutput {
+        self.eval_in::<false>(phi, w, sig, state, f, None)
+    }
+
+    /// [`Law::eval`], with the Jacobian code present (`JAC`) or compiled out.
+    #[inline(always)]
+    fn eval_in<const JAC: bool>(
+        &self,
+        phi: &[f64],
+        w: &[f64],
+        sig: &[f64],
+        state: LawState,
+        f: &mut [f64],
+        jac: Option<&mut Jacobian<'_>>,
+    ) -> LawOutput {
+        let jac = if JAC { jac } else { None };
         let regime = state.regime;
         match *self {
             Law::Source { flange, support, .. } => {

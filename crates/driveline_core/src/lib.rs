@@ -211,7 +211,7 @@ pub use solver::{
     EnergyLedger, FrictionMode, InputError, InputId, IntegrationParameters, ModeEvent, NewtonStart, Simulation,
     StepError, StepStats,
 };
-pub use table::Table1D;
+pub use table::{Locus, Table1D};
 pub use torque_map::{TorqueMap, TorqueMapSpec};
 pub use tyre::MagicFormula;
 pub use vehicle::{DriverInput, Vehicle, VehicleSpec};

@@ -2211,7 +2211,7 @@ impl Simulation {
     ) {
         f.fill(0.0);
         for (k, law) in net.laws.iter().enumerate() {
-            let o = law.eval(phi, w, sig, regimes[k], f, None);
+            let o = law.force(phi, w, sig, regimes[k], f);
             match &mut record {
                 Record::Nothing => {}
                 Record::Powers(p, d, _, _) => {

@@ -22,6 +22,20 @@ pub struct Table1D {
     buckets: Vec<u32>,
     /// Buckets per unit of x.
     bucket_scale: f64,
+    /// Slope of each segment, `(y_i - y_{i-1}) / (x_i - x_{i-1})` at `i - 1`: formed once, so
+    /// a lookup multiplies where it would divide (the same quotient, bit for bit).
+    slopes: Vec<f64>,
+}
+
+/// Where an abscissa lies in a [`Table1D`] ([`Table1D::locate`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Locus {
+    /// At or before the first row (or the table has one row): the first value, slope 0.
+    First,
+    /// At or after the last row: the last value, slope 0.
+    Last,
+    /// Strictly between rows `i - 1` and `i`.
+    Before(u32),
 }
 
 /// Tables of at most this many rows are scanned (a few comparisons, no index).
@@ -37,7 +51,7 @@ impl PartialEq for Table1D {
 impl From<Vec<(f64, f64)>> for Table1D {
     /// The rows as they are (deserialised tables are checked by [`Table1D::validate`] after).
     fn from(points: Vec<(f64, f64)>) -> Self {
-        let mut t = Self { points, buckets: Vec::new(), bucket_scale: 0.0 };
+        let mut t = Self { points, buckets: Vec::new(), bucket_scale: 0.0, slopes: Vec::new() };
         t.index();
         t
     }
@@ -86,13 +100,15 @@ impl Table1D {
         Self::from(vec![(0.0, y)])
     }
 
-    /// Builds the bucket index of a long, valid table: `2 n` buckets of equal width over the
-    /// abscissa range, each holding the first row at or right of its left edge. Any start
-    /// gives the same row (the lookup walks to it), so rounding in the bucket arithmetic can
-    /// cost a comparison, never change a result. Invalid tables get no index.
+    /// Forms the segment slopes, and builds the bucket index of a long, valid table: `2 n`
+    /// buckets of equal width over the abscissa range, each holding the first row at or right
+    /// of its left edge. Any start gives the same row (the lookup walks to it), so rounding in
+    /// the bucket arithmetic can cost a comparison, never change a result. Invalid tables get
+    /// no index (and are never evaluated: they fail validation).
     fn index(&mut self) {
         self.buckets.clear();
         let p = &self.points;
+        self.slopes = p.windows(2).map(|s| (s[1].1 - s[0].1) / (s[1].0 - s[0].0)).collect();
         if p.len() <= SCAN_ROWS || self.validate().is_err() {
             return;
         }
@@ -148,26 +164,59 @@ impl Table1D {
     /// Value and slope `dy/dx` at `x` (slope 0 beyond the ends).
     #[inline]
     pub fn eval_with_slope(&self, x: f64) -> (f64, f64) {
+        self.at(self.locate(x), x)
+    }
+
+    /// Where `x` lies among the rows (the search of [`Table1D::eval_with_slope`]): a table over
+    /// the same abscissae is evaluated at the same place by [`Table1D::at`] without a search of
+    /// its own (a converter's capacity and torque ratio over one speed-ratio grid).
+    #[inline]
+    pub fn locate(&self, x: f64) -> Locus {
         let p = &self.points;
         // The ends (a constant table, a slip of zero) are inlined at the caller; the search
         // between the rows is not.
         if p.len() == 1 || x <= p[0].0 {
-            return (p[0].1, 0.0);
+            return Locus::First;
         }
-        let last = p[p.len() - 1];
-        if x >= last.0 {
-            return (last.1, 0.0);
+        if x >= p[p.len() - 1].0 {
+            return Locus::Last;
         }
-        self.between_rows(x)
+        Locus::Before(self.between_rows(x))
     }
 
-    /// [`Table1D::eval_with_slope`] strictly between the first and the last row.
-    #[inline(never)]
-    fn between_rows(&self, x: f64) -> (f64, f64) {
+    /// Value and slope at `x`, which lies at `locus` ([`Table1D::locate`] of this table, or of
+    /// one with the same abscissae: [`Table1D::same_abscissae`]).
+    #[inline]
+    pub fn at(&self, locus: Locus, x: f64) -> (f64, f64) {
         let p = &self.points;
-        // The row pair around x: the first row i >= 1 with x <= x_i. Short tables are scanned
-        // from the start; long ones from their bucket's start, stepping back first should
-        // rounding have put x just left of the bucket's edge.
+        match locus {
+            Locus::First => (p[0].1, 0.0),
+            Locus::Last => (p[p.len() - 1].1, 0.0),
+            Locus::Before(i) => self.segment(i as usize, x),
+        }
+    }
+
+    /// Value and slope at `x` on the segment from row `i - 1` to row `i`.
+    #[inline]
+    fn segment(&self, i: usize, x: f64) -> (f64, f64) {
+        let (x0, y0) = self.points[i - 1];
+        let s = self.slopes[i - 1];
+        (y0 + s * (x - x0), s)
+    }
+
+    /// True when both tables have the same rows' abscissae, so that a [`Locus`] of one is the
+    /// same place in the other.
+    pub fn same_abscissae(&self, other: &Table1D) -> bool {
+        self.points.len() == other.points.len() && self.points.iter().zip(&other.points).all(|(a, b)| a.0 == b.0)
+    }
+
+    /// The row strictly after `x`, for `x` strictly between the first and the last row: the
+    /// first row `i >= 1` with `x <= x_i`.
+    #[inline(never)]
+    fn between_rows(&self, x: f64) -> u32 {
+        let p = &self.points;
+        // Short tables are scanned from the start; long ones from their bucket's start,
+        // stepping back first should rounding have put x just left of the bucket's edge.
         let mut i = 1;
         if !self.buckets.is_empty() {
             let b = ((x - p[0].0) * self.bucket_scale) as usize;
@@ -179,10 +228,7 @@ impl Table1D {
         while p[i].0 < x {
             i += 1;
         }
-        let (x0, y0) = p[i - 1];
-        let (x1, y1) = p[i];
-        let s = (y1 - y0) / (x1 - x0);
-        (y0 + s * (x - x0), s)
+        i as u32
     }
 
     /// Smallest and largest y.
@@ -230,6 +276,24 @@ mod tests {
             assert_eq!((a.0.to_bits(), a.1.to_bits()), (b.0.to_bits(), b.1.to_bits()), "x = {x:e}");
         }
         assert!(t.eval(f64::NAN).is_nan());
+    }
+
+    #[test]
+    fn a_locus_serves_a_table_on_the_same_abscissae() {
+        let xs: [f64; 12] = [0.0, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0];
+        let t = Table1D::new(xs.iter().map(|&x| (x, 1.0 + x)).collect()).unwrap();
+        let u = Table1D::new(xs.iter().map(|&x| (x, (3.0 * x).cos())).collect()).unwrap();
+        let shifted = Table1D::new(xs.iter().map(|&x| (x + 1e-3, 0.0)).collect()).unwrap();
+        assert!(t.same_abscissae(&u) && !t.same_abscissae(&shifted));
+        assert!(!t.same_abscissae(&Table1D::constant(1.0)));
+        for k in 0..=1300 {
+            let x = -0.1 + 1.2 * k as f64 / 1300.0;
+            let (a, b) = (u.at(t.locate(x), x), u.eval_with_slope(x));
+            assert_eq!((a.0.to_bits(), a.1.to_bits()), (b.0.to_bits(), b.1.to_bits()), "x = {x:e}");
+        }
+        assert_eq!(t.locate(-1.0), Locus::First);
+        assert_eq!(t.locate(1.0), Locus::Last);
+        assert_eq!(t.locate(0.15), Locus::Before(3));
     }
 
     #[test]

@@ -32,6 +32,10 @@ pub struct TorqueMap {
     speed: Vec<f64>,
     /// Row-major `throttle.len() x speed.len()`, N m.
     torque: Vec<f64>,
+    /// Slopes over speed, N m s/rad, laid out as `torque`: entry `j >= 1` of a row is its
+    /// segment `j - 1 .. j`'s, entry 0 the line from the origin to the first point (formed
+    /// once: a lookup multiplies where it would divide, the same quotient bit for bit).
+    slope: Vec<f64>,
 }
 
 /// How a file writes a torque map (speeds in rpm, torques in N m).
@@ -129,7 +133,16 @@ impl TorqueMap {
             }
             torque.extend_from_slice(row);
         }
-        Ok(Self { throttle, speed: rpm.iter().map(|n| n * RPM).collect(), torque })
+        let speed: Vec<f64> = rpm.iter().map(|n| n * RPM).collect();
+        let ns = speed.len();
+        let mut slope = Vec::with_capacity(torque.len());
+        for r in torque.chunks_exact(ns) {
+            slope.push(if speed[0] > 0.0 { r[0] / speed[0] } else { 0.0 });
+            for j in 1..ns {
+                slope.push((r[j] - r[j - 1]) / (speed[j] - speed[j - 1]));
+            }
+        }
+        Ok(Self { throttle, speed, torque, slope })
     }
 
     /// Lowest and highest map speed, rad/s.
@@ -195,12 +208,12 @@ impl TorqueMap {
         let sp = &self.speed;
         if j == 0 {
             // Linear from (0, 0) to the first point.
-            return if sp[0] > 0.0 { (r[0] * w / sp[0], r[0] / sp[0]) } else { (r[0], 0.0) };
+            return if sp[0] > 0.0 { (r[0] * w / sp[0], self.slope[k * ns]) } else { (r[0], 0.0) };
         }
         if j == ns {
             return (r[ns - 1], 0.0);
         }
-        let slope = (r[j] - r[j - 1]) / (sp[j] - sp[j - 1]);
+        let slope = self.slope[k * ns + j];
         (r[j - 1] + slope * (w - sp[j - 1]), slope)
     }
 }
