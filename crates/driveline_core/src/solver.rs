@@ -3126,14 +3126,16 @@ impl Simulation {
         self.zero_slips = None;
         self.t += h;
         if !self.slots[self.cur].linear {
-            let m = self.slots[self.cur].m;
-            let Work { q0, q, pred_q0, pred_q, .. } = &mut self.ws;
-            pred_q0[..m].copy_from_slice(&q0[..m]);
-            pred_q[..2 * m].copy_from_slice(&q[..2 * m]);
+            let ws = &mut self.ws;
+            // The stages (and below, their reduced forces) become the predictor's record: the
+            // buffers trade places (the next sub-step writes `q0`, `q` and `gq` before it
+            // reads them).
+            std::mem::swap(&mut ws.pred_q0, &mut ws.q0);
+            std::mem::swap(&mut ws.pred_q, &mut ws.q);
             // (Only a force start reads them.)
             self.ws.pred_g_ok = self.ws.stage_g_ok && self.ws.force_start;
             if self.ws.pred_g_ok {
-                self.ws.pred_g[..2 * m].copy_from_slice(&self.ws.gq[..2 * m]);
+                std::mem::swap(&mut self.ws.pred_g, &mut self.ws.gq);
             }
             self.ws.pred_h = h;
             self.ws.pred_slot = self.cur;
