@@ -2207,21 +2207,61 @@ impl Simulation {
         w: &[f64],
         sig: &[f64],
         f: &mut [f64],
-        mut record: Record,
+        record: Record,
     ) {
+        // One body per kind of record, its writes fixed at compile time.
+        match record {
+            Record::Nothing => Self::forces_in::<NO_RECORD>(
+                net,
+                modes,
+                sliding,
+                regimes,
+                phi,
+                w,
+                sig,
+                f,
+                [&mut [], &mut [], &mut [], &mut []],
+            ),
+            Record::Powers(p, d, fp, ft) => {
+                Self::forces_in::<POWERS>(net, modes, sliding, regimes, phi, w, sig, f, [p, d, fp, ft])
+            }
+            Record::Torques(tau, d, ft, fp) => {
+                Self::forces_in::<TORQUES>(net, modes, sliding, regimes, phi, w, sig, f, [tau, d, ft, fp])
+            }
+        }
+    }
+
+    /// [`Simulation::forces`] for one kind of record: `rec` holds its four slices in the order
+    /// of its variant ([`Record`]), empty for `NO_RECORD`.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn forces_in<const REC: u8>(
+        net: &Network,
+        modes: &[FrictionMode],
+        sliding: u64,
+        regimes: &[LawState],
+        phi: &[f64],
+        w: &[f64],
+        sig: &[f64],
+        f: &mut [f64],
+        rec: [&mut [f64]; 4],
+    ) {
+        let [r0, r1, r2, r3] = rec;
         f.fill(0.0);
         for (k, law) in net.laws.iter().enumerate() {
             let o = law.force(phi, w, sig, regimes[k], f);
-            match &mut record {
-                Record::Nothing => {}
-                Record::Powers(p, d, _, _) => {
-                    p[k] = o.power;
-                    d[k] = o.dissipation;
+            match REC {
+                // Powers: law power and dissipation.
+                POWERS => {
+                    r0[k] = o.power;
+                    r1[k] = o.dissipation;
                 }
-                Record::Torques(tau, d, _, _) => {
-                    tau[k] = o.tau;
-                    d[k] = o.dissipation;
+                // Torques: law torque and dissipation.
+                TORQUES => {
+                    r0[k] = o.tau;
+                    r1[k] = o.dissipation;
                 }
+                _ => {}
             }
         }
         // Stuck and free elements carry no applied torque (a stuck one's is a constraint torque):
@@ -2234,16 +2274,18 @@ impl Simulation {
             let tau = modes[i].dir() * tk;
             fe.row.add_scaled(f, -tau);
             let power = tau * wr; // dissipated
-            match &mut record {
-                Record::Nothing => {}
-                Record::Powers(_, _, fp, ft) => {
-                    fp[i] = power;
-                    ft[i] = tau;
+            match REC {
+                // Powers: friction dissipation and torque.
+                POWERS => {
+                    r2[i] = power;
+                    r3[i] = tau;
                 }
-                Record::Torques(_, _, ft, fp) => {
-                    ft[i] = tau;
-                    fp[i] = power;
+                // Torques: friction torque and dissipation.
+                TORQUES => {
+                    r2[i] = tau;
+                    r3[i] = power;
                 }
+                _ => {}
             }
         }
     }
@@ -4706,6 +4748,11 @@ fn bits(mut mask: u64) -> impl Iterator<Item = usize> {
         Some(i)
     })
 }
+
+/// [`Simulation::forces_in`] kinds: no record, [`Record::Powers`], [`Record::Torques`].
+const NO_RECORD: u8 = 0;
+const POWERS: u8 = 1;
+const TORQUES: u8 = 2;
 
 /// What a force evaluation records per element besides the nodal forces. The friction
 /// records hold the sliding elements' entries only (the others keep stale values nobody reads).
