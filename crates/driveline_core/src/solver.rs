@@ -2641,24 +2641,31 @@ impl Simulation {
             true
         };
         let m = self.slots[slot].m;
-        // q0 = w on the free columns; stage guesses Q_i = q0.
-        for j in 0..m {
-            let c = self.slots[slot].free_cols[j];
-            self.ws.q0[j] = self.w[c];
-            self.ws.q[j] = self.w[c];
-            self.ws.q[m + j] = self.w[c];
-        }
         // Nonlinear modes continuing the last sub-step in the same mode and epoch: the stage
         // guesses come from its collocation polynomial, extrapolated (error O(h^3) instead of
-        // the O(h) of a constant guess), so that Newton converges in one correction.
+        // the O(h) of a constant guess), so that Newton converges in one correction. Other
+        // sub-steps start from the stage guesses Q_i = q0.
         let predicted = !linear && self.ws.pred_slot == slot && self.ws.pred_epoch == self.epoch;
+        {
+            // q0 = w on the free columns.
+            let Work { q0, q, .. } = &mut self.ws;
+            let (q0, q) = (&mut q0[..m], &mut q[..2 * m]);
+            for (q0, &c) in q0.iter_mut().zip(&self.slots[slot].free_cols[..m]) {
+                *q0 = self.w[c];
+            }
+            if !predicted {
+                q[..m].copy_from_slice(q0);
+                q[m..].copy_from_slice(q0);
+            }
+        }
         if predicted {
             let r = h / self.ws.pred_h;
             let Work { q, pred_q0, pred_q, .. } = &mut self.ws;
-            for i in 0..2 {
+            let (p0, p1, p2) = (&pred_q0[..m], &pred_q[..m], &pred_q[m..2 * m]);
+            for (i, qi) in q[..2 * m].chunks_exact_mut(m.max(1)).enumerate() {
                 let [l0, l1, l2] = lagrange(1.0 + C[i] * r);
-                for j in 0..m {
-                    q[i * m + j] = l0 * pred_q0[j] + l1 * pred_q[j] + l2 * pred_q[m + j];
+                for (((q, a), b), c) in qi.iter_mut().zip(p0).zip(p1).zip(p2) {
+                    *q = l0 * a + l1 * b + l2 * c;
                 }
             }
             // Inputs that stepped at the step start change the accelerations from there on,
@@ -2808,9 +2815,12 @@ impl Simulation {
         // End values: q1 = q0 + sum_j D_j (Q_j - q0); phi1 = phi0 + h sum b_i W_i.
         let s = &self.slots[slot];
         // q1 = q0 + sum_j D_j (Q_j - q0), kept in res (free now).
-        for j in 0..m {
-            let q0 = self.ws.q0[j];
-            self.ws.res[j] = q0 + D[0] * (self.ws.q[j] - q0) + D[1] * (self.ws.q[m + j] - q0);
+        {
+            let Work { q0, q, res, .. } = &mut self.ws;
+            let (q1, q2) = q[..2 * m].split_at(m);
+            for (((r, &q0), q1), q2) in res[..m].iter_mut().zip(&q0[..m]).zip(q1).zip(q2) {
+                *r = q0 + D[0] * (q1 - q0) + D[1] * (q2 - q0);
+            }
         }
         let Work { res, w1, wp, phi1, w_st, .. } = &mut self.ws;
         s.n_times(&res[..m], &mut w1[..n]);
@@ -2861,13 +2871,13 @@ impl Simulation {
             self.ws.gq[..2 * m].fill(0.0);
         }
         let Work { gq, pred_g, pred_ge, .. } = &mut self.ws;
-        for i in 0..2 {
+        let (g0, g1, ge) = (&pred_g[..m], &pred_g[m..2 * m], &pred_ge[..m]);
+        for (i, gi) in gq[..2 * m].chunks_exact_mut(m.max(1)).enumerate() {
             // The quadratic through the stages (c_1, c_2) and the end (1) of the last sub-step,
             // at this sub-step's stage i, in units of the last sub-step's length.
             let [l0, l1, l2] = lagrange3([C[0], C[1], 1.0], 1.0 + C[i] * r);
-            let gi = &mut gq[i * m..(i + 1) * m];
-            for (j, g) in gi.iter_mut().enumerate() {
-                *g += l0 * pred_g[j] + l1 * pred_g[m + j] + l2 * pred_ge[j];
+            for (((g, a), b), c) in gi.iter_mut().zip(g0).zip(g1).zip(ge) {
+                *g += l0 * a + l1 * b + l2 * c;
             }
         }
         self.newton_response(slot, h, scratch, Residual::Full);
@@ -3006,12 +3016,11 @@ impl Simulation {
     fn stage_angles(&mut self, h: f64) {
         let n = self.net.n_dof;
         let Work { w_st, phi_st, .. } = &mut self.ws;
-        let (w0, w1) = (&w_st[0], &w_st[1]);
-        for i in 0..2 {
+        let (w0, w1) = (&w_st[0][..n], &w_st[1][..n]);
+        for (i, pi) in phi_st.iter_mut().enumerate() {
             let (a0, a1) = (h * A[i][0], h * A[i][1]);
-            let pi = &mut phi_st[i];
-            for k in 0..n {
-                pi[k] = self.phi[k] + a0 * w0[k] + a1 * w1[k];
+            for (((p, phi), w0), w1) in pi[..n].iter_mut().zip(&self.phi[..n]).zip(w0).zip(w1) {
+                *p = phi + a0 * w0 + a1 * w1;
             }
         }
     }
