@@ -165,9 +165,28 @@ impl TorqueMap {
         }
         let s = (theta - self.throttle[k - 1]) / (self.throttle[k] - self.throttle[k - 1]);
         // Both throttle rows share the speed axis: one search serves both.
-        let j = self.segment(w);
-        let (t0, d0) = self.row(k - 1, j, w);
-        let (t1, d1) = self.row(k, j, w);
+        let sp = &self.speed;
+        let ns = sp.len();
+        let (r0, r1) = self.torque[(k - 1) * ns..(k + 1) * ns].split_at(ns);
+        let (m0, m1) = self.slope[(k - 1) * ns..(k + 1) * ns].split_at(ns);
+        let ((t0, d0), (t1, d1)) = if w <= sp[0] {
+            // Linear from (0, 0) to the first point.
+            if sp[0] > 0.0 {
+                ((r0[0] * w / sp[0], m0[0]), (r1[0] * w / sp[0], m1[0]))
+            } else {
+                ((r0[0], 0.0), (r1[0], 0.0))
+            }
+        } else if w >= sp[ns - 1] {
+            ((r0[ns - 1], 0.0), (r1[ns - 1], 0.0))
+        } else {
+            // The first point at or above w (`1 <= j < ns`).
+            let mut j = 1;
+            while sp[j] < w {
+                j += 1;
+            }
+            let dw = w - sp[j - 1];
+            ((r0[j - 1] + m0[j] * dw, m0[j]), (r1[j - 1] + m1[j] * dw, m1[j]))
+        };
         (t0 + s * (t1 - t0), d0 + s * (d1 - d0))
     }
 
@@ -180,41 +199,6 @@ impl TorqueMap {
     /// Torque at full throttle (the full-load curve), N m.
     pub fn full_load(&self, w: f64) -> f64 {
         self.eval(1.0, w).0
-    }
-
-    /// Where speed `w` lies on the speed axis: 0 below the first point, `ns` at or above the
-    /// last, else the index `j` of the first point at or above `w` (`1 <= j < ns`).
-    fn segment(&self, w: f64) -> usize {
-        let sp = &self.speed;
-        let ns = sp.len();
-        if w <= sp[0] {
-            return 0;
-        }
-        if w >= sp[ns - 1] {
-            return ns;
-        }
-        let mut j = 1;
-        while sp[j] < w {
-            j += 1;
-        }
-        j
-    }
-
-    /// Torque of throttle row `k` at speed `w` in segment `j` ([`TorqueMap::segment`]), and its
-    /// slope over speed.
-    fn row(&self, k: usize, j: usize, w: f64) -> (f64, f64) {
-        let ns = self.speed.len();
-        let r = &self.torque[k * ns..(k + 1) * ns];
-        let sp = &self.speed;
-        if j == 0 {
-            // Linear from (0, 0) to the first point.
-            return if sp[0] > 0.0 { (r[0] * w / sp[0], self.slope[k * ns]) } else { (r[0], 0.0) };
-        }
-        if j == ns {
-            return (r[ns - 1], 0.0);
-        }
-        let slope = self.slope[k * ns + j];
-        (r[j - 1] + slope * (w - sp[j - 1]), slope)
     }
 }
 
