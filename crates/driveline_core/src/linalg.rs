@@ -33,18 +33,21 @@ pub fn lu_factor(a: &mut [f64], n: usize, piv: &mut [usize]) -> Result<(), Singu
             return Err(Singular);
         }
         piv[k] = p;
+        // Rows below the pivot row are eliminated against it (rows as slices: no index
+        // checks in the loops).
+        let (top, below) = a[..n * n].split_at_mut((k + 1) * n);
+        let pivot_row = &mut top[k * n..];
         if p != k {
-            for j in 0..n {
-                a.swap(k * n + j, p * n + j);
-            }
+            pivot_row.swap_with_slice(&mut below[(p - k - 1) * n..(p - k) * n]);
         }
-        let d = a[k * n + k];
-        for i in k + 1..n {
-            let f = a[i * n + k] / d;
-            a[i * n + k] = f;
+        let d = pivot_row[k];
+        let pivot_rest = &pivot_row[k + 1..];
+        for row in below.chunks_exact_mut(n) {
+            let f = row[k] / d;
+            row[k] = f;
             if f != 0.0 {
-                for j in k + 1..n {
-                    a[i * n + j] -= f * a[k * n + j];
+                for (x, &u) in row[k + 1..].iter_mut().zip(pivot_rest) {
+                    *x -= f * u;
                 }
             }
         }
