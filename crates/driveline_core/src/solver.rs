@@ -2917,27 +2917,26 @@ impl Simulation {
         let (g0, g1) = gq[..2 * m].split_at_mut(m);
         g0.fill(0.0);
         g1.fill(0.0);
-        let add = |g: &mut [f64], node: usize, v: f64| {
+        // Both stages at once: each sum still adds its terms in the order of the changes.
+        let mut add = |node: usize, v0: f64, v1: f64| {
             if node < n {
                 for &(_, a, na) in &s.nz[s.nz_row[node] as usize..s.nz_row[node + 1] as usize] {
-                    g[a as usize] += na * v;
+                    g0[a as usize] += na * v0;
+                    g1[a as usize] += na * v1;
                 }
             }
         };
         for &change in self.input_changes.iter() {
             match change {
                 InputStepChange::Law(a, b, d) => {
-                    for g in [&mut *g0, &mut *g1] {
-                        add(g, a, d);
-                        add(g, b, -d);
-                    }
+                    add(a, d, d);
+                    add(b, -d, -d);
                 }
                 InputStepChange::Friction(i, ratio) => {
                     // The element's force is -tau row^T.
                     let (d0, d1) = (-fric_tau[0][i] * ratio, -fric_tau[1][i] * ratio);
                     for &(node, c) in self.net.friction[i].row.entries.iter().take_while(|e| e.1 != 0.0) {
-                        add(g0, node, c * d0);
-                        add(g1, node, c * d1);
+                        add(node, c * d0, c * d1);
                     }
                 }
             }
