@@ -102,25 +102,24 @@ pub fn rref(a: &mut [f64], rows: usize, cols: usize, tol: f64, pivot_col: &mut [
             }
             continue;
         }
+        // (Rows as slices: no index checks in the loops.)
+        let (before, rest) = a[..rows * cols].split_at_mut(r * cols);
+        let (pivot_row, after) = rest.split_at_mut(cols);
         if p != r {
-            for j in 0..cols {
-                a.swap(r * cols + j, p * cols + j);
-            }
+            pivot_row.swap_with_slice(&mut after[(p - r - 1) * cols..(p - r) * cols]);
         }
-        let d = a[r * cols + c];
-        for j in 0..cols {
-            a[r * cols + j] /= d;
+        let d = pivot_row[c];
+        for x in pivot_row.iter_mut() {
+            *x /= d;
         }
-        a[r * cols + c] = 1.0;
-        for i in 0..rows {
-            if i != r {
-                let f = a[i * cols + c];
-                if f != 0.0 {
-                    for j in 0..cols {
-                        a[i * cols + j] -= f * a[r * cols + j];
-                    }
-                    a[i * cols + c] = 0.0;
+        pivot_row[c] = 1.0;
+        for row in before.chunks_exact_mut(cols).chain(after.chunks_exact_mut(cols)) {
+            let f = row[c];
+            if f != 0.0 {
+                for (x, &u) in row.iter_mut().zip(pivot_row.iter()) {
+                    *x -= f * u;
                 }
+                row[c] = 0.0;
             }
         }
         pivot_col[r] = c;

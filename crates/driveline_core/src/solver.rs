@@ -1884,13 +1884,17 @@ impl Simulation {
             }
         }
         // RREF of [G | I]: the left block gives the null space, the right block the row
-        // operations, from which the particular solutions of prescribed rows follow.
-        let cols = n + r;
+        // operations, from which the particular solutions of prescribed rows follow. Without
+        // prescribed rows the right block is left out: RREF works column by column, so the
+        // left block and its pivots come out the same either way.
+        let cols = if slot.rhs.is_empty() { n } else { n + r };
         let e = &mut self.ws.aug;
         e[..r * cols].fill(0.0);
         for i in 0..r {
             e[i * cols..i * cols + n].copy_from_slice(&g[i * n..(i + 1) * n]);
-            e[i * cols + n + i] = 1.0;
+            if cols > n {
+                e[i * cols + n + i] = 1.0;
+            }
         }
         let piv = &mut self.ws.piv;
         let total = if r > 0 { linalg::rref(e, r, cols, 1e-12, piv) } else { 0 };
