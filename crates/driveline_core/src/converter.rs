@@ -149,9 +149,9 @@ pub struct ConverterTorques {
 }
 
 impl ConverterMap {
-    /// `g / K^2` and its slope at speed ratio `sr` in [0, 1].
-    #[inline]
-    fn capacity(&self, k: &Table1D, locus: Locus, sr: f64) -> (f64, f64) {
+    /// `g / K^2` and (with `SLOPE`, else 0) its slope at speed ratio `sr` in [0, 1].
+    #[inline(always)]
+    fn capacity<const SLOPE: bool>(&self, k: &Table1D, locus: Locus, sr: f64) -> (f64, f64) {
         if sr >= 1.0 {
             return (0.0, 0.0);
         }
@@ -163,12 +163,27 @@ impl ConverterMap {
             (1.0, 0.0)
         };
         let k2 = kv * kv;
-        (g / k2, dg / k2 - 2.0 * g * dk / (k2 * kv))
+        (g / k2, if SLOPE { dg / k2 - 2.0 * g * dk / (k2 * kv) } else { 0.0 })
     }
 
-    /// Torques on pump and turbine at speeds `w_p`, `w_t` relative to the housing, rad/s.
+    /// Torques on pump and turbine at speeds `w_p`, `w_t` relative to the housing, rad/s, and
+    /// their partial derivatives.
     #[inline]
     pub fn eval(&self, w_p: f64, w_t: f64) -> ConverterTorques {
+        self.eval_in::<true>(w_p, w_t)
+    }
+
+    /// The torques of [`ConverterMap::eval`] alone (its derivatives zero), as a force
+    /// evaluation needs them: the same values, bit for bit, without the divisions the
+    /// derivatives take.
+    #[inline]
+    pub fn torques(&self, w_p: f64, w_t: f64) -> ConverterTorques {
+        self.eval_in::<false>(w_p, w_t)
+    }
+
+    /// [`ConverterMap::eval`] with the derivatives formed (`DERIV`) or left at zero.
+    #[inline(always)]
+    fn eval_in<const DERIV: bool>(&self, w_p: f64, w_t: f64) -> ConverterTorques {
         let drive = w_p.abs() >= w_t.abs();
         let (wd, wo) = if drive { (w_p, w_t) } else { (w_t, w_p) };
         if wd == 0.0 || !wd.is_finite() || !wo.is_finite() {
@@ -178,11 +193,17 @@ impl ConverterMap {
         let a = wd.abs();
         let raw = wo / wd;
         // Speed ratio and its partials with respect to (w_d, w_o).
-        let (sr, dsr) = if raw > 0.0 { (raw, [-raw / wd, 1.0 / wd]) } else { (0.0, [0.0, 0.0]) };
+        let (sr, dsr) = if raw <= 0.0 {
+            (0.0, [0.0, 0.0])
+        } else if DERIV {
+            (raw, [-raw / wd, 1.0 / wd])
+        } else {
+            (raw, [0.0, 0.0])
+        };
         let k = if drive { &self.k } else { &self.kc };
         // (Validated tables end at SR 1: a ratio at or past it is at their last row.)
         let locus = if sr >= 1.0 { Locus::Last } else { k.locate(sr) };
-        let (c, dc) = self.capacity(k, locus, sr);
+        let (c, dc) = self.capacity::<DERIV>(k, locus, sr);
         let t = a * a * c;
         let dt = [2.0 * a * s * c + a * a * dc * dsr[0], a * a * dc * dsr[1]];
         if drive {
@@ -270,6 +291,29 @@ mod tests {
             let tr = |t: &Table1D| t.eval(sr) * -a.pump;
             assert!((b.turbine - tr(&spec.torque_ratio)).abs() <= 1e-12 * b.turbine.abs(), "SR {sr}: {b:?}");
             assert!((a.turbine - tr(&fine)).abs() <= 1e-12 * a.turbine.abs(), "SR {sr}: {a:?}");
+        }
+    }
+
+    #[test]
+    fn the_torques_alone_are_the_torques_of_eval() {
+        // A force evaluation takes the derivative-free path: its torques must be eval's, bit
+        // for bit, in drive, coast, the taper near SR 1, and lock-up.
+        let m = map();
+        for &(wp, wt) in &[
+            (300.0, 0.0),
+            (300.0, 120.0),
+            (300.0, 290.0),
+            (300.0, 299.9),
+            (200.0, 250.0),
+            (-80.0, -20.0),
+            (150.0, 150.0),
+        ] {
+            let (a, b) = (m.eval(wp, wt), m.torques(wp, wt));
+            assert_eq!(
+                (a.pump.to_bits(), a.turbine.to_bits()),
+                (b.pump.to_bits(), b.turbine.to_bits()),
+                "({wp}, {wt})"
+            );
         }
     }
 

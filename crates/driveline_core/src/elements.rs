@@ -401,6 +401,19 @@ impl FrictionLaw {
     /// node speed (the tyre reads its ground speed there).
     #[inline]
     pub fn kinetic(&self, sig: &[f64], w_abs: f64, w: &[f64]) -> (f64, f64) {
+        self.kinetic_in::<true>(sig, w_abs, w)
+    }
+
+    /// The torque of [`FrictionLaw::kinetic`] alone, as a force evaluation needs it: the same
+    /// value, bit for bit, without the work of the slope (a tyre's division and cosine).
+    #[inline]
+    pub fn kinetic_torque(&self, sig: &[f64], w_abs: f64, w: &[f64]) -> f64 {
+        self.kinetic_in::<false>(sig, w_abs, w).0
+    }
+
+    /// [`FrictionLaw::kinetic`] with the slope formed (`SLOPE`) or left at zero.
+    #[inline(always)]
+    fn kinetic_in<const SLOPE: bool>(&self, sig: &[f64], w_abs: f64, w: &[f64]) -> (f64, f64) {
         match self {
             FrictionLaw::Normal { mu, cgeo, fn_max, signal, .. }
             | FrictionLaw::OneWay { mu, cgeo, fn_max, signal, .. } => {
@@ -413,8 +426,13 @@ impl FrictionLaw {
                     return (0.0, 0.0);
                 }
                 let den = w[*ground].abs().max(*v_low);
-                let (f, df) = mf.eval(kappa_peak + w_abs / den);
-                (fz * f, fz * df / den)
+                let kappa = kappa_peak + w_abs / den;
+                if SLOPE {
+                    let (f, df) = mf.eval(kappa);
+                    (fz * f, fz * df / den)
+                } else {
+                    (fz * mf.value(kappa), 0.0)
+                }
             }
             // Applied by the solver's lossy-gear correction, not as a fixed kinetic torque.
             FrictionLaw::Lossy { .. } | FrictionLaw::Ramp { .. } => (0.0, 0.0),
@@ -1089,7 +1107,7 @@ impl Law {
             }
             Law::Converter { pump, turbine, support, ref map } => {
                 let (wp, wt) = (w[pump] - w[support], w[turbine] - w[support]);
-                let c = map.eval(wp, wt);
+                let c = if JAC { map.eval(wp, wt) } else { map.torques(wp, wt) };
                 f[pump] += c.pump;
                 f[turbine] += c.turbine;
                 f[support] -= c.pump + c.turbine;

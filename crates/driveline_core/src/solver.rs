@@ -2274,7 +2274,7 @@ impl Simulation {
         for i in bits(sliding) {
             let fe = &net.friction[i];
             let wr = fe.row.dot(w);
-            let (tk, _) = fe.law.kinetic(sig, wr.abs(), w);
+            let tk = fe.law.kinetic_torque(sig, wr.abs(), w);
             let tau = modes[i].dir() * tk;
             fe.row.add_scaled(f, -tau);
             let power = tau * wr; // dissipated

@@ -89,6 +89,15 @@ impl MagicFormula {
         (self.d * sin, self.d * cos * self.c * dx / (1.0 + x * x))
     }
 
+    /// The normalised force of [`MagicFormula::eval`] alone: the same value, bit for bit,
+    /// without the slope's cosine and division.
+    #[inline]
+    pub fn value(&self, kappa: f64) -> f64 {
+        let bk = self.b * kappa;
+        let x = if self.e == 0.0 { bk } else { bk - self.e * (bk - bk.atan()) };
+        self.d * sin_c_atan(self.c, x)
+    }
+
     /// Slip ratio of the peak, where `C atan(x) = pi/2`: solves `B k - E (B k - atan(B k)) =
     /// tan(pi / 2C)` by bisection (the left side increases in `k` for `E <= 1`).
     pub fn peak_slip(&self) -> f64 {
@@ -123,14 +132,27 @@ impl MagicFormula {
 /// arctangent and the sine and cosine.
 #[inline]
 fn sin_cos_c_atan(c: f64, x: f64) -> (f64, f64) {
+    c_atan::<true>(c, x)
+}
+
+/// `sin(c atan(x))` as [`sin_cos_c_atan`] forms it (its first value, bit for bit).
+#[inline]
+fn sin_c_atan(c: f64, x: f64) -> f64 {
+    c_atan::<false>(c, x).0
+}
+
+/// [`sin_cos_c_atan`] with the cosine formed (`COS`) or left at zero.
+#[inline(always)]
+fn c_atan<const COS: bool>(c: f64, x: f64) -> (f64, f64) {
     if c == 1.5 && x >= 0.0 {
         let cos_t = 1.0 / (1.0 + x * x).sqrt();
         let sin_t = x * cos_t;
         let cos_h = (0.5 * (1.0 + cos_t)).sqrt();
         let sin_h = sin_t / (2.0 * cos_h);
-        return (sin_t * cos_h + cos_t * sin_h, cos_t * cos_h - sin_t * sin_h);
+        return (sin_t * cos_h + cos_t * sin_h, if COS { cos_t * cos_h - sin_t * sin_h } else { 0.0 });
     }
-    (c * x.atan()).sin_cos()
+    let a = c * x.atan();
+    if COS { a.sin_cos() } else { (a.sin(), 0.0) }
 }
 
 #[cfg(test)]
@@ -141,6 +163,22 @@ mod tests {
     /// ratios from the peak far into the slide (`x = B kappa` from 1e-6 to 1e6), and at zero.
     /// Both are within an ulp or so of the exact values: they agree to 1e-15 absolute (the
     /// values lie in [-1, 1]).
+    #[test]
+    fn the_value_alone_is_the_value_of_eval() {
+        // The force evaluation's value-only path must give eval's value bit for bit: the
+        // default (C = 3/2 algebraic), another C (libm), and E != 0 (the inner arctangent).
+        for mf in [
+            MagicFormula::default(),
+            MagicFormula { b: 10.0, c: 1.9, d: 1.0, e: 0.97 },
+            MagicFormula { b: 8.0, c: 1.3, d: 0.9, e: -0.5 },
+        ] {
+            for k in 0..400 {
+                let kappa = k as f64 * 0.005;
+                assert_eq!(mf.value(kappa).to_bits(), mf.eval(kappa).0.to_bits(), "{mf:?} at {kappa}");
+            }
+        }
+    }
+
     #[test]
     fn three_halves_without_libm_agrees_with_atan_sin_cos() {
         let mut worst: f64 = 0.0;
