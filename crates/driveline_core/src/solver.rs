@@ -4499,7 +4499,7 @@ impl Simulation {
                 // The end forces' torque and power (same operands, same values).
                 (self.ws.fric_tau_end[i], self.ws.fric_power_end[i])
             } else {
-                let tau = mode.dir() * fe.law.kinetic(&self.ws.sig[2], fe.row.dot(&self.w).abs(), &self.w).0;
+                let tau = mode.dir() * fe.law.kinetic_torque(&self.ws.sig[2], fe.row.dot(&self.w).abs(), &self.w);
                 (tau, tau * fe.row.dot(&self.w))
             };
             if !lossy {

@@ -87,7 +87,7 @@ impl AutoControl {
         // engine's torque less the pump's load when it is stuck, its friction torque when it
         // slips); the engine's inertia torque is left out on purpose.
         let through_lockup = if lockup_stuck {
-            sim.element_torque(ids.engine_torque) + self.map.eval(w_engine, w_input).pump
+            sim.element_torque(ids.engine_torque) + self.map.torques(w_engine, w_input).pump
         } else {
             -sim.element_torque(self.ids.lockup)
         };
