@@ -51,23 +51,65 @@ impl Piston {
     /// [`Piston::step`] with the valve's [`Piston::response`] for this step already known (the
     /// same for every piston of a gearbox: one exponential a step instead of one per piston).
     pub fn step_with_response(&mut self, e: &ShiftElementSpec, command: f64, a: f64, dt: f64) -> f64 {
-        let cmd = if command.is_finite() { command.clamp(0.0, e.max_pressure) } else { 0.0 };
-        let kiss = Self::kiss_pressure(e);
-        let rate = dt / e.fill_time();
-        self.fill = if cmd > kiss { (self.fill + rate).min(1.0) } else { (self.fill - rate).max(0.0) };
+        self.step_with(&PistonConstants::of(e), command, a, dt)
+    }
+
+    /// [`Piston::step_with_response`] with the element's constants formed once
+    /// ([`PistonConstants::of`]): the same law, the same values.
+    pub fn step_with(&mut self, c: &PistonConstants, command: f64, a: f64, dt: f64) -> f64 {
+        let cmd = if command.is_finite() { command.clamp(0.0, c.max_pressure) } else { 0.0 };
+        let rate = dt / c.fill_time;
+        self.fill = if cmd > c.kiss { (self.fill + rate).min(1.0) } else { (self.fill - rate).max(0.0) };
         self.pressure += (cmd - self.pressure) * a;
         if self.fill < 1.0 {
-            self.pressure = self.pressure.min(kiss);
+            self.pressure = self.pressure.min(c.kiss);
         }
-        self.force(e)
+        self.force_with(c)
     }
 
     /// Normalised clamp force at the present state.
     pub fn force(&self, e: &ShiftElementSpec) -> f64 {
+        self.force_with(&PistonConstants::of(e))
+    }
+
+    /// [`Piston::force`] with the element's constants formed once.
+    pub fn force_with(&self, c: &PistonConstants) -> f64 {
         if self.fill < 1.0 {
             return 0.0;
         }
-        ((e.piston_area * self.pressure - e.return_spring) / e.max_force()).clamp(0.0, 1.0)
+        ((c.piston_area * self.pressure - c.return_spring) / c.max_force).clamp(0.0, 1.0)
+    }
+}
+
+/// What a piston's step reads of its element, formed once per element (each value as the
+/// element's own method forms it, so a step with them is the same, bit for bit).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct PistonConstants {
+    /// [`Piston::kiss_pressure`], Pa.
+    pub kiss: f64,
+    /// [`ShiftElementSpec::fill_time`], s.
+    pub fill_time: f64,
+    /// Line pressure, Pa.
+    pub max_pressure: f64,
+    /// Piston area, m^2.
+    pub piston_area: f64,
+    /// Return spring force, N.
+    pub return_spring: f64,
+    /// [`ShiftElementSpec::max_force`], N.
+    pub max_force: f64,
+}
+
+impl PistonConstants {
+    /// The constants of element `e`.
+    pub fn of(e: &ShiftElementSpec) -> Self {
+        Self {
+            kiss: Piston::kiss_pressure(e),
+            fill_time: e.fill_time(),
+            max_pressure: e.max_pressure,
+            piston_area: e.piston_area,
+            return_spring: e.return_spring,
+            max_force: e.max_force(),
+        }
     }
 }
 

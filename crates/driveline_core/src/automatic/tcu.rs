@@ -27,7 +27,7 @@
 //! ([`super::GearInfo::torque_factors`]).
 
 use super::gearbox::{GearInfo, GearboxSpec};
-use super::hydraulics::Piston;
+use super::hydraulics::{Piston, PistonConstants};
 use super::spec::AutomaticSpec;
 use crate::torque_map::RPM;
 
@@ -288,6 +288,10 @@ pub struct Tcu {
     neutral: usize,
     park_gear: usize,
     pistons: Vec<Piston>,
+    /// Each piston's element constants (formed once).
+    piston_constants: Vec<PistonConstants>,
+    /// `(dt, lag, 1 - exp(-dt / lag))`: the valves' response for the last step length and lag.
+    response: (f64, f64, f64),
     commands: Vec<f64>,
     temperature: Vec<f64>,
     last_power: Vec<f64>,
@@ -367,6 +371,8 @@ impl Tcu {
             temperature: vec![spec.thermal.oil; n],
             last_power: vec![0.0; n],
             pistons,
+            piston_constants: gb.elements.iter().map(PistonConstants::of).collect(),
+            response: (f64::NAN, f64::NAN, 0.0),
             current: neutral,
             shift: None,
             last_shift_end: f64::NEG_INFINITY,
@@ -873,9 +879,12 @@ impl Tcu {
         // Pistons and heat.
         let mut out = TcuOutput { lockup: self.lockup, park, reduction, ..TcuOutput::default() };
         let th = spec.thermal;
-        let response = Piston::response(c.pressure_lag, dt);
+        if (self.response.0, self.response.1) != (dt, c.pressure_lag) {
+            self.response = (dt, c.pressure_lag, Piston::response(c.pressure_lag, dt));
+        }
+        let response = self.response.2;
         for k in 0..n.min(MAX_ELEMENTS) {
-            out.force[k] = self.pistons[k].step_with_response(&gb.elements[k], self.commands[k], response, dt);
+            out.force[k] = self.pistons[k].step_with(&self.piston_constants[k], self.commands[k], response, dt);
             let p = 0.5 * (inp.power[k] + self.last_power[k]);
             self.last_power[k] = inp.power[k];
             // Implicit in the cooling term: stable at any step.
