@@ -287,6 +287,8 @@ pub struct Tcu {
     reverse: Option<usize>,
     neutral: usize,
     park_gear: usize,
+    /// Each gear's number ([`Tcu::gear`]: 1.. forward, -1 reverse, 0 neutral).
+    numbers: Vec<i32>,
     pistons: Vec<Piston>,
     /// Each piston's element constants (formed once).
     piston_constants: Vec<PistonConstants>,
@@ -362,7 +364,9 @@ impl Tcu {
         let j_in =
             shafts.iter().find(|s| s.name == gb.input || s.members.contains(&gb.input)).map_or(0.0, |s| s.inertia);
         let j_open = spec.turbine_inertia + j_in;
+        let numbers = (0..gears.len()).map(|k| gear_number(&gears[k], &forward, k)).collect();
         Self {
+            numbers,
             forward,
             reverse,
             park_gear: park_gear.unwrap_or(neutral),
@@ -396,11 +400,12 @@ impl Tcu {
 
     /// Gear whose elements are applied: 1.. forward, -1 reverse, 0 neutral.
     pub fn gear(&self) -> i32 {
-        gear_number(&self.gears[self.current], &self.forward, self.current)
+        self.numbers[self.current]
     }
     /// Gear being shifted to, if a shift is in progress.
     pub fn target(&self) -> Option<i32> {
-        self.shift.map(|s| gear_number(&self.gears[s.to], &self.forward, s.to))
+        // (By reference: the shift record is large.)
+        self.shift.as_ref().map(|s| self.numbers[s.to])
     }
     /// Phase of the shift in progress.
     pub fn phase(&self) -> ShiftPhase {
@@ -570,8 +575,7 @@ impl Tcu {
         }
         // Start a shift.
         if self.shift.is_none() && want != self.current {
-            let from_g = gear_number(&self.gears[self.current], &self.forward, self.current);
-            let to_g = gear_number(&self.gears[want], &self.forward, want);
+            let (from_g, to_g) = (self.numbers[self.current], self.numbers[want]);
             let both_driving = !self.gears[self.current].neutral && !self.gears[want].neutral;
             let swap = if both_driving { self.swap(self.current, want) } else { None };
             let mut report = ShiftReport {
