@@ -723,6 +723,8 @@ struct Work {
     /// Constraint torques at a step start right after an input change (`r`).
     lam_start: Vec<f64>,
     tmp_rn: Vec<f64>,
+    /// `G` transposed (`n x r`) during a mode compilation.
+    tmp_nr: Vec<f64>,
     piv: Vec<usize>,
     lam: Vec<f64>,
     // complementarity problem
@@ -759,8 +761,8 @@ struct Work {
     ud: [Vec<f64>; 4],
     /// Augmented matrix for the mode compilation `[G | I]`.
     aug: Vec<f64>,
-    /// The compiled mode's constraint-force map `r x n`, `lambda = L (M a - f)`, from which the
-    /// compilation derives the slot's `tmap`.
+    /// The compiled mode's constraint-force map `L` (`r x n`, `lambda = L (M a - f)`), stored
+    /// by columns (`n x r`), from which the compilation derives the slot's `tmap`.
     lmap: Vec<f64>,
     /// Scratch of the torque-dependent correction (LossyGear, limited slip), the friction torque
     /// it solved per element, and the estimates of the torque each limit depends on (a lossy
@@ -1294,6 +1296,7 @@ impl Simulation {
             lam_w: v(rmax),
             lam_start: v(rmax),
             tmp_rn: v(rmax * n),
+            tmp_nr: v(rmax * n),
             piv: vec![0; rmax.max(n) + 1],
             lam: v(rmax),
             qp_w: v(nf * nf),
@@ -1968,12 +1971,20 @@ impl Simulation {
         }
         // L = (G G^T + eps I)^-1 G  (minimum-norm constraint torques).
         if r > 0 {
+            // G by columns: the products below run over G's rows all at once, each sum as
+            // `linalg::dot` forms it (`columns_dot`).
+            let gt = &mut self.ws.tmp_nr;
+            for (a, row) in g[..r * n].chunks_exact(n).enumerate() {
+                for (i, &x) in row.iter().enumerate() {
+                    gt[i * r + a] = x;
+                }
+            }
+            let gt = &gt[..n * r];
             let ggt = &mut self.ws.tmp_rr;
             let mut tr: f64 = 0.0;
             for a in 0..r {
-                for b in 0..r {
-                    ggt[a * r + b] = linalg::dot(&g[a * n..(a + 1) * n], &g[b * n..(b + 1) * n]);
-                }
+                // (g_b . g_a: each product is g_a . g_b's, the sum in the same order.)
+                columns_dot(gt, r, &g[a * n..(a + 1) * n], &mut ggt[a * r..(a + 1) * r]);
                 tr = tr.max(ggt[a * r + a]);
             }
             let eps = if rank < r { 1e-12 * tr.max(1e-300) } else { 0.0 };
@@ -2008,9 +2019,7 @@ impl Simulation {
                     col[a] = g[a * n + k];
                 }
                 linalg::lu_solve(ggt, r, rp, col);
-                for a in 0..r {
-                    self.ws.lmap[a * n + k] = col[a];
-                }
+                self.ws.lmap[k * r..(k + 1) * r].copy_from_slice(&col[..r]);
             }
             // T column k = L (M N Mr^-1 N^T e_k - e_k).
             let q = &mut self.ws.fq;
@@ -2027,14 +2036,10 @@ impl Simulation {
                 }
                 v[k] -= 1.0;
                 let rs = slot.rstride;
-                for a in 0..r {
-                    slot.tmap[k * rs + a] = linalg::dot(&self.ws.lmap[a * n..(a + 1) * n], &v[..n]);
-                }
+                columns_dot(&self.ws.lmap[..n * r], r, &v[..n], &mut slot.tmap[k * rs..k * rs + r]);
                 if rank < r {
                     let col = &mut self.ws.lam_w;
-                    for a in 0..r {
-                        col[a] = linalg::dot(&g[a * n..(a + 1) * n], &v[..n]);
-                    }
+                    columns_dot(gt, r, &v[..n], &mut col[..r]);
                     linalg::lu_solve(&self.ws.tmp_rr_w, r, &self.ws.piv_w, col);
                     slot.tmap_w[k * rs..k * rs + r].copy_from_slice(&col[..r]);
                 }
@@ -4643,6 +4648,19 @@ impl Correction<'_> {
             }
         }
         (norm_dq, norm_q)
+    }
+}
+
+/// `out[a] = sum_i cols[i w + a] x[i]` for every `a < out.len()`, where `cols` holds a
+/// matrix by columns (`x.len()` of them, `w` apart): `linalg::dot` of each row with `x`, bit
+/// for bit (each sum from -0.0 over ascending `i`, each product the row entry times `x[i]`),
+/// all rows at once so that the independent sums overlap.
+fn columns_dot(cols: &[f64], w: usize, x: &[f64], out: &mut [f64]) {
+    out.fill(-0.0);
+    for (col, &xi) in cols.chunks_exact(w.max(1)).zip(x) {
+        for (o, &c) in out.iter_mut().zip(col) {
+            *o += c * xi;
+        }
     }
 }
 
