@@ -2013,13 +2013,14 @@ impl Simulation {
             }
             let rp = &mut self.ws.piv;
             let _ = linalg::lu_factor(ggt, r, rp);
-            for k in 0..n {
-                let col = &mut self.ws.lam;
-                for a in 0..r {
-                    col[a] = g[a * n + k];
+            // L = (G G^T)^-1 G, all of G's columns solved at once, then stored by columns.
+            let x = &mut self.ws.aug[..r * n];
+            x.copy_from_slice(&g[..r * n]);
+            linalg::lu_solve_many(ggt, r, rp, x, n);
+            for (k, col) in self.ws.lmap[..n * r].chunks_exact_mut(r).enumerate() {
+                for (a, v) in col.iter_mut().enumerate() {
+                    *v = x[a * n + k];
                 }
-                linalg::lu_solve(ggt, r, rp, col);
-                self.ws.lmap[k * r..(k + 1) * r].copy_from_slice(&col[..r]);
             }
             // T column k = L (M N Mr^-1 N^T e_k - e_k).
             let q = &mut self.ws.fq;
@@ -2194,15 +2195,18 @@ impl Simulation {
         // The explicit inverse: every Newton correction of the factors' lifetime (many steps in
         // a linear mode or on a kept Jacobian) is then one matrix-vector product. Stored by
         // columns, which the product runs over ([`Correction`]).
-        let (inv, col) = newton_tmp.split_at_mut(mm * mm);
-        // (A mode without free coordinates has no matrix: `max(1)` keeps the chunks valid.)
-        for (c, inv_col) in inv.chunks_exact_mut(mm.max(1)).enumerate() {
-            col[..mm].fill(0.0);
-            col[c] = 1.0;
-            linalg::lu_solve(lu, mm, piv, &mut col[..mm]);
-            inv_col.copy_from_slice(&col[..mm]);
+        // All unit columns at once (each as `lu_solve` would give it), into rows of `x`.
+        let x = &mut newton_tmp[..mm * mm];
+        x.fill(0.0);
+        for c in 0..mm {
+            x[c * mm + c] = 1.0;
         }
-        lu[..mm * mm].copy_from_slice(inv);
+        linalg::lu_solve_many(lu, mm, piv, x, mm);
+        for (c, inv_col) in lu[..mm * mm].chunks_exact_mut(mm.max(1)).enumerate() {
+            for (i, v) in inv_col.iter_mut().enumerate() {
+                *v = x[i * mm + c];
+            }
+        }
     }
 
     /// Generalised forces at (phi, w) with signals `sig`, modes and regimes as they are.
