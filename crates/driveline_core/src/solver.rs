@@ -725,6 +725,11 @@ struct Work {
     tmp_rn: Vec<f64>,
     /// `G` transposed (`n x r`) during a mode compilation.
     tmp_nr: Vec<f64>,
+    /// The weighted constraint-torque map's right-hand sides (`r x n`) during a mode
+    /// compilation.
+    tmp_rn_w: Vec<f64>,
+    /// `Mr^-1 N^T` (`m x n`, `m <= n`) during a mode compilation.
+    tmp_mn: Vec<f64>,
     piv: Vec<usize>,
     lam: Vec<f64>,
     // complementarity problem
@@ -1297,6 +1302,8 @@ impl Simulation {
             lam_start: v(rmax),
             tmp_rn: v(rmax * n),
             tmp_nr: v(rmax * n),
+            tmp_rn_w: v(rmax * n),
+            tmp_mn: v(n * n),
             piv: vec![0; rmax.max(n) + 1],
             lam: v(rmax),
             qp_w: v(nf * nf),
@@ -2022,27 +2029,46 @@ impl Simulation {
                     *v = x[a * n + k];
                 }
             }
-            // T column k = L (M N Mr^-1 N^T e_k - e_k).
-            let q = &mut self.ws.fq;
+            // T column k = L (M N Mr^-1 N^T e_k - e_k). The solves for all k at once: Q =
+            // Mr^-1 N^T by rows (`Q[j][k]`), and the weighted copy's right-hand sides gathered
+            // by rows and solved after the loop (each column as one solve would give it).
+            let qm = &mut self.ws.tmp_mn[..m * n];
+            for (k, nk) in slot.nmat[..n * n].chunks_exact(n).enumerate() {
+                for (j, &x) in nk[..m].iter().enumerate() {
+                    qm[j * n + k] = x;
+                }
+            }
+            if m > 0 {
+                linalg::lu_solve_many(&slot.mr_lu, m, &slot.mr_piv, qm, n);
+            }
             let v = &mut self.ws.acc;
+            let wm = &mut self.ws.tmp_rn_w[..r * n];
+            let rs = slot.rstride;
             for k in 0..n {
-                for j in 0..m {
-                    q[j] = slot.nmat[k * n + j];
-                }
-                if m > 0 {
-                    linalg::lu_solve(&slot.mr_lu, m, &slot.mr_piv, &mut q[..m]);
-                }
-                for i in 0..n {
-                    v[i] = net.mass[i] * linalg::dot(&slot.nmat[i * n..i * n + m], &q[..m]);
+                for (i, vi) in v[..n].iter_mut().enumerate() {
+                    // M_i (N_i . q_k), the sum as `linalg::dot` forms it.
+                    let mut d = -0.0;
+                    for (j, &x) in slot.nmat[i * n..i * n + m].iter().enumerate() {
+                        d += x * qm[j * n + k];
+                    }
+                    *vi = net.mass[i] * d;
                 }
                 v[k] -= 1.0;
-                let rs = slot.rstride;
                 columns_dot(&self.ws.lmap[..n * r], r, &v[..n], &mut slot.tmap[k * rs..k * rs + r]);
                 if rank < r {
                     let col = &mut self.ws.lam_w;
                     columns_dot(gt, r, &v[..n], &mut col[..r]);
-                    linalg::lu_solve(&self.ws.tmp_rr_w, r, &self.ws.piv_w, col);
-                    slot.tmap_w[k * rs..k * rs + r].copy_from_slice(&col[..r]);
+                    for (a, &c) in col[..r].iter().enumerate() {
+                        wm[a * n + k] = c;
+                    }
+                }
+            }
+            if rank < r {
+                linalg::lu_solve_many(&self.ws.tmp_rr_w, r, &self.ws.piv_w, wm, n);
+                for (k, out) in slot.tmap_w.chunks_exact_mut(rs).take(n).enumerate() {
+                    for (a, o) in out[..r].iter_mut().enumerate() {
+                        *o = wm[a * n + k];
+                    }
                 }
             }
         }
