@@ -59,6 +59,14 @@
 //! selected). Its commit trades the state's buffers with the end's; their ground entries are
 //! equal from the start.
 //!
+//! A force evaluation (three a step: the two stages and the end) forms the element torques
+//! alone: [`Law::force`](crate::elements::Law::force) runs each law with its Jacobian code
+//! compiled out, the converter gives its torques without their partial derivatives
+//! ([`ConverterMap::torques`](crate::converter::ConverterMap::torques)) and a sliding element
+//! its torque without its slope
+//! ([`FrictionLaw::kinetic_torque`](crate::elements::FrictionLaw::kinetic_torque)), the same
+//! values bit for bit; the derivatives are formed only where a Jacobian is evaluated.
+//!
 //! # Where Newton starts
 //! A nonlinear mode solves the stage equations by simplified Newton on a kept Jacobian. The
 //! first guess of a sub-step that continues the last one in the same mode is that sub-step's
