@@ -426,13 +426,8 @@ impl FrictionLaw {
                     return (0.0, 0.0);
                 }
                 let den = w[*ground].abs().max(*v_low);
-                let kappa = kappa_peak + w_abs / den;
-                if SLOPE {
-                    let (f, df) = mf.eval(kappa);
-                    (fz * f, fz * df / den)
-                } else {
-                    (fz * mf.value(kappa), 0.0)
-                }
+                let (f, df) = mf.eval_in::<SLOPE>(kappa_peak + w_abs / den);
+                (fz * f, if SLOPE { fz * df / den } else { 0.0 })
             }
             // Applied by the solver's lossy-gear correction, not as a fixed kinetic torque.
             FrictionLaw::Lossy { .. } | FrictionLaw::Ramp { .. } => (0.0, 0.0),

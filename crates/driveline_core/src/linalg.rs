@@ -135,6 +135,20 @@ pub fn lu_solve_many(a: &[f64], n: usize, piv: &[usize], b: &mut [f64], k: usize
     }
 }
 
+/// Writes the transpose of the `rows x cols` row-major `a` into `out`, column `j` of `a`
+/// becoming the row at `out[j * stride..j * stride + rows]` (`stride >= rows`; the entries
+/// between rows are left as they are).
+pub fn transpose(a: &[f64], rows: usize, cols: usize, out: &mut [f64], stride: usize) {
+    if rows == 0 || cols == 0 {
+        return;
+    }
+    for (i, row) in a[..rows * cols].chunks_exact(cols).enumerate() {
+        for (j, &x) in row.iter().enumerate() {
+            out[j * stride + i] = x;
+        }
+    }
+}
+
 /// Right-hand sides [`lu_solve_many`] carries at once.
 const LANES: usize = 16;
 
@@ -253,6 +267,14 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn transpose_writes_columns_as_strided_rows() {
+        let a = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]; // 2 x 3
+        let mut out = [-1.0; 9];
+        transpose(&a, 2, 3, &mut out, 3);
+        assert_eq!(out, [1.0, 4.0, -1.0, 2.0, 5.0, -1.0, 3.0, 6.0, -1.0]);
     }
 
     #[test]

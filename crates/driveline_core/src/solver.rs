@@ -1989,11 +1989,7 @@ impl Simulation {
             // G by columns: the products below run over G's rows all at once, each sum as
             // `linalg::dot` forms it (`columns_dot`).
             let gt = &mut self.ws.tmp_nr;
-            for (a, row) in g[..r * n].chunks_exact(n).enumerate() {
-                for (i, &x) in row.iter().enumerate() {
-                    gt[i * r + a] = x;
-                }
-            }
+            linalg::transpose(g, r, n, gt, r);
             let gt = &gt[..n * r];
             let ggt = &mut self.ws.tmp_rr;
             let mut tr: f64 = 0.0;
@@ -2032,11 +2028,7 @@ impl Simulation {
             let x = &mut self.ws.aug[..r * n];
             x.copy_from_slice(&g[..r * n]);
             linalg::lu_solve_many(ggt, r, rp, x, n);
-            for (k, col) in self.ws.lmap[..n * r].chunks_exact_mut(r).enumerate() {
-                for (a, v) in col.iter_mut().enumerate() {
-                    *v = x[a * n + k];
-                }
-            }
+            linalg::transpose(x, r, n, &mut self.ws.lmap, r);
             // T column k = L (M N Mr^-1 N^T e_k - e_k). The solves for all k at once: Q =
             // Mr^-1 N^T by rows (`Q[j][k]`), and the weighted copy's right-hand sides gathered
             // by rows and solved after the loop (each column as one solve would give it).
@@ -2073,11 +2065,7 @@ impl Simulation {
             }
             if rank < r {
                 linalg::lu_solve_many(&self.ws.tmp_rr_w, r, &self.ws.piv_w, wm, n);
-                for (k, out) in slot.tmap_w.chunks_exact_mut(rs).take(n).enumerate() {
-                    for (a, o) in out[..r].iter_mut().enumerate() {
-                        *o = wm[a * n + k];
-                    }
-                }
+                linalg::transpose(wm, r, n, &mut slot.tmap_w, rs);
             }
         }
         // The rows the stage break-away samples read.
@@ -2236,11 +2224,7 @@ impl Simulation {
             x[c * mm + c] = 1.0;
         }
         linalg::lu_solve_many(lu, mm, piv, x, mm);
-        for (c, inv_col) in lu[..mm * mm].chunks_exact_mut(mm.max(1)).enumerate() {
-            for (i, v) in inv_col.iter_mut().enumerate() {
-                *v = x[i * mm + c];
-            }
-        }
+        linalg::transpose(x, mm, mm, lu, mm);
     }
 
     /// Generalised forces at (phi, w) with signals `sig`, modes and regimes as they are.

@@ -78,24 +78,28 @@ impl MagicFormula {
     /// Normalised force `F / F_z` and its slope `d(F/F_z)/d kappa` at slip ratio `kappa >= 0`.
     #[inline]
     pub fn eval(&self, kappa: f64) -> (f64, f64) {
-        let bk = self.b * kappa;
-        // E = 0 (the default) makes x = B kappa exactly: skip the inner arctangent.
-        let (x, dx) = if self.e == 0.0 {
-            (bk, self.b)
-        } else {
-            (bk - self.e * (bk - bk.atan()), self.b - self.e * (self.b - self.b / (1.0 + bk * bk)))
-        };
-        let (sin, cos) = sin_cos_c_atan(self.c, x);
-        (self.d * sin, self.d * cos * self.c * dx / (1.0 + x * x))
+        self.eval_in::<true>(kappa)
     }
 
     /// The normalised force of [`MagicFormula::eval`] alone: the same value, bit for bit,
     /// without the slope's cosine and division.
     #[inline]
     pub fn value(&self, kappa: f64) -> f64 {
+        self.eval_in::<false>(kappa).0
+    }
+
+    /// [`MagicFormula::eval`] with the slope formed (`SLOPE`) or left at zero.
+    #[inline(always)]
+    pub(crate) fn eval_in<const SLOPE: bool>(&self, kappa: f64) -> (f64, f64) {
         let bk = self.b * kappa;
+        // E = 0 (the default) makes x = B kappa exactly: skip the inner arctangent.
         let x = if self.e == 0.0 { bk } else { bk - self.e * (bk - bk.atan()) };
-        self.d * sin_c_atan(self.c, x)
+        let (sin, cos) = sin_cos_c_atan::<SLOPE>(self.c, x);
+        if !SLOPE {
+            return (self.d * sin, 0.0);
+        }
+        let dx = if self.e == 0.0 { self.b } else { self.b - self.e * (self.b - self.b / (1.0 + bk * bk)) };
+        (self.d * sin, self.d * cos * self.c * dx / (1.0 + x * x))
     }
 
     /// Slip ratio of the peak, where `C atan(x) = pi/2`: solves `B k - E (B k - atan(B k)) =
@@ -129,21 +133,10 @@ impl MagicFormula {
 /// `sin(3t/2) = sin t cos(t/2) + cos t sin(t/2)`, `cos(3t/2) = cos t cos(t/2) - sin t sin(t/2)`:
 /// two square roots and two divisions against an arctangent and a sine-cosine pair, agreeing
 /// to a few ulps. Any other `C` (or a negative `x`, which only `E != 0` gives) takes the
-/// arctangent and the sine and cosine.
-#[inline]
-fn sin_cos_c_atan(c: f64, x: f64) -> (f64, f64) {
-    c_atan::<true>(c, x)
-}
-
-/// `sin(c atan(x))` as [`sin_cos_c_atan`] forms it (its first value, bit for bit).
-#[inline]
-fn sin_c_atan(c: f64, x: f64) -> f64 {
-    c_atan::<false>(c, x).0
-}
-
-/// [`sin_cos_c_atan`] with the cosine formed (`COS`) or left at zero.
+/// arctangent and the sine and cosine. Without `COS` the cosine is left at zero (a force
+/// evaluation reads the sine alone), the sine the same bit for bit.
 #[inline(always)]
-fn c_atan<const COS: bool>(c: f64, x: f64) -> (f64, f64) {
+fn sin_cos_c_atan<const COS: bool>(c: f64, x: f64) -> (f64, f64) {
     if c == 1.5 && x >= 0.0 {
         let cos_t = 1.0 / (1.0 + x * x).sqrt();
         let sin_t = x * cos_t;
@@ -184,15 +177,15 @@ mod tests {
         let mut worst: f64 = 0.0;
         let mut x = 1e-6;
         while x < 1e6 {
-            let (s, c) = sin_cos_c_atan(1.5, x);
+            let (s, c) = sin_cos_c_atan::<true>(1.5, x);
             let a = 1.5 * x.atan();
             worst = worst.max((s - a.sin()).abs()).max((c - a.cos()).abs());
             x *= 1.01;
         }
         assert!(worst < 1e-15, "differs by {worst:e}");
-        assert_eq!(sin_cos_c_atan(1.5, 0.0), (0.0, 1.0));
+        assert_eq!(sin_cos_c_atan::<true>(1.5, 0.0), (0.0, 1.0));
         // Other shape factors take the general path.
-        let (s, c) = sin_cos_c_atan(1.9, 2.0);
+        let (s, c) = sin_cos_c_atan::<true>(1.9, 2.0);
         assert_eq!((s, c), (1.9 * 2f64.atan()).sin_cos());
     }
 
