@@ -1,0 +1,541 @@
+//! Mode compilation: the null space of the active rigid constraints and the maps that follow from it.
+
+use super::*;
+
+/// One compiled mode: the null space of the active rigid constraints and what follows from it.
+#[derive(Debug, Clone)]
+pub(super) struct ModeSlot {
+    pub(super) key: u64,
+    /// Bumped on every compile, so data derived from a slot can tell it is stale.
+    pub(super) generation: u64,
+    pub(super) valid: bool,
+    pub(super) age: u64,
+    pub(super) m: usize,
+    /// Active rows: permanent rows then locked friction rows; `r` of them.
+    pub(super) r: usize,
+    /// Null-space basis `n x m` (stride `n_dof`), identity on the free columns.
+    pub(super) nmat: Vec<f64>,
+    /// The non-zeros of `nmat` as `(row, column, value)`, by ascending rows, then columns. Gear
+    /// chains make `N` sparse: most dependent speeds follow one free speed, so the per-step
+    /// product `N q` runs over this list (in this order, which fixes the rounding); `N^T f`
+    /// runs over the dense rows of `nmat` for up to eight free coordinates and over `nzt`
+    /// beyond ([`ModeSlot::nt_times`]), to the same sums.
+    pub(super) nz: CapVec<(u32, u32, f64)>,
+    /// Row `k` of `N` is `nz[nz_row[k]..nz_row[k + 1]]` (`n + 1` offsets).
+    pub(super) nz_row: Vec<u32>,
+    /// The same non-zeros by columns, `(row, value)` by ascending rows within a column:
+    /// column `j` is `nzt[nzt_col[j]..nzt_col[j + 1]]`. `N^T f` sums each of its entries over
+    /// this list, in the order a pass over `nz` would add to it, and keeps it in a register.
+    pub(super) nzt: CapVec<(u32, f64)>,
+    pub(super) nzt_col: Vec<u32>,
+    /// Every row of `N` has at most one non-zero (no planetary set or differential ties a
+    /// speed to two free ones): `gather[k]` is row `k`'s `(column, value)`, `u32::MAX` for an
+    /// empty row.
+    pub(super) nz_single: bool,
+    pub(super) gather: Vec<(u32, f64)>,
+    pub(super) free_cols: Vec<usize>,
+    /// Reduced inertia `Mr = N^T M N` (`m x m`) and its LU factors.
+    pub(super) mr: Vec<f64>,
+    pub(super) mr_lu: Vec<f64>,
+    pub(super) mr_piv: Vec<usize>,
+    /// Constraint torques directly from forces: `lambda = T (f - M u)` with
+    /// `T = L (M N Mr^-1 N^T - I)` (`r x n`), `u` the prescribed acceleration. Stored by
+    /// columns (column `k` at `k * rstride`): forces are sparse, so the product runs over the
+    /// columns of the non-zero forces, each a contiguous `r`-vector. [`MAP_PAD`] entries past
+    /// the last column let a product read whole lanes of four ([`map_columns_from`]).
+    pub(super) tmap: Vec<f64>,
+    /// Column stride of `tmap` and `tmap_w` (the largest row count of the network).
+    pub(super) rstride: usize,
+    /// Redundant slots only: the same map for a capacity-weighted split (regularisation
+    /// `eps_i = eps (c_max / c_i)^2` per row, clamped to `[1, 1e6] eps`, capacities at compile
+    /// time), which loads the stronger of two parallel locks. A certificate only: telemetry
+    /// keeps the minimum-norm split.
+    pub(super) tmap_w: Vec<f64>,
+    /// The permanent rows whose torques the locked elements' limits read (a limited-slip
+    /// pack's input rows, a LossyGear's gear row). With `stage_rows_all` false, the stage
+    /// constraint torques are evaluated on these and the lock rows only: the stage samples
+    /// serve the break-away tests (per element, or a redundant group's minimum-norm
+    /// certificate), which read nothing else.
+    pub(super) stage_extra: CapVec<u32>,
+    /// Evaluate every row at the stages: the work of prescribed rows reads theirs, and their
+    /// accelerations enter the map.
+    pub(super) stage_rows_all: bool,
+    /// Friction index of each locked row (after the permanent rows).
+    pub(super) locked: CapVec<usize>,
+    /// Kinematic clutch index of each engaged row (after the locked friction rows).
+    pub(super) kin: CapVec<usize>,
+    /// Rows with a prescribed right-hand side `row . w = rho(t)`: (active row, source).
+    pub(super) rhs: CapVec<(usize, Rhs)>,
+    /// Particular solution of each rhs row for a unit `rho` (`n` each), zero on free columns.
+    pub(super) pmat: Vec<f64>,
+    pub(super) linear: bool,
+    /// Some active rows repeat others (two locks on one relative motion): the lock torques are
+    /// then checked by the complementarity problem, not per element.
+    pub(super) redundant: bool,
+    pub(super) dr: Vec<f64>,
+    pub(super) kr: Vec<f64>,
+    /// A bound on the squared angular frequency of the mode's fastest oscillation at its last
+    /// Jacobian, 1/s^2: `||Mr^-1 Kr||_inf` (infinite until a Jacobian is evaluated).
+    pub(super) omega2: f64,
+    pub(super) newton_h: f64,
+    /// The inverse of the Newton matrix for step `newton_h` (`2m x 2m`; its LU factors while
+    /// it is formed, pivots in `newton_piv`).
+    pub(super) newton_inv: Vec<f64>,
+    pub(super) newton_piv: Vec<usize>,
+    /// The mode epoch ([`Simulation::epoch`]) `dr`/`kr` were evaluated in: a nonlinear mode
+    /// reuses its Jacobian (and the Newton factors) over the steps of one epoch while the
+    /// iteration contracts fast.
+    pub(super) jac_epoch: u64,
+    /// The last Newton iteration converged slowly on the reused Jacobian: refresh it.
+    pub(super) jac_stale: bool,
+    /// Sub-steps integrated on the current Jacobian since it was evaluated.
+    pub(super) jac_uses: u32,
+}
+
+impl ModeSlot {
+    /// `w = N q` (the node speeds for reduced speeds `q`) into `w[..n]`. A row sums its terms
+    /// from -0.0 in ascending columns (so a row of one term is that term, sign of zero kept).
+    #[inline]
+    pub(super) fn n_times(&self, q: &[f64], w: &mut [f64]) {
+        // (Not `n_times_each::<1>`: its arrays of slices cost CoupledClutches 2 % of its
+        // instructions.)
+        if self.nz_single {
+            // (-0.0 + x is x for every x: the one term is the row's sum.)
+            for (w, &(j, c)) in w.iter_mut().zip(&self.gather) {
+                *w = q.get(j as usize).map_or(-0.0, |q| c * q);
+            }
+            return;
+        }
+        w.fill(-0.0);
+        for &(k, j, c) in self.nz.iter() {
+            w[k as usize] += c * q[j as usize];
+        }
+    }
+
+    /// [`ModeSlot::n_times`] of the two stages and the end at once (the time-only kernel's
+    /// three samples), in one pass over `N`: each result exactly as `n_times` forms it.
+    #[inline(always)]
+    pub(super) fn n_times3(&self, q: [&[f64]; 3], w: [&mut [f64]; 3]) {
+        let [q0, q1, q2] = q;
+        let [w0, w1, w2] = w;
+        if self.nz_single {
+            let m = q0.len().min(q1.len()).min(q2.len());
+            let (q0, q1, q2) = (&q0[..m], &q1[..m], &q2[..m]);
+            for (((w0, w1), w2), &(j, c)) in w0.iter_mut().zip(w1.iter_mut()).zip(w2.iter_mut()).zip(&self.gather) {
+                let j = j as usize;
+                (*w0, *w1, *w2) = if j < m { (c * q0[j], c * q1[j], c * q2[j]) } else { (-0.0, -0.0, -0.0) };
+            }
+            return;
+        }
+        self.n_times(q0, w0);
+        self.n_times(q1, w1);
+        self.n_times(q2, w2);
+    }
+
+    /// [`ModeSlot::n_times`] of `K` vectors at once (the two stages), in one pass over `N`:
+    /// each result exactly as `n_times` forms it.
+    #[inline]
+    pub(super) fn n_times_each<const K: usize>(&self, q: [&[f64]; K], w: [&mut [f64]; K]) {
+        let mut w = w;
+        if self.nz_single {
+            // (-0.0 + x is x for every x: the one term is the row's sum.)
+            let n = w[0].len();
+            for (k, &(j, c)) in self.gather[..n].iter().enumerate() {
+                for (w, q) in w.iter_mut().zip(q) {
+                    w[k] = q.get(j as usize).map_or(-0.0, |q| c * q);
+                }
+            }
+            return;
+        }
+        for w in w.iter_mut() {
+            w.fill(-0.0);
+        }
+        for &(k, j, c) in self.nz.iter() {
+            for (w, q) in w.iter_mut().zip(q) {
+                w[k as usize] += c * q[j as usize];
+            }
+        }
+    }
+
+    /// `g = N^T x` (the reduced forces of node forces `x`) into `g[..m]`: each entry sums its
+    /// terms from +0.0 in ascending rows.
+    #[inline]
+    pub(super) fn nt_times(&self, x: &[f64], g: &mut [f64]) {
+        match self.m {
+            1 => return self.nt_times_dense::<1>(x, g),
+            2 => return self.nt_times_dense::<2>(x, g),
+            3 => return self.nt_times_dense::<3>(x, g),
+            4 => return self.nt_times_dense::<4>(x, g),
+            5 => return self.nt_times_dense::<5>(x, g),
+            6 => return self.nt_times_dense::<6>(x, g),
+            7 => return self.nt_times_dense::<7>(x, g),
+            8 => return self.nt_times_dense::<8>(x, g),
+            _ => {}
+        }
+        for (j, g) in g[..self.m].iter_mut().enumerate() {
+            let col = &self.nzt[self.nzt_col[j] as usize..self.nzt_col[j + 1] as usize];
+            *g = col.iter().fold(0.0, |acc, &(k, c)| acc + c * x[k as usize]);
+        }
+    }
+
+    /// [`ModeSlot::nt_times`] for `M = m` columns over the dense rows of `N`, in registers:
+    /// the zero entries' terms are signed zeros, which change no sum that starts from +0.0
+    /// (a finite `x` assumed: a step with a non-finite force fails either way), so each entry
+    /// is the sparse sum, bit for bit.
+    #[inline]
+    pub(super) fn nt_times_dense<const M: usize>(&self, x: &[f64], g: &mut [f64]) {
+        let n = self.nz_row.len() - 1;
+        let mut acc = [0.0; M];
+        for (row, &xk) in self.nmat.chunks_exact(n).zip(&x[..n]) {
+            let row = &row[..M];
+            for j in 0..M {
+                acc[j] += row[j] * xk;
+            }
+        }
+        g[..M].copy_from_slice(&acc);
+    }
+
+    /// Grows the `m x m` and `2m x 2m` buffers to hold a mode with `m` free coordinates.
+    pub(super) fn reserve(&mut self, m: usize) {
+        if self.mr.len() < m * m {
+            for b in [&mut self.mr, &mut self.mr_lu, &mut self.dr, &mut self.kr] {
+                b.resize(m * m, 0.0);
+            }
+            self.newton_inv.resize(4 * m * m, 0.0);
+            self.mr_piv.resize(m, 0);
+            self.newton_piv.resize(2 * m, 0);
+        }
+    }
+
+    /// A slot for a network of `n` coordinates and at most `rmax` active rows, `nrhs` of them
+    /// with a prescribed right-hand side, whose modes keep at most `mmax` free coordinates (the
+    /// `m x m` and `2m x 2m` matrices are sized by it).
+    pub(super) fn new(n: usize, mmax: usize, rmax: usize, nrhs: usize, nf: usize) -> Self {
+        Self {
+            key: 0,
+            generation: 0,
+            valid: false,
+            age: 0,
+            m: 0,
+            r: 0,
+            nmat: vec![0.0; n * n],
+            nz: CapVec::new(n * mmax),
+            nz_row: vec![0; n + 1],
+            nzt: CapVec::new(n * mmax),
+            nzt_col: vec![0; n + 1],
+            nz_single: false,
+            gather: vec![(u32::MAX, 0.0); n],
+            free_cols: vec![0; n],
+            mr: vec![0.0; mmax * mmax],
+            mr_lu: vec![0.0; mmax * mmax],
+            mr_piv: vec![0; mmax],
+            tmap: vec![0.0; rmax * n + MAP_PAD],
+            rstride: rmax,
+            tmap_w: vec![0.0; rmax * n + MAP_PAD],
+            stage_extra: CapVec::new(2 * nf),
+            stage_rows_all: true,
+            locked: CapVec::new(nf),
+            kin: CapVec::new(rmax),
+            rhs: CapVec::new(nrhs),
+            pmat: vec![0.0; nrhs * n],
+            linear: false,
+            redundant: false,
+            dr: vec![0.0; mmax * mmax],
+            kr: vec![0.0; mmax * mmax],
+            omega2: f64::INFINITY,
+            newton_h: f64::NAN,
+            newton_inv: vec![0.0; 4 * mmax * mmax],
+            newton_piv: vec![0; 2 * mmax],
+            jac_epoch: u64::MAX,
+            jac_stale: true,
+            jac_uses: 0,
+        }
+    }
+}
+impl Simulation {
+    /// Key of a lock pattern: bit i set when friction element i is stuck.
+    pub(super) fn lock_key(modes: &[FrictionMode], kin_engaged: &[bool]) -> u64 {
+        let nf = modes.len();
+        let k =
+            modes.iter().enumerate().fold(0u64, |k, (i, m)| if *m == FrictionMode::Stuck { k | (1 << i) } else { k });
+        kin_engaged.iter().enumerate().fold(k, |k, (j, e)| if *e { k | (1 << (nf + j)) } else { k })
+    }
+
+    /// Finds or compiles the slot for a lock pattern; returns its index.
+    pub(super) fn slot_for(&mut self, key: u64) -> usize {
+        self.clock += 1;
+        if let Some(i) = self.slots.iter().position(|s| s.valid && s.key == key) {
+            self.slots[i].age = self.clock;
+            return i;
+        }
+        // Slot 0 keeps the lock-free mode (needed by the complementarity data).
+        let cur = self.cur;
+        let victim = (1..self.slots.len())
+            .filter(|&i| i != cur)
+            .min_by_key(|&i| if self.slots[i].valid { self.slots[i].age } else { 0 })
+            .unwrap_or(1);
+        self.compile_into(victim, key);
+        self.slots[victim].age = self.clock;
+        victim
+    }
+
+    /// Compiles the mode with lock pattern `key` into slot `idx` (no allocation: slot buffers
+    /// are sized for the largest case).
+    pub(super) fn compile_into(&mut self, idx: usize, key: u64) {
+        self.stats.mode_compiles += 1;
+        let net = &self.net;
+        let n = net.n_dof;
+        let slot = &mut self.slots[idx];
+        slot.key = key;
+        slot.generation = self.stats.mode_compiles;
+        slot.valid = true;
+        slot.newton_h = f64::NAN;
+        slot.omega2 = f64::INFINITY;
+        slot.locked.clear();
+        slot.kin.clear();
+        slot.rhs.clear();
+        let nf = net.friction.len();
+        for i in 0..nf {
+            if key & (1 << i) != 0 {
+                slot.locked.push(i);
+            }
+        }
+        for j in 0..net.kinematic.len() {
+            if key & (1 << (nf + j)) != 0 {
+                slot.kin.push(j);
+            }
+        }
+        let (np, nl) = (net.rows.len(), slot.locked.len());
+        let r = np + nl + slot.kin.len();
+        slot.r = r;
+        for (i, rhs) in net.row_rhs.iter().enumerate() {
+            if let Some(sg) = rhs {
+                slot.rhs.push((i, Rhs::Source(*sg)));
+            }
+        }
+        for (j, &k) in slot.kin.iter().enumerate() {
+            slot.rhs.push((np + nl + j, Rhs::Clutch(net.kinematic[k].rho_signal)));
+        }
+        // Dense G (r x n) into tmp_rn.
+        let g = &mut self.ws.tmp_rn;
+        g[..r * n].fill(0.0);
+        let row_at = |i: usize| {
+            if i < np {
+                net.rows[i]
+            } else if i < np + nl {
+                net.friction[slot.locked[i - np]].row
+            } else {
+                net.kinematic[slot.kin[i - np - nl]].row
+            }
+        };
+        for i in 0..r {
+            let row = row_at(i);
+            for &(k, c) in &row.entries {
+                if c != 0.0 && k < n {
+                    g[i * n + k] += c;
+                }
+            }
+        }
+        // RREF of [G | I]: the left block gives the null space, the right block the row
+        // operations, from which the particular solutions of prescribed rows follow. Without
+        // prescribed rows the right block is left out: RREF works column by column, so the
+        // left block and its pivots come out the same either way.
+        let cols = if slot.rhs.is_empty() { n } else { n + r };
+        let e = &mut self.ws.aug;
+        e[..r * cols].fill(0.0);
+        for i in 0..r {
+            e[i * cols..i * cols + n].copy_from_slice(&g[i * n..(i + 1) * n]);
+            if cols > n {
+                e[i * cols + n + i] = 1.0;
+            }
+        }
+        let piv = &mut self.ws.piv;
+        let total = if r > 0 { linalg::rref(e, r, cols, 1e-12, piv) } else { 0 };
+        let rank = piv[..total].iter().filter(|&&c| c < n).count();
+        slot.redundant = rank < r;
+        let m = n - rank;
+        slot.m = m;
+        // Slots are sized by the base mode, whose free coordinates bound every other mode's.
+        // Rounding in a near-degenerate rank decision could in principle break that bound: the
+        // slot then grows (an allocation, once) rather than fail.
+        slot.reserve(m);
+        // Free columns and null basis (stored with stride n).
+        let mut fc = 0;
+        for c in 0..n {
+            if !piv[..rank].contains(&c) {
+                slot.free_cols[fc] = c;
+                fc += 1;
+            }
+        }
+        slot.nmat[..n * n].fill(0.0);
+        for j in 0..m {
+            let c = slot.free_cols[j];
+            slot.nmat[c * n + j] = 1.0;
+            for i in 0..rank {
+                slot.nmat[piv[i] * n + j] = -e[i * cols + c];
+            }
+        }
+        slot.nz.clear();
+        for k in 0..n {
+            slot.nz_row[k] = slot.nz.len() as u32;
+            for j in 0..m {
+                let c = slot.nmat[k * n + j];
+                if c != 0.0 {
+                    slot.nz.push((k as u32, j as u32, c));
+                }
+            }
+        }
+        slot.nz_row[n] = slot.nz.len() as u32;
+        // The same entries by columns (rows ascending within each).
+        slot.nzt.clear();
+        for j in 0..m {
+            slot.nzt_col[j] = slot.nzt.len() as u32;
+            for &(k, col, c) in slot.nz.iter() {
+                if col as usize == j {
+                    slot.nzt.push((k, c));
+                }
+            }
+        }
+        slot.nzt_col[m] = slot.nzt.len() as u32;
+        slot.nz_single = slot.nz_row.windows(2).all(|r| r[1] - r[0] <= 1);
+        for (k, g) in slot.gather.iter_mut().enumerate() {
+            let row = &slot.nz[slot.nz_row[k] as usize..slot.nz_row[k + 1] as usize];
+            *g = row.first().map_or((u32::MAX, 0.0), |&(_, j, c)| (j, c));
+        }
+        for (jj, &(ra, _)) in slot.rhs.iter().enumerate() {
+            slot.pmat[jj * n..(jj + 1) * n].fill(0.0);
+            for i in 0..rank {
+                slot.pmat[jj * n + piv[i]] = e[i * cols + n + ra];
+            }
+        }
+        // Mr = N^T M N.
+        for a in 0..m {
+            for b in 0..m {
+                slot.mr[a * m + b] = (0..n).map(|k| slot.nmat[k * n + a] * net.mass[k] * slot.nmat[k * n + b]).sum();
+            }
+        }
+        slot.mr_lu[..m * m].copy_from_slice(&slot.mr[..m * m]);
+        if m > 0 {
+            // Positive definite by the build checks (adding locks only removes directions).
+            let _ = linalg::lu_factor(&mut slot.mr_lu, m, &mut slot.mr_piv);
+        }
+        // L = (G G^T + eps I)^-1 G  (minimum-norm constraint torques).
+        if r > 0 {
+            // G by columns: the products below run over G's rows all at once, each sum as
+            // `linalg::dot` forms it (`columns_dot`).
+            let gt = &mut self.ws.tmp_nr;
+            linalg::transpose(g, r, n, gt, r);
+            let gt = &gt[..n * r];
+            let ggt = &mut self.ws.tmp_rr;
+            let mut tr: f64 = 0.0;
+            for a in 0..r {
+                // (g_b . g_a: each product is g_a . g_b's, the sum in the same order.)
+                columns_dot(gt, r, &g[a * n..(a + 1) * n], &mut ggt[a * r..(a + 1) * r]);
+                tr = tr.max(ggt[a * r + a]);
+            }
+            let eps = if rank < r { 1e-12 * tr.max(1e-300) } else { 0.0 };
+            if rank < r {
+                // The weighted copy: permanent and kinematic rows (unlimited) weigh as the
+                // strongest lock.
+                let cap = |a: usize| {
+                    if a >= np && a < np + nl {
+                        net.friction[slot.locked[a - np]].law.capacity(&self.ws.sig[2]).tau_max.abs()
+                    } else {
+                        f64::INFINITY
+                    }
+                };
+                let cmax = (np..np + nl).map(cap).fold(0.0f64, f64::max).max(1e-300);
+                let gw = &mut self.ws.tmp_rr_w;
+                gw[..r * r].copy_from_slice(&ggt[..r * r]);
+                for a in 0..r {
+                    let c = cap(a).min(cmax);
+                    let f = if c > 0.0 { (cmax / c).powi(2).clamp(1.0, 1e6) } else { 1e6 };
+                    gw[a * r + a] += eps * f;
+                }
+                let _ = linalg::lu_factor(gw, r, &mut self.ws.piv_w);
+            }
+            for a in 0..r {
+                ggt[a * r + a] += eps;
+            }
+            let rp = &mut self.ws.piv;
+            let _ = linalg::lu_factor(ggt, r, rp);
+            // L = (G G^T)^-1 G, all of G's columns solved at once, then stored by columns.
+            let x = &mut self.ws.aug[..r * n];
+            x.copy_from_slice(&g[..r * n]);
+            linalg::lu_solve_many(ggt, r, rp, x, n);
+            linalg::transpose(x, r, n, &mut self.ws.lmap, r);
+            // T column k = L (M N Mr^-1 N^T e_k - e_k). The solves for all k at once: Q =
+            // Mr^-1 N^T by rows (`Q[j][k]`), and the weighted copy's right-hand sides gathered
+            // by rows and solved after the loop (each column as one solve would give it).
+            let qm = &mut self.ws.tmp_mn[..m * n];
+            for (k, nk) in slot.nmat[..n * n].chunks_exact(n).enumerate() {
+                for (j, &x) in nk[..m].iter().enumerate() {
+                    qm[j * n + k] = x;
+                }
+            }
+            if m > 0 {
+                linalg::lu_solve_many(&slot.mr_lu, m, &slot.mr_piv, qm, n);
+            }
+            let v = &mut self.ws.acc;
+            let wm = &mut self.ws.tmp_rn_w[..r * n];
+            let rs = slot.rstride;
+            for k in 0..n {
+                for (i, vi) in v[..n].iter_mut().enumerate() {
+                    // M_i (N_i . q_k), the sum as `linalg::dot` forms it.
+                    let mut d = -0.0;
+                    for (j, &x) in slot.nmat[i * n..i * n + m].iter().enumerate() {
+                        d += x * qm[j * n + k];
+                    }
+                    *vi = net.mass[i] * d;
+                }
+                v[k] -= 1.0;
+                columns_dot(&self.ws.lmap[..n * r], r, &v[..n], &mut slot.tmap[k * rs..k * rs + r]);
+                if rank < r {
+                    let col = &mut self.ws.lam_w;
+                    columns_dot(gt, r, &v[..n], &mut col[..r]);
+                    for (a, &c) in col[..r].iter().enumerate() {
+                        wm[a * n + k] = c;
+                    }
+                }
+            }
+            if rank < r {
+                linalg::lu_solve_many(&self.ws.tmp_rr_w, r, &self.ws.piv_w, wm, n);
+                linalg::transpose(wm, r, n, &mut slot.tmap_w, rs);
+            }
+        }
+        // The rows the stage break-away samples read.
+        slot.stage_extra.clear();
+        slot.stage_rows_all = !slot.rhs.is_empty();
+        for &i in slot.locked.iter() {
+            let mut need = |row: usize| {
+                if !slot.stage_extra.contains(&(row as u32)) && slot.stage_extra.has_room() {
+                    slot.stage_extra.push(row as u32);
+                }
+            };
+            match &net.friction[i].law {
+                crate::elements::FrictionLaw::Ramp { input, .. } => {
+                    for &(row, c) in input {
+                        if c != 0.0 {
+                            need(row);
+                        }
+                    }
+                }
+                crate::elements::FrictionLaw::Lossy { gear_row, .. } => need(*gear_row),
+                _ => {}
+            }
+        }
+        // Linearity and reduced Jacobians at the current state.
+        let mut linear = true;
+        for law in &net.laws {
+            if !law.is_linear() {
+                linear = false;
+            }
+        }
+        for (i, fe) in net.friction.iter().enumerate() {
+            if key & (1 << i) == 0 && !fe.law.is_speed_independent() {
+                linear = false;
+            }
+        }
+        slot.linear = linear;
+    }
+}

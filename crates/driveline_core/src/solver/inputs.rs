@@ -1,0 +1,250 @@
+//! Run-time inputs: setting them by name or id, and the force steps they make for the stage predictor.
+
+use super::*;
+
+/// A run-time input resolved once by [`Simulation::input_id`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InputId(usize);
+
+/// The force change of one recorded input step ([`Simulation::input_changes`]).
+#[derive(Debug, Clone, Copy)]
+pub(super) enum InputStepChange {
+    /// A law's torque steps by `d`: `+d` on the first node, `-d` on the second.
+    Law(usize, usize, f64),
+    /// Sliding friction element `i`'s torque changes by `ratio` times itself.
+    Friction(usize, f64),
+}
+
+/// Records that input signal `k` steps from `from` (its value now, before the change) to `to`
+/// for the stage predictor ([`Simulation::input_step_forces`]): a second change of the same
+/// input before the next step keeps the first value before. (There is room for every signal.)
+pub(super) fn record_input_step(steps: &mut CapVec<(u32, f64, f64)>, pos: &mut [u32], k: usize, from: f64, to: f64) {
+    match pos[k] {
+        u32::MAX if steps.has_room() => {
+            pos[k] = steps.len() as u32;
+            steps.push((k as u32, from, to));
+        }
+        u32::MAX => {}
+        p => steps[p as usize].2 = to,
+    }
+}
+impl Simulation {
+    /// Names of the run-time inputs ([`crate::Signal::Input`]) of the network.
+    pub fn input_names(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        self.net.signals.iter().for_each(|s| s.input_names(&mut out));
+        out
+    }
+
+    /// Sets a run-time input. It takes effect at the start of the next step (a time event:
+    /// friction modes are re-resolved there). Non-finite values and unknown names are refused
+    /// and leave the simulation unchanged.
+    pub fn set_input(&mut self, name: &str, value: f64) -> Result<(), InputError> {
+        if !value.is_finite() {
+            return Err(InputError::NotFinite { name: name.to_string(), value });
+        }
+        let (mut hits, now) = (0, self.t);
+        for (k, s) in self.net.signals.iter_mut().enumerate() {
+            // A whole signal that steps is recorded as by id (one inside another signal is not).
+            let before = match s {
+                Signal::Input { name: n, .. } if n == name => Some(s.eval(now)),
+                _ => None,
+            };
+            hits += s.set_input(name, value);
+            if let Some(v) = before.filter(|&v| v != value) {
+                record_input_step(&mut self.input_steps, &mut self.input_step_pos, k, v, value);
+            }
+        }
+        if hits == 0 {
+            return Err(InputError::Unknown(name.to_string()));
+        }
+        self.inputs_changed = true;
+        self.signals_changed(true);
+        Ok(())
+    }
+
+    /// A handle to a run-time input for per-step control loops: `Some` when the name occurs
+    /// exactly once and as a whole signal (not inside a sum or product), so that
+    /// [`Simulation::set_input_id`] can write it without a name lookup.
+    pub fn input_id(&self, name: &str) -> Option<InputId> {
+        let mut found = None;
+        for (k, s) in self.net.signals.iter().enumerate() {
+            let mut names = Vec::new();
+            s.input_names(&mut names);
+            if names.iter().any(|n| n == name) {
+                if found.is_some() || !matches!(s, Signal::Input { .. }) {
+                    return None;
+                }
+                found = Some(InputId(k));
+            }
+        }
+        found
+    }
+
+    /// Sets the input behind `id` (see [`Simulation::input_id`]); same rules as
+    /// [`Simulation::set_input`]: a non-finite value is refused and changes nothing.
+    #[inline]
+    pub fn set_input_id(&mut self, id: InputId, value: f64) -> Result<(), InputError> {
+        self.set_input_ramp_id(id, value, 0.0)
+    }
+
+    /// Sets the input behind `id` to `value` now, changing at `rate` (units per second) from
+    /// now on: a first-order hold, so that a prescribed speed carries its acceleration into the
+    /// step (the torque that accelerates what it drives). Non-finite values are refused.
+    #[inline]
+    pub fn set_input_ramp_id(&mut self, id: InputId, value: f64, rate: f64) -> Result<(), InputError> {
+        // Controllers write most inputs every step unchanged: that answer stays inline (a NaN
+        // never compares equal, so it takes the checked path below).
+        if let Signal::Input { value: v, rate: r, since, .. } = &self.net.signals[id.0]
+            && *v == value
+            && *r == rate
+            && (rate == 0.0 || *since == self.t)
+        {
+            return Ok(());
+        }
+        self.change_input(id, value, rate)
+    }
+
+    /// [`Simulation::set_input_ramp_id`] for a value that may differ from the present one.
+    #[inline(never)]
+    pub(super) fn change_input(&mut self, id: InputId, value: f64, rate: f64) -> Result<(), InputError> {
+        let now = self.t;
+        // (The value now, a ramp's included: what a step starts from.)
+        let before = self.net.signals[id.0].eval(now);
+        match &mut self.net.signals[id.0] {
+            Signal::Input { value: v, name, rate: r, since } => {
+                if !value.is_finite() || !rate.is_finite() {
+                    let bad = if value.is_finite() { rate } else { value };
+                    return Err(InputError::NotFinite { name: name.clone(), value: bad });
+                }
+                if *v != value || *r != rate || (rate != 0.0 && *since != now) {
+                    // A step of the value now is recorded for the stage predictor.
+                    if before != value {
+                        record_input_step(&mut self.input_steps, &mut self.input_step_pos, id.0, before, value);
+                    }
+                    let steadiness_changed = (*r == 0.0) != (rate == 0.0);
+                    *v = value;
+                    *r = rate;
+                    *since = now;
+                    self.inputs_changed = true;
+                    // An input by id is a whole signal that no other signal contains: the
+                    // buffers stay valid with its new value patched in (a ramp is unsteady and
+                    // evaluated at every fill anyway).
+                    self.sig_gen += 1;
+                    if steadiness_changed {
+                        self.count_unsteady();
+                    }
+                    self.caps_stale = match self.caps_stale {
+                        Some(m) if !steadiness_changed && self.unsteady.is_empty() => Some(m | self.readers[id.0]),
+                        _ => None,
+                    };
+                    if rate == 0.0 {
+                        let k = id.0;
+                        for (b, buf) in self.ws.signal_buffers().into_iter().enumerate() {
+                            if self.sig_filled[b] == self.buf_gen {
+                                buf[k] = value;
+                            }
+                        }
+                    }
+                }
+                Ok(())
+            }
+            _ => Err(InputError::Unknown(format!("input #{}", id.0))),
+        }
+    }
+
+    /// The change of the reduced stage forces at the step start from the input steps recorded
+    /// since the last step, into `ws.gq` (stage `j` at `j m..`): a sliding friction element
+    /// whose torque is proportional to a stepped signal
+    /// ([`FrictionLaw::torque_signal`](crate::elements::FrictionLaw::torque_signal): clutch and
+    /// brake normal forces, tyre loads) changes its last stage torques by the ratio of the
+    /// values, a law its force at the step start ([`Law::signal_step`]: sources, engine
+    /// throttles). A ramping input's change over the step is in the stage signals already;
+    /// only a jump of its value is followed. False, with `gq` left as it was or zero, when no
+    /// step changes a force.
+    pub(super) fn input_step_forces(&mut self, slot: usize) -> bool {
+        // (Most steps step only signals nothing here follows, the load of a rolling tyre whose
+        // force is a constraint torque: their record is empty.)
+        self.input_changes();
+        if self.input_changes.is_empty() {
+            return false;
+        }
+        let n = self.net.n_dof;
+        let s = &self.slots[slot];
+        let m = s.m;
+        let Work { fric_tau, gq, .. } = &mut self.ws;
+        // g_j = N^T dF_j, formed node by node (ground nodes carry no coordinate).
+        let (g0, g1) = gq[..2 * m].split_at_mut(m);
+        g0.fill(0.0);
+        g1.fill(0.0);
+        // Both stages at once: each sum still adds its terms in the order of the changes.
+        let mut add = |node: usize, v0: f64, v1: f64| {
+            if node < n {
+                for &(_, a, na) in &s.nz[s.nz_row[node] as usize..s.nz_row[node + 1] as usize] {
+                    g0[a as usize] += na * v0;
+                    g1[a as usize] += na * v1;
+                }
+            }
+        };
+        for &change in self.input_changes.iter() {
+            match change {
+                InputStepChange::Law(a, b, d) => {
+                    add(a, d, d);
+                    add(b, -d, -d);
+                }
+                InputStepChange::Friction(i, ratio) => {
+                    // The element's force is -tau row^T.
+                    let (d0, d1) = (-fric_tau[0][i] * ratio, -fric_tau[1][i] * ratio);
+                    for &(node, c) in self.net.friction[i].row.entries.iter().take_while(|e| e.1 != 0.0) {
+                        add(node, c * d0, c * d1);
+                    }
+                }
+            }
+        }
+        true
+    }
+
+    /// Forms (once per step) the force change of every input step recorded since the last
+    /// step, in the order of the steps, into `input_changes`: a law whose torque steps
+    /// ([`Law::signal_step`]: sources, engine throttles) and a sliding friction element whose
+    /// torque is proportional to the stepped signal
+    /// ([`FrictionLaw::torque_signal`](crate::elements::FrictionLaw::torque_signal): clutch and
+    /// brake normal forces, tyre loads), by the ratio `to / from - 1` of its change. Returns
+    /// true when every stepped input's force change is in the record (false when a law that
+    /// reads one has no `signal_step`, or a sliding element reads one from zero or through
+    /// another signal).
+    pub(super) fn input_changes(&mut self) -> bool {
+        if self.input_changes_ready.0 {
+            return self.input_changes_ready.1;
+        }
+        self.input_changes.clear();
+        let mut known = true;
+        for &(k, from, to) in self.input_steps.iter() {
+            let k = k as usize;
+            let (l0, l1) = (self.input_law_start[k] as usize, self.input_law_start[k + 1] as usize);
+            for &l in &self.input_laws[l0..l1] {
+                match self.net.laws[l as usize].signal_step(k, from, to, &self.w) {
+                    Some((a, b, d)) => self.input_changes.push(InputStepChange::Law(a, b, d)),
+                    None => known = false,
+                }
+            }
+            // (A sliding element's torque is proportional to a positive signal; inputs are
+            // finite.)
+            let sliding = self.readers[k] & self.sliding;
+            if from <= 0.0 {
+                known &= sliding == 0;
+                continue;
+            }
+            let ratio = to.max(0.0) / from - 1.0;
+            for i in bits(sliding) {
+                if self.net.friction[i].law.torque_signal() == Some(k) {
+                    self.input_changes.push(InputStepChange::Friction(i, ratio));
+                } else {
+                    known = false;
+                }
+            }
+        }
+        self.input_changes_ready = (true, known);
+        known
+    }
+}

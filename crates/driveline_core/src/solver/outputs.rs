@@ -1,0 +1,276 @@
+//! Outputs: element torques, speeds, modes and the energy ledger, read after a step.
+
+use super::*;
+
+/// Where an element's reported mode comes from.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum ModeSource {
+    /// No mode (inertias, springs, sources...).
+    None,
+    /// Friction element `k`.
+    Friction(usize),
+    /// Kinematic clutch `j`.
+    Kinematic(usize),
+    /// A LossyGear without losses: an ideal gear, MSL mode 2 (free).
+    Ideal,
+    /// Elastic clutch law `k`.
+    Law(usize),
+}
+impl Simulation {
+    /// The network being simulated.
+    pub fn network(&self) -> &Network {
+        &self.net
+    }
+
+    /// Current time, s.
+    pub fn time(&self) -> f64 {
+        self.t
+    }
+
+    /// Node angles (free coordinates first, then grounds), rad or m.
+    pub fn angles(&self) -> &[f64] {
+        &self.phi
+    }
+
+    /// Node speeds, rad/s or m/s.
+    pub fn speeds(&self) -> &[f64] {
+        &self.w
+    }
+
+    /// Mode of each friction element (index into `network().friction`).
+    pub fn friction_modes(&self) -> &[FrictionMode] {
+        &self.modes
+    }
+
+    /// Mode changes located during the last step, in time order.
+    pub fn events(&self) -> &[ModeEvent] {
+        &self.events
+    }
+
+    /// Solver counters.
+    pub fn stats(&self) -> StepStats {
+        self.stats
+    }
+
+    /// Turns the energy ledger on or off ([`IntegrationParameters::track_energy`]). Turned on,
+    /// it starts over from the present state and books the steps taken from then on.
+    pub fn set_track_energy(&mut self, on: bool) {
+        if on && !self.params.track_energy {
+            self.restart_ledger();
+        }
+        self.params.track_energy = on;
+    }
+
+    /// Energy ledger (requires `track_energy`).
+    pub fn energy(&self) -> EnergyLedger {
+        // The kinetic energy is a function of the speeds alone: computed when asked.
+        EnergyLedger { kinetic: self.kinetic_energy(), ..self.energy }
+    }
+
+    /// Element torque at the last step end (MSL `tau` / `flange_b.tau` convention), N m.
+    pub fn element_torque(&self, element: usize) -> f64 {
+        self.out_tau[element]
+    }
+
+    /// Power the element turns into heat at the last step end, W (dampers, sliding friction,
+    /// gear losses, backlash damping, an engaging kinematic clutch); 0 for lossless elements.
+    pub fn element_dissipation(&self, element: usize) -> f64 {
+        self.out_power[element]
+    }
+
+    /// `(phi_rel, w_rel)` of an element with a relative coordinate.
+    pub fn element_relative(&self, element: usize) -> Option<(f64, f64)> {
+        self.out_rel[element].map(|r| (r.dot(&self.phi), r.dot(&self.w)))
+    }
+
+    /// The relative speed of [`Simulation::element_relative`] alone, rad/s (or m/s).
+    pub fn element_relative_speed(&self, element: usize) -> Option<f64> {
+        self.out_rel[element].map(|r| r.dot(&self.w))
+    }
+
+    /// Mode of an element if it has one: friction elements, and elastic clutches (stick = 0,
+    /// slide = +-1, no limit torque = 2).
+    pub fn element_mode(&self, element: usize) -> Option<FrictionMode> {
+        match *self.mode_sources.get(element)? {
+            ModeSource::None => None,
+            ModeSource::Friction(k) => Some(self.modes[k]),
+            ModeSource::Kinematic(j) => Some(self.kin_modes[j]),
+            ModeSource::Ideal => Some(FrictionMode::Free),
+            ModeSource::Law(k) => self.law_mode(k),
+        }
+    }
+
+    pub(super) fn law_mode(&self, k: usize) -> Option<FrictionMode> {
+        let Law::ElasticClutch { limit, .. } = self.net.laws[k] else { return None };
+        Some(match self.regimes[k].regime {
+            _ if self.net.signals[limit].eval(self.t) <= 0.0 => FrictionMode::Free,
+            crate::elements::Regime::SlideForward => FrictionMode::Forward,
+            crate::elements::Regime::SlideBackward => FrictionMode::Backward,
+            _ => FrictionMode::Stuck,
+        })
+    }
+
+    /// Angle and speed of an Inertia or Mass element.
+    pub fn body_state(&self, element: usize) -> Option<(f64, f64)> {
+        self.out_body[element].map(|k| (self.phi[k as usize], self.w[k as usize]))
+    }
+
+    /// Starts the energy ledger over from the present state (signals in buffer 2).
+    pub(super) fn restart_ledger(&mut self) {
+        let (ke, pe) = self.kinetic_potential(2);
+        self.energy = EnergyLedger { kinetic: ke, potential: pe, initial: ke + pe, ..Default::default() };
+    }
+
+    pub(super) fn kinetic_potential(&self, sig: usize) -> (f64, f64) {
+        (self.kinetic_energy(), self.potential(sig))
+    }
+
+    /// Kinetic energy of the present speeds, J.
+    pub(super) fn kinetic_energy(&self) -> f64 {
+        let n = self.net.n_dof;
+        (0..n).map(|k| 0.5 * self.net.mass[k] * self.w[k] * self.w[k]).sum()
+    }
+
+    /// Potential energy of the laws at the present angles under signal buffer `sig`, J.
+    pub(super) fn potential(&self, sig: usize) -> f64 {
+        // Laws that read the signals only store no energy.
+        if self.laws_state_free {
+            return 0.0;
+        }
+        self.net.laws.iter().zip(&self.regimes).map(|(law, st)| law.potential(&self.phi, *st, &self.ws.sig[sig])).sum()
+    }
+
+    /// Recomputes telemetry torques at the current state.
+    pub(super) fn update_outputs(&mut self) {
+        self.ws.phi_e.copy_from_slice(&self.phi);
+        self.ws.w_e.copy_from_slice(&self.w);
+        self.fill_signals(2, self.t, false);
+        self.constraint_torques_at_e(self.t);
+        self.update_torques(false);
+    }
+
+    /// Element torques from the constraint torques (`ws.lam_end` at a clean end, else `ws.lam`)
+    /// and the signals in `sig[2]`. `at_end`: the state is
+    /// the end of an event-free sub-step whose end caches ([`Simulation::end_torques`]) hold
+    /// the torque-dependent friction torques and powers.
+    #[inline(always)]
+    pub(super) fn update_torques(&mut self, at_end: bool) {
+        // Law torques and dissipated powers (a clean end has them from its end forces).
+        self.out_power.fill(0.0);
+        if at_end {
+            for k in 0..self.net.laws.len() {
+                let e = self.net.law_element[k];
+                self.out_tau[e] = self.ws.law_tau_end[k];
+                self.out_power[e] += self.ws.law_diss_end[k];
+            }
+        } else {
+            self.ws.f.fill(0.0);
+            for (k, law) in self.net.laws.iter().enumerate() {
+                let o = law.eval(&self.phi, &self.w, &self.ws.sig[2], self.regimes[k], &mut self.ws.f, None);
+                let e = self.net.law_element[k];
+                self.out_tau[e] = o.tau;
+                self.out_power[e] += o.dissipation;
+            }
+        }
+        // Sliding torque-dependent elements: a rolling lossy gear's loss power and a slipping
+        // pack's torque come from the coupled correction (a clean end has them from its end
+        // forces).
+        let dependent = self.torque_dependent & self.sliding;
+        if dependent != 0 && !at_end {
+            let Work { f, sig, fric_power, ls_a, dep_tau, .. } = &mut self.ws;
+            Self::forces(
+                &self.net,
+                &self.modes,
+                self.sliding,
+                &self.regimes,
+                &self.phi,
+                &self.w,
+                &sig[2],
+                f,
+                Record::Nothing,
+            );
+            let s = &self.slots[self.cur];
+            Self::torque_dependent_correct(
+                &self.net,
+                s,
+                &self.modes,
+                dependent,
+                &self.w,
+                f,
+                ls_a,
+                dep_tau,
+                Some(&mut fric_power[0]),
+            );
+            self.ws.cache &= !1;
+        }
+        // The constraint torques of the active rows at this state.
+        let lam = if at_end { &self.ws.lam_end } else { &self.ws.lam };
+        // Permanent rows: gears report flange_b.tau (node b receives -ratio lambda =
+        // -flange_b.tau), speed sources the torque they apply to their flange.
+        for &(ri, e, c) in &self.row_outputs {
+            self.out_tau[e] = c * lam[ri];
+        }
+        // Engaged kinematic clutches carry their constraint torque.
+        let s = &self.slots[self.cur];
+        for (p, &j) in s.kin.iter().enumerate() {
+            let ri = self.net.rows.len() + s.locked.len() + p;
+            let kc = &self.net.kinematic[j];
+            self.out_tau[kc.element] = -lam[ri];
+            // Work rho lambda is delivered to the bodies; its negative is dissipated.
+            self.out_power[kc.element] = -self.ws.sig[2][kc.rho_signal] * lam[ri];
+        }
+        // Friction elements: stuck ones carry their lock's constraint torque, free ones none,
+        // sliding ones their kinetic torque (a LossyGear reports the gear's flange_b torque,
+        // set above, and its loss power).
+        let np = self.net.rows.len();
+        for (pos, &i) in s.locked.iter().enumerate() {
+            let fe = &self.net.friction[i];
+            if self.lossy & 1 << i != 0 {
+                self.out_power[fe.element] = 0.0;
+            } else {
+                self.out_tau[fe.element] = -lam[np + pos];
+            }
+        }
+        // Free elements carry nothing: written when they become free (until then `out_tau`
+        // holds their zero), a LossyGear's power at every update.
+        let free = self.free;
+        for i in bits(free & !self.out_free | free & self.lossy) {
+            let fe = &self.net.friction[i];
+            if self.lossy & 1 << i != 0 {
+                self.out_power[fe.element] = 0.0;
+            } else {
+                self.out_tau[fe.element] = 0.0;
+            }
+        }
+        self.out_free = free;
+        for i in bits(self.sliding) {
+            let fe = &self.net.friction[i];
+            let lossy = self.lossy & 1 << i != 0;
+            let mode = self.modes[i];
+            let (tau, power) = if dependent & 1 << i != 0 {
+                // The coupled correction's pack torque, or a rolling lossy gear's loss power.
+                let (dep_tau, fric_power) = if at_end {
+                    (&self.ws.dep_tau_end, &self.ws.fric_power_end)
+                } else {
+                    (&self.ws.dep_tau, &self.ws.fric_power[0])
+                };
+                if lossy { (0.0, fric_power[i]) } else { (dep_tau[i], dep_tau[i] * fe.row.dot(&self.w)) }
+            } else if at_end {
+                // The end forces' torque and power (same operands, same values).
+                (self.ws.fric_tau_end[i], self.ws.fric_power_end[i])
+            } else {
+                let tau = mode.dir() * fe.law.kinetic_torque(&self.ws.sig[2], fe.row.dot(&self.w).abs(), &self.w);
+                (tau, tau * fe.row.dot(&self.w))
+            };
+            if !lossy {
+                self.out_tau[fe.element] = tau;
+            }
+            self.out_power[fe.element] = power;
+        }
+        // The ledger's kinetic energy is computed when it is read.
+        // (Laws that read the signals only store no energy; without the ledger nothing reads it.)
+        if self.params.track_energy {
+            self.energy.potential = if self.laws_state_free { 0.0 } else { self.potential(2) };
+        }
+    }
+}

@@ -1,0 +1,125 @@
+//! What a step reports: friction modes, mode-change events, counters, the energy ledger, errors.
+
+/// Friction element mode, with the MSL integer codes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FrictionMode {
+    /// Sliding with negative relative speed (code -1).
+    Backward,
+    /// Stuck: relative speed zero, torque whatever keeps it so (code 0).
+    Stuck,
+    /// Sliding with positive relative speed (code 1).
+    Forward,
+    /// No normal force, no torque (code 2).
+    Free,
+}
+
+impl FrictionMode {
+    /// MSL integer code: -1, 0, 1, 2.
+    pub fn code(self) -> i32 {
+        match self {
+            FrictionMode::Backward => -1,
+            FrictionMode::Stuck => 0,
+            FrictionMode::Forward => 1,
+            FrictionMode::Free => 2,
+        }
+    }
+    pub(super) fn dir(self) -> f64 {
+        match self {
+            FrictionMode::Backward => -1.0,
+            FrictionMode::Forward => 1.0,
+            _ => 0.0,
+        }
+    }
+}
+
+/// A friction element changed mode at `time` (located inside the step).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ModeEvent {
+    /// Event time, s.
+    pub time: f64,
+    /// Index of the element in the network's element list.
+    pub element: usize,
+    /// Mode before.
+    pub from: FrictionMode,
+    /// Mode after.
+    pub to: FrictionMode,
+}
+
+/// Counters of what the solver did, for diagnostics.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct StepStats {
+    /// Steps taken.
+    pub steps: u64,
+    /// Sub-steps (step pieces between events).
+    pub substeps: u64,
+    /// State events located.
+    pub state_events: u64,
+    /// Mode compilations (cache misses).
+    pub mode_compiles: u64,
+    /// Sub-steps whose Newton iteration hit the cap.
+    pub newton_failures: u64,
+    /// Newton iterations over all integrated sub-steps (one per linear solve; a linear mode
+    /// takes one).
+    pub newton_iterations: u64,
+    /// Jacobian evaluations (and refactorisations) of nonlinear modes.
+    pub jacobian_updates: u64,
+    /// Steps that hit `max_substeps`.
+    pub zeno_guards: u64,
+    /// Sub-steps taken by the time-only kernel (modes whose forces depend on time alone; they
+    /// count one Newton iteration each, the linear solve they stand for).
+    pub time_only_substeps: u64,
+}
+
+/// Energy bookkeeping since the start, J.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct EnergyLedger {
+    /// Work done by sources and loads (torque sources, quadratic loads).
+    pub input: f64,
+    /// Energy dissipated by dampers, sliding friction, backlash damping and lock impacts.
+    pub dissipated: f64,
+    /// Kinetic energy now.
+    pub kinetic: f64,
+    /// Potential energy of springs now.
+    pub potential: f64,
+    /// Kinetic + potential energy at the start.
+    pub initial: f64,
+}
+
+impl EnergyLedger {
+    /// `input - (kinetic + potential - initial) - dissipated`: zero up to rounding.
+    pub fn residual(&self) -> f64 {
+        self.input - (self.kinetic + self.potential - self.initial) - self.dissipated
+    }
+    /// The largest of the ledger's magnitudes, to make the residual relative.
+    pub fn scale(&self) -> f64 {
+        self.input.abs().max(self.dissipated.abs()).max(self.kinetic + self.potential).max(self.initial).max(1e-300)
+    }
+}
+
+/// Why a run-time input was refused.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum InputError {
+    /// No input of that name.
+    #[error("no input named '{0}' in this network")]
+    Unknown(String),
+    /// NaN or infinite.
+    #[error("input '{name}' = {value} refused: inputs must be finite")]
+    NotFinite {
+        /// Input name.
+        name: String,
+        /// The refused value.
+        value: f64,
+    },
+}
+
+/// Why a step was refused.
+#[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
+pub enum StepError {
+    /// The step size is not a positive finite number.
+    #[error("step size {0} s is not a positive finite number")]
+    BadStep(f64),
+    /// The step produced a non-finite state (for example from a NaN signal value); the state
+    /// was restored to the step start at this time, s.
+    #[error("the step from t = {0} s produced a non-finite state; the state was restored to that time")]
+    NonFinite(f64),
+}

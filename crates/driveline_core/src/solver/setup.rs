@@ -1,0 +1,286 @@
+//! Building a simulation: sizing its state and workspaces, compiling the base mode, the first mode selection.
+
+use super::*;
+
+impl Simulation {
+    /// Creates a simulation at the network's initial state, t = 0.
+    pub fn new(net: Network) -> Self {
+        Self::with_parameters(net, IntegrationParameters::default())
+    }
+
+    /// Creates a simulation with explicit solver parameters.
+    pub fn with_parameters(net: Network, params: IntegrationParameters) -> Self {
+        Self::starting_at(net, params, 0.0)
+    }
+
+    /// Creates a simulation whose clock starts at `t0` s (signals are functions of absolute
+    /// time; a rebuilt network continues where the old one was).
+    pub fn starting_at(net: Network, params: IntegrationParameters, t0: f64) -> Self {
+        let n = net.n_dof;
+        let nn = net.nodes.len();
+        let nf = net.friction.len();
+        let nl = net.laws.len();
+        let nk = net.kinematic.len();
+        let rmax = net.rows.len() + nf + nk;
+        let v = |k: usize| vec![0.0; k];
+        let ws = Work {
+            sig: [v(net.signals.len()), v(net.signals.len()), v(net.signals.len())],
+            f: v(nn),
+            fq: v(n),
+            xnz: vec![(0, 0.0); n],
+            slip_theta: v(nf),
+            phi_st: [v(nn), v(nn)],
+            w_st: [v(nn), v(nn)],
+            q0: v(n),
+            q: v(2 * n),
+            res: v(2 * n),
+            phi1: v(nn),
+            w1: v(nn),
+            phi_e: v(nn),
+            w_e: v(nn),
+            acc: v(nn),
+            gq: v(2 * n),
+            jphi: v(n * n),
+            jw: v(n * n),
+            tmp_rr: v(rmax * rmax),
+            tmp_rr_w: v(rmax * rmax),
+            piv_w: vec![0; rmax + 1],
+            lam_w: v(rmax),
+            lam_start: v(rmax),
+            tmp_rn: v(rmax * n),
+            tmp_nr: v(rmax * n),
+            tmp_rn_w: v(rmax * n),
+            tmp_mn: v(n * n),
+            piv: vec![0; rmax.max(n) + 1],
+            lam: v(rmax),
+            qp_w: v(nf * nf),
+            qp_b: v(nf),
+            qp_x: v(nf),
+            qp_lo: v(nf),
+            qp_hi: v(nf),
+            qp_state: vec![0; nf],
+            warm_x: vec![0.0; nf],
+            warm_state: vec![0; nf],
+            warm_ok: vec![false; nf],
+            qp_idx: vec![0; nf],
+            qp_fact: v(nf * nf),
+            qp_rhs: v(nf),
+            qp_piv: vec![0; nf],
+            qp_factored: u64::MAX,
+            qp_matrix: (u64::MAX, 0, 0),
+            qp_eps: 0.0,
+            caps: vec![Capacity { free: true, tau0: 0.0, tau_max: 0.0, one_way: false }; nf],
+            new_modes: vec![FrictionMode::Free; nf],
+            candidate: vec![false; nf],
+            sig_end: v(net.signals.len()),
+            wp: [v(nn), v(nn), v(nn), v(nn)],
+            ud: [v(nn), v(nn), v(nn), v(nn)],
+            aug: v(rmax * (n + rmax)),
+            lmap: v(rmax * n),
+            ls_a: v(nn),
+            dep_tau: v(n.max(nf)),
+            dependent_input: v(nf),
+            qp_extra: v(nn),
+            f_st: [v(nn), v(nn)],
+            f_end: v(nn),
+            lam_st: [v(rmax), v(rmax)],
+            lam_end: v(rmax),
+            cache: 0,
+            newton_inv: v(4 * n * n),
+            newton_tmp: v(4 * n * n + 2 * n),
+            newton_piv: vec![0; 2 * n],
+            phi_save: v(nn),
+            w_save: v(nn),
+            pred_q0: v(n),
+            pred_q: v(2 * n),
+            pred_g: v(2 * n),
+            pred_ge: v(n),
+            pred_g_ok: false,
+            stage_g_ok: false,
+            force_start: true,
+            newton_eta: f64::INFINITY,
+            started_from_forces: false,
+            pred_h: 0.0,
+            pred_slot: usize::MAX,
+            pred_epoch: u64::MAX,
+            law_power: [v(nl), v(nl)],
+            law_diss: [v(nl), v(nl)],
+            fric_power: [v(nf), v(nf)],
+            fric_tau: [v(nf), v(nf)],
+            fric_power_end: v(nf),
+            dep_tau_end: v(nf),
+            law_tau_end: v(nl),
+            law_diss_end: v(nl),
+            fric_tau_end: v(nf),
+        };
+        // The first slot, sized for every coordinate free, takes the base mode (no lock, no
+        // engaged kinematic clutch). Every other mode adds rows to it, so its free-coordinate
+        // count bounds theirs: the other slots are sized by it (a third of the memory of a
+        // vehicle's mode cache).
+        let nrhs = net.row_rhs.iter().flatten().count() + nk;
+        let slots = vec![ModeSlot::new(n, n, rmax, nrhs, nf)];
+        let mut sim = Simulation {
+            phi: net.phi_start.clone(),
+            w: net.w_start.clone(),
+            modes: vec![FrictionMode::Free; nf],
+            regimes: vec![LawState::default(); nl],
+            kin_engaged: vec![false; nk],
+            kin_modes: vec![FrictionMode::Free; nk],
+            slots,
+            cur: 0,
+            clock: 0,
+            qp_full: v(nf * nf),
+            qp_bmap: v(nf * n),
+            qp_tag: None,
+            next_time_event: 0.0,
+            breaking: 0,
+            sliding: 0,
+            inputs_changed: false,
+            unsteady: CapVec::new(net.signals.len()),
+            unsteady_other: CapVec::new(net.signals.len()),
+            sines: CapVec::new(net.signals.len()),
+            held: CapVec::new(net.signals.len()),
+            held_value: vec![(u64::MAX, 0.0); net.signals.len()],
+            held_events: u64::MAX,
+            held_in: 0,
+            time_events: 0,
+            sine_state: vec![SineState::default(); net.signals.len()],
+            sig_gen: 0,
+            buf_gen: 0,
+            sig_filled: [u64::MAX; 4],
+            caps_key: (u64::MAX, 0),
+            caps_all_gen: u64::MAX,
+            caps_stale: None,
+            zero_slips: None,
+            free: 0,
+            out_free: 0,
+            force_watch: 0,
+            watch_list: CapVec::new(nf),
+            signals_turn: false,
+            lossy: mask_where(&net.friction, |fe| matches!(fe.law, crate::elements::FrictionLaw::Lossy { .. })),
+            readers: (0..net.signals.len())
+                .map(|k| mask_where(&net.friction, |fe| fe.law.free_signal() == Some(k)))
+                .collect(),
+            epoch: 0,
+            torque_dependent: mask_where(&net.friction, |fe| fe.law.is_torque_dependent()),
+            laws_state_free: net.laws.iter().all(Law::is_state_free),
+            laws_read_angles: net.laws.iter().any(Law::reads_angles),
+            time_only: mask_where(&net.friction, |fe| fe.law.is_time_only()),
+            kernel: time_only::TimeOnly::new(n, rmax, nl, nf),
+            stage_signals_ready: false,
+            started: false,
+            row_outputs: Vec::new(),
+            mode_sources: Vec::new(),
+            out_rel: net.elements.iter().map(|e| e.rel).collect(),
+            out_body: net.elements.iter().map(|e| e.body.map(|k| k as u32)).collect(),
+            ws,
+            events: CapVec::new(4 * (nf + nl) + 8),
+            // (A law reads at most one input, a friction element one normal force or load.)
+            input_changes: CapVec::new(nl + nf),
+            input_changes_ready: (false, false),
+            input_steps: CapVec::new(net.signals.len()),
+            input_step_pos: vec![u32::MAX; net.signals.len()],
+            input_law_start: {
+                let mut start = vec![0u32; net.signals.len() + 1];
+                for law in &net.laws {
+                    if let Some(k) = law.input_signal() {
+                        start[k + 1] += 1;
+                    }
+                }
+                for k in 0..net.signals.len() {
+                    start[k + 1] += start[k];
+                }
+                start
+            },
+            input_laws: {
+                let mut by_signal: Vec<(usize, u32)> =
+                    net.laws.iter().enumerate().filter_map(|(l, law)| Some((law.input_signal()?, l as u32))).collect();
+                by_signal.sort_unstable();
+                by_signal.into_iter().map(|(_, l)| l).collect()
+            },
+            input_jump: false,
+            stats: StepStats::default(),
+            energy: EnergyLedger::default(),
+            out_tau: v(net.elements.len()),
+            out_power: v(net.elements.len()),
+            t: 0.0,
+            params,
+            net,
+        };
+        sim.row_outputs = Self::row_outputs(&sim.net);
+        sim.mode_sources = Self::mode_sources(&sim.net);
+        sim.count_unsteady();
+        sim.compile_into(0, 0);
+        let mmax = sim.slots[0].m;
+        let more = sim.params.mode_cache_slots.max(3) - 1;
+        sim.slots.extend((0..more).map(|_| ModeSlot::new(n, mmax, rmax, nrhs, nf)));
+        sim.start(if t0.is_finite() { t0 } else { 0.0 });
+        sim
+    }
+
+    /// Where each element's mode comes from, in the order [`Simulation::element_mode`] has
+    /// always looked: friction element, kinematic clutch, lossless gear, elastic clutch law.
+    pub(super) fn mode_sources(net: &Network) -> Vec<ModeSource> {
+        (0..net.elements.len())
+            .map(|e| {
+                let info = &net.elements[e];
+                if let Some(k) = info.friction {
+                    ModeSource::Friction(k)
+                } else if let Some(j) = net.kinematic.iter().position(|k| k.element == e) {
+                    ModeSource::Kinematic(j)
+                } else if info.kind == "LossyGear" {
+                    ModeSource::Ideal // lossless table: an ideal gear (MSL mode 2)
+                } else if let Some(k) = info.law.filter(|&k| matches!(net.laws[k], Law::ElasticClutch { .. })) {
+                    ModeSource::Law(k)
+                } else {
+                    ModeSource::None
+                }
+            })
+            .collect()
+    }
+
+    /// The permanent rows that report an element torque (see `row_outputs`).
+    pub(super) fn row_outputs(net: &Network) -> Vec<(usize, usize, f64)> {
+        let mut out = Vec::new();
+        for (ri, &e) in net.row_element.iter().enumerate() {
+            let info = &net.elements[e];
+            match info.kind {
+                "IdealGear" | "LossyGear" => {
+                    let cb = net.rows[ri].entries.iter().find(|x| x.0 == info.nodes[1]).map(|x| x.1).unwrap_or(0.0);
+                    out.push((ri, e, -cb));
+                }
+                "Speed" | "Position" | "LinearSpeed" => out.push((ri, e, 1.0)),
+                _ => {}
+            }
+        }
+        out
+    }
+
+    pub(super) fn start(&mut self, t0: f64) {
+        self.t = t0;
+        self.next_time_event = self.compute_next_time_event(t0);
+        self.fill_signals(2, t0, false);
+        for (k, law) in self.net.laws.iter().enumerate() {
+            self.regimes[k] = law.initial_state(&self.phi, &self.w, &self.ws.sig[2]);
+        }
+        self.select_modes(0, true);
+        self.events.clear();
+        self.restart_ledger();
+        self.update_outputs();
+        // Ground entries of the stage and end states never change: written once here, equal
+        // to the state's (the time-only kernel commits a sub-step by trading the state's
+        // buffers with the end's). Ground nodes do not turn.
+        let n = self.net.n_dof;
+        self.w[n..].fill(0.0);
+        let Work { phi_st, w_st, phi1, w1, .. } = &mut self.ws;
+        for (phi, w) in phi_st.iter_mut().zip(w_st.iter_mut()).chain([(phi1, w1)]) {
+            w[n..].fill(0.0);
+            phi[n..].copy_from_slice(&self.phi[n..]);
+        }
+        self.started = true;
+    }
+
+    pub(super) fn compute_next_time_event(&self, t: f64) -> f64 {
+        self.net.signals.iter().map(|s| s.next_event_after(t)).fold(f64::INFINITY, f64::min)
+    }
+}

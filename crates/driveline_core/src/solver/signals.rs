@@ -1,0 +1,246 @@
+//! The signal cache: signal values at the stages and the end of a sub-step, evaluated once per change.
+
+use super::*;
+
+/// Sub-steps a sine's phase is carried from one sub-step's end to the next before it is
+/// evaluated afresh (rounding drifts by about an ulp per rotation: after 256, ~1e-14).
+pub(super) const SINE_REANCHOR: u32 = 256;
+
+/// Where a sine signal stands between sub-steps (see `Simulation::fill_stage_signals`).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct SineState {
+    /// Sub-step length the rotations are for, s.
+    pub(super) h: f64,
+    /// `[cos, sin]` of `omega c h` for the two stages and the end (`c = 1`).
+    pub(super) rot: [[f64; 2]; 3],
+    /// The time the last sub-step ended at, s (NaN: none to continue from).
+    pub(super) next: f64,
+    /// Sine and cosine of the phase at `next`.
+    pub(super) sin: f64,
+    pub(super) cos: f64,
+    /// Sub-steps since the phase was last evaluated afresh.
+    pub(super) age: u32,
+    /// The signal's amplitude, offset and start time, copied from its definition when the
+    /// unsteady signals are listed (the stage fill reads this record only).
+    pub(super) amplitude: f64,
+    pub(super) offset: f64,
+    pub(super) start_time: f64,
+}
+
+impl Default for SineState {
+    fn default() -> Self {
+        Self {
+            h: f64::NAN,
+            rot: [[1.0, 0.0]; 3],
+            next: f64::NAN,
+            sin: 0.0,
+            cos: 1.0,
+            age: 0,
+            amplitude: 0.0,
+            offset: 0.0,
+            start_time: 0.0,
+        }
+    }
+}
+
+/// Signals and laws are evaluated against these.
+pub(super) fn eval_signals(net: &Network, t: f64, left: bool, out: &mut [f64]) {
+    for (k, s) in net.signals.iter().enumerate() {
+        out[k] = if left { s.eval_left(t) } else { s.eval(t) };
+    }
+}
+impl Simulation {
+    /// Fills signal buffer `b` (`sig[0]`, `sig[1]`, `sig[2]`, or `sig_end` for 3) with the
+    /// signals at `t` (`left`: the limit from the left). The steady signals of a buffer filled
+    /// since the last change are kept (an empty buffer copies them from a filled one); only
+    /// the unsteady ones (ramping inputs, sines, tables...) are evaluated again.
+    pub(super) fn fill_signals(&mut self, b: usize, t: f64, left: bool) {
+        self.fill_signals_but(b, t, left, false);
+    }
+
+    /// [`Simulation::fill_signals`], leaving out, when `rest_only`, the signals
+    /// [`Simulation::fill_stage_signals`] writes itself (sines, steps and pulses).
+    pub(super) fn fill_signals_but(&mut self, b: usize, t: f64, left: bool, rest_only: bool) {
+        // Every path below but the `rest_only` pass over a filled buffer writes the held
+        // signals' entries.
+        if !rest_only || self.sig_filled[b] != self.buf_gen {
+            self.held_in &= !(1 << b);
+        }
+        if self.sig_filled[b] != self.buf_gen {
+            if let Some(src) = (0..4).find(|&k| self.sig_filled[k] == self.buf_gen) {
+                let mut bufs = self.ws.signal_buffers();
+                let (from, to) = if src < b {
+                    let (lo, hi) = bufs.split_at_mut(b);
+                    (&*lo[src], &mut *hi[0])
+                } else {
+                    let (lo, hi) = bufs.split_at_mut(src);
+                    (&*hi[0], &mut *lo[b])
+                };
+                to.copy_from_slice(from);
+            } else {
+                let out = self.ws.signal_buffer(b);
+                eval_signals(&self.net, t, left, out);
+                self.sig_filled[b] = self.buf_gen;
+                return;
+            }
+            self.sig_filled[b] = self.buf_gen;
+        }
+        // The steady signals are those of the buffer; the others are evaluated at `t`.
+        let out = self.ws.signal_buffer(b);
+        let list = if rest_only { &self.unsteady_other } else { &self.unsteady };
+        for &k in list.iter() {
+            let s = &self.net.signals[k as usize];
+            out[k as usize] = if left { s.eval_left(t) } else { s.eval(t) };
+        }
+    }
+
+    /// The signals of a sub-step of length `h` from `t0`: its two stages (`sig[0]`, `sig[1]`)
+    /// and the left limit at its end (`sig_end`). A sine's phase at the stages and the end is
+    /// its phase at `t0` turned by `omega c h` (rotations kept while `h` is); its phase at `t0`
+    /// is where the last sub-step's end left it when this sub-step continues it, and is
+    /// evaluated afresh at least every [`SINE_REANCHOR`] sub-steps (rounding drifts by about an
+    /// ulp per rotation). The values agree with evaluating each time to rounding; a sub-step
+    /// lies on one side of the sine's start time (a time event).
+    #[inline(always)]
+    pub(super) fn fill_stage_signals(&mut self, t0: f64, h: f64) {
+        let rest_only = !self.sines.is_empty() || !self.held.is_empty();
+        // A step or a pulse changes only at its edges, time events that end sub-steps: inside
+        // a sub-step and at its end's left limit it holds the value it took after the last
+        // time event, evaluated once then (at a stage time, strictly after that event).
+        if self.held_events != self.time_events {
+            for &k in self.held.iter() {
+                let k = k as usize;
+                let (seen, v) = &mut self.held_value[k];
+                if *seen != self.time_events {
+                    *seen = self.time_events;
+                    *v = self.net.signals[k].eval(t0 + C[0] * h);
+                }
+            }
+            self.held_events = self.time_events;
+            self.held_in = 0;
+        }
+        // Buffers filled since the last change need only their unsteady signals, and with
+        // rest_only the loop below writes those of the common kinds itself.
+        let rest = if rest_only { &self.unsteady_other } else { &self.unsteady };
+        let nothing_left = rest.is_empty() && [0, 1, 3].iter().all(|&b| self.sig_filled[b] == self.buf_gen);
+        if !nothing_left {
+            for i in 0..2 {
+                self.fill_signals_but(i, t0 + C[i] * h, false, rest_only);
+            }
+            self.fill_signals_but(3, t0 + h, true, rest_only);
+        }
+        // (The buffers are cut once: a store through one does not make the others reload.)
+        let Work { sig, sig_end, .. } = &mut self.ws;
+        let [s0, s1, _] = sig;
+        let (s0, s1, se) = (&mut s0[..], &mut s1[..], &mut sig_end[..]);
+        // (Buffers that already hold them, since the last time event, keep them.)
+        if self.held_in != 0b1011 {
+            for &k in self.held.iter() {
+                let k = k as usize;
+                let v = self.held_value[k].1;
+                (s0[k], s1[k], se[k]) = (v, v, v);
+            }
+            self.held_in = 0b1011;
+        }
+        for &k in self.sines.iter() {
+            let k = k as usize;
+            let st = &mut self.sine_state[k];
+            let (amplitude, offset) = (st.amplitude, st.offset);
+            if t0 < st.start_time {
+                (s0[k], s1[k], se[k]) = (offset, offset, offset);
+                st.next = f64::NAN;
+                continue;
+            }
+            // Steps of `k dt - t` differ from `dt` by rounding: their rotations differ by less
+            // than 1e-16 rad, and are reused (as the Newton factors are).
+            // (A NaN `st.h`, never set, compares false and sets them.)
+            let same_h = (h - st.h).abs() <= 1e-12 * h;
+            let (sin0, cos0) = if same_h && st.next.to_bits() == t0.to_bits() && st.age < SINE_REANCHOR {
+                st.age += 1;
+                (st.sin, st.cos)
+            } else {
+                Self::sine_restart(&self.net.signals[k], st, t0, h, same_h)
+            };
+            let turn = |[cs, sn]: [f64; 2]| (sin0 * cs + cos0 * sn, cos0 * cs - sin0 * sn);
+            let (a, b, e) = (turn(st.rot[0]), turn(st.rot[1]), turn(st.rot[2]));
+            s0[k] = offset + amplitude * a.0;
+            s1[k] = offset + amplitude * b.0;
+            se[k] = offset + amplitude * e.0;
+            (st.next, st.sin, st.cos) = (t0 + h, e.0, e.1);
+        }
+    }
+
+    /// A sine's rotations for a new sub-step length `h` (unless `same_h`) and its phase at
+    /// `t0` evaluated afresh: the rare branch of [`Simulation::fill_stage_signals`].
+    #[cold]
+    #[inline(never)]
+    pub(super) fn sine_restart(signal: &Signal, st: &mut SineState, t0: f64, h: f64, same_h: bool) -> (f64, f64) {
+        let Signal::Sine { f, phase, start_time, .. } = *signal else { return (st.sin, st.cos) };
+        if !same_h {
+            let omega = crate::signal::angular(f);
+            st.h = h;
+            for (r, c) in st.rot.iter_mut().zip([C[0], C[1], 1.0]) {
+                let (sn, cs) = (omega * c * h).sin_cos();
+                *r = [cs, sn];
+            }
+            // (A sub-step of a new length continues the phase: only the rotations change.)
+            if st.next.to_bits() == t0.to_bits() && st.age < SINE_REANCHOR {
+                st.age += 1;
+                return (st.sin, st.cos);
+            }
+        }
+        st.age = 0;
+        crate::signal::sine_phase(f, phase, start_time, t0).sin_cos()
+    }
+
+    /// Records a change of signal values: filled buffers are stale. `recount` when a signal's
+    /// definition may have changed (its steadiness with it).
+    pub(super) fn signals_changed(&mut self, recount: bool) {
+        self.sig_gen += 1;
+        self.caps_stale = None;
+        self.buf_gen += 1;
+        if recount {
+            self.count_unsteady();
+        }
+    }
+
+    /// Lists the signals that are not steady.
+    pub(super) fn count_unsteady(&mut self) {
+        self.unsteady.clear();
+        self.unsteady_other.clear();
+        self.sines.clear();
+        self.held.clear();
+        self.held_events = u64::MAX;
+        self.held_in = 0;
+        self.force_watch = 0;
+        self.watch_list.clear();
+        self.signals_turn = false;
+        for (k, s) in self.net.signals.iter().enumerate() {
+            if !s.is_steady() {
+                self.unsteady.push(k as u32);
+                if let Signal::Sine { amplitude, offset, start_time, .. } = *s {
+                    self.sines.push(k as u32);
+                    let st = &mut self.sine_state[k];
+                    (st.amplitude, st.offset, st.start_time) = (amplitude, offset, start_time);
+                } else if matches!(s, Signal::Step { .. } | Signal::Pulse { .. }) {
+                    self.held.push(k as u32);
+                } else {
+                    self.unsteady_other.push(k as u32);
+                }
+                self.force_watch |= self.readers.get(k).copied().unwrap_or(0);
+                self.signals_turn |= !s.is_linear_between_events();
+            }
+        }
+        // A step or a pulse holds its value between its time events, which end sub-steps, and
+        // the modes are selected after each from that value: an element it drives is free
+        // exactly while it is not positive, so its engage or release test cannot fire inside
+        // a sub-step, and the kernel's list leaves it out.
+        for i in bits(self.force_watch) {
+            if let Some(k) = self.net.friction[i].law.free_signal()
+                && !self.held.contains(&(k as u32))
+            {
+                self.watch_list.push((i as u32, k as u32));
+            }
+        }
+    }
+}

@@ -1,0 +1,198 @@
+//! One step: sub-steps between events, the time-only kernel, the step's end.
+
+use super::*;
+
+impl Simulation {
+    /// Advances the simulation by `dt` seconds.
+    ///
+    /// Non-finite or non-positive `dt` is rejected with an error and changes nothing.
+    pub fn step(&mut self, dt: f64) -> Result<(), StepError> {
+        if !(dt.is_finite() && dt > 0.0) {
+            return Err(StepError::BadStep(dt));
+        }
+        self.events.clear();
+        self.stats.steps += 1;
+        let t_end = self.t + dt;
+        // A step that is one event-free sub-step of the time-only kernel (a mode whose forces
+        // depend on time alone): the kernel never commits a non-finite state, so nothing needs
+        // saving. Any other step, or one the kernel declines, takes the general path.
+        if let Some(clean_end) = self.whole_step_in_kernel(t_end, dt) {
+            self.finish_step(clean_end);
+            return Ok(());
+        }
+        self.general_step(t_end, dt)
+    }
+
+    /// A step from `t` to `t_end` (of length `dt`) that the time-only kernel does not take in
+    /// one sub-step: sub-steps between time and state events, each integrated, screened for
+    /// events and committed, modes selected at each event.
+    #[inline(never)]
+    pub(super) fn general_step(&mut self, t_end: f64, dt: f64) -> Result<(), StepError> {
+        // The state at the step start, restored if the step produces a non-finite value.
+        let t_start = self.t;
+        self.ws.phi_save.copy_from_slice(&self.phi);
+        self.ws.w_save.copy_from_slice(&self.w);
+        if self.inputs_changed {
+            self.after_input_change();
+        }
+        let mut substeps = 0;
+        // True when the step ends on an event-free sub-step: its end caches describe the state.
+        let mut clean_end = false;
+        while self.t < t_end {
+            substeps += 1;
+            clean_end = false;
+            let te = self.next_time_event;
+            let (target, time_event) = if te <= t_end + 1e-9 * dt { (te, true) } else { (t_end, false) };
+            let h = target - self.t;
+            if h <= 1e-15 * self.t.abs().max(1.0) {
+                self.t = target;
+                if time_event {
+                    self.after_time_event();
+                }
+                continue;
+            }
+            if substeps > self.params.max_substeps {
+                self.stats.zeno_guards += 1;
+                self.integrate(h, false);
+                self.commit(h);
+                if time_event {
+                    self.after_time_event();
+                }
+                continue;
+            }
+            self.stats.substeps += 1;
+            let moving = self.moving_slips();
+            self.integrate(h, h >= 0.999 * dt);
+            match self.detect_event(h) {
+                None => {
+                    self.commit(h);
+                    clean_end = self.after_clean_substep(moving, time_event);
+                }
+                Some((theta, forced, breaking)) => {
+                    self.stats.state_events += 1;
+                    let he = h * theta;
+                    if he > 0.0 {
+                        self.integrate(he, false);
+                        self.commit(he);
+                    }
+                    self.breaking = breaking;
+                    self.select_modes(forced, false);
+                    self.breaking = 0;
+                }
+            }
+        }
+        self.t = t_end.max(self.t);
+        for &(k, _, _) in self.input_steps.iter() {
+            self.input_step_pos[k as usize] = u32::MAX;
+        }
+        self.input_steps.clear();
+        self.input_changes_ready = (false, false);
+        self.input_jump = false;
+        let n = self.net.n_dof;
+        if !(all_finite(&self.phi[..n]) && all_finite(&self.w[..n])) {
+            // Never propagate NaN or infinity: go back to the step start and report.
+            self.phi.copy_from_slice(&self.ws.phi_save);
+            self.w.copy_from_slice(&self.ws.w_save);
+            self.t = t_start;
+            self.select_modes(0, false);
+            self.update_outputs();
+            return Err(StepError::NonFinite(t_start));
+        }
+        self.finish_step(clean_end);
+        Ok(())
+    }
+
+    /// The whole step from `t` to `t_end` as one sub-step of the time-only kernel, when no
+    /// input changed, no time event falls in it and the kernel takes it: then committed, and
+    /// whether it ended clean ([`Simulation::after_clean_substep`]); `None` with nothing
+    /// changed otherwise.
+    pub(super) fn whole_step_in_kernel(&mut self, t_end: f64, dt: f64) -> Option<bool> {
+        let h = t_end - self.t;
+        if self.inputs_changed
+            || self.next_time_event <= t_end + 1e-9 * dt
+            || h <= 1e-15 * self.t.abs().max(1.0)
+            || self.params.max_substeps == 0
+            || !self.time_only_network()
+        {
+            return None;
+        }
+        let zero_slips = self.zero_slips;
+        let moving = self.moving_slips();
+        if !self.time_only_substep(h) {
+            // The general path takes the step from the same state.
+            self.zero_slips = zero_slips;
+            return None;
+        }
+        self.stats.substeps += 1;
+        let clean = self.after_clean_substep(moving, false);
+        self.t = t_end.max(self.t);
+        Some(clean)
+    }
+
+    /// Sliding elements whose slip is non-zero now (a slip held at zero by another lock, for
+    /// example a bearing friction beside a stuck lossy gear, is not "reaching" zero), as a
+    /// mask; the zero slips known from the last sub-step's end are used up.
+    pub(super) fn moving_slips(&mut self) -> u64 {
+        !self.zero_slips.take().unwrap_or_else(|| self.slips_at_zero())
+    }
+
+    /// After an event-free sub-step is committed: locks the elements whose slip reached zero
+    /// exactly at its end (of those `moving` at its start) and handles a time event ending it.
+    /// True when the state is the sub-step's clean end (no mode selection since).
+    pub(super) fn after_clean_substep(&mut self, moving: u64, time_event: bool) -> bool {
+        // (The time-only kernel found them as it committed; the general commit leaves None.)
+        let zero = self.zero_slips.unwrap_or_else(|| self.slips_at_zero());
+        // The next sub-step starts from this state: unless a mode selection intervenes, its
+        // zero slips are these.
+        self.zero_slips = Some(zero);
+        let at_zero = zero & moving;
+        if at_zero != 0 {
+            self.select_modes(at_zero, false);
+        }
+        if time_event {
+            self.after_time_event();
+            return false;
+        }
+        at_zero == 0
+    }
+
+    /// The outputs at the end of a step: from the last sub-step's end caches when it ended
+    /// clean, evaluated afresh otherwise.
+    #[inline(always)]
+    pub(super) fn finish_step(&mut self, clean_end: bool) {
+        if clean_end {
+            // (The kernel's commit leaves them valid; the call is skipped then.)
+            if self.ws.cache & 4 == 0 {
+                self.end_torques();
+            }
+            let Work { sig_end, sig, .. } = &mut self.ws;
+            sig[2].copy_from_slice(sig_end);
+            self.sig_filled[2] = self.sig_filled[3];
+            self.update_torques(true);
+        } else {
+            self.update_outputs();
+        }
+    }
+
+    /// Sliding friction elements whose slip is zero (to rounding) now.
+    pub(super) fn slips_at_zero(&self) -> u64 {
+        if self.sliding == 0 {
+            return 0;
+        }
+        let tol = zero_slip_tolerance(speed_scale(&self.w[..self.net.n_dof]));
+        let mut mask = 0;
+        for i in bits(self.sliding) {
+            if self.net.friction[i].row.dot(&self.w).abs() <= tol {
+                mask |= 1 << i;
+            }
+        }
+        mask
+    }
+
+    pub(super) fn after_time_event(&mut self) {
+        self.time_events += 1;
+        self.next_time_event = self.compute_next_time_event(self.t);
+        // Signals may have jumped: re-evaluate backlash regimes and friction modes.
+        self.select_modes(0, false);
+    }
+}

@@ -1,0 +1,159 @@
+//! The per-simulation workspaces: buffers a step writes and reads back within itself.
+
+use super::*;
+
+impl Work {
+    /// The signal buffers `sig[0]`, `sig[1]`, `sig[2]`, `sig_end`, by index 0 to 3.
+    pub(super) fn signal_buffers(&mut self) -> [&mut Vec<f64>; 4] {
+        let [s0, s1, s2] = &mut self.sig;
+        [s0, s1, s2, &mut self.sig_end]
+    }
+
+    /// Signal buffer `b` (see [`Work::signal_buffers`]).
+    pub(super) fn signal_buffer(&mut self, b: usize) -> &mut Vec<f64> {
+        if b == 3 { &mut self.sig_end } else { &mut self.sig[b] }
+    }
+}
+
+/// Preallocated scratch buffers.
+#[derive(Debug, Clone)]
+pub(super) struct Work {
+    pub(super) sig: [Vec<f64>; 3],
+    pub(super) f: Vec<f64>,
+    pub(super) fq: Vec<f64>,
+    /// The non-zero entries of a force vector, `(node, value)` ascending (`n` slots).
+    pub(super) xnz: Vec<(u32, f64)>,
+    /// Located slip-reversal and break-away thetas of the sub-step being searched (valid where
+    /// its masks say).
+    pub(super) slip_theta: Vec<f64>,
+    pub(super) phi_st: [Vec<f64>; 2],
+    pub(super) w_st: [Vec<f64>; 2],
+    pub(super) q0: Vec<f64>,
+    pub(super) q: Vec<f64>,
+    pub(super) res: Vec<f64>,
+    pub(super) phi1: Vec<f64>,
+    pub(super) w1: Vec<f64>,
+    pub(super) phi_e: Vec<f64>,
+    pub(super) w_e: Vec<f64>,
+    pub(super) acc: Vec<f64>,
+    pub(super) gq: Vec<f64>,
+    pub(super) jphi: Vec<f64>,
+    pub(super) jw: Vec<f64>,
+    pub(super) tmp_rr: Vec<f64>,
+    pub(super) tmp_rr_w: Vec<f64>,
+    pub(super) piv_w: Vec<usize>,
+    pub(super) lam_w: Vec<f64>,
+    /// Constraint torques at a step start right after an input change (`r`).
+    pub(super) lam_start: Vec<f64>,
+    pub(super) tmp_rn: Vec<f64>,
+    /// `G` transposed (`n x r`) during a mode compilation.
+    pub(super) tmp_nr: Vec<f64>,
+    /// The weighted constraint-torque map's right-hand sides (`r x n`) during a mode
+    /// compilation.
+    pub(super) tmp_rn_w: Vec<f64>,
+    /// `Mr^-1 N^T` (`m x n`, `m <= n`) during a mode compilation.
+    pub(super) tmp_mn: Vec<f64>,
+    pub(super) piv: Vec<usize>,
+    pub(super) lam: Vec<f64>,
+    // complementarity problem
+    pub(super) qp_w: Vec<f64>,
+    pub(super) qp_b: Vec<f64>,
+    pub(super) qp_x: Vec<f64>,
+    pub(super) qp_lo: Vec<f64>,
+    pub(super) qp_hi: Vec<f64>,
+    pub(super) qp_state: Vec<i8>,
+    /// Last complementarity solution per friction element (warm start of the next solve).
+    pub(super) warm_x: Vec<f64>,
+    pub(super) warm_state: Vec<i8>,
+    pub(super) warm_ok: Vec<bool>,
+    pub(super) qp_idx: Vec<usize>,
+    pub(super) qp_fact: Vec<f64>,
+    pub(super) qp_rhs: Vec<f64>,
+    pub(super) qp_piv: Vec<usize>,
+    /// What `qp_fact`/`qp_piv` hold: the LU factors of the free block (mask over positions in
+    /// `qp_idx`, `u64::MAX` when none) of the matrix identified by `qp_matrix`
+    /// (base slot key, its generation, candidate mask). A solve on the same matrix and free set
+    /// reuses them: bitwise the factors a fresh factorisation would give.
+    pub(super) qp_factored: u64,
+    pub(super) qp_matrix: (u64, u64, u64),
+    /// The Tikhonov term on the diagonal of `qp_w`.
+    pub(super) qp_eps: f64,
+    pub(super) caps: Vec<Capacity>,
+    pub(super) new_modes: Vec<FrictionMode>,
+    pub(super) candidate: Vec<bool>,
+    /// Left-limit signal values at the end of the integrated sub-step.
+    pub(super) sig_end: Vec<f64>,
+    /// Prescribed-motion parts of the speeds (`P rho`) and accelerations (`P rho'`) at the two
+    /// stages and the end of the sub-step, and at a dense/now point (index 3).
+    pub(super) wp: [Vec<f64>; 4],
+    pub(super) ud: [Vec<f64>; 4],
+    /// Augmented matrix for the mode compilation `[G | I]`.
+    pub(super) aug: Vec<f64>,
+    /// The compiled mode's constraint-force map `L` (`r x n`, `lambda = L (M a - f)`), stored
+    /// by columns (`n x r`), from which the compilation derives the slot's `tmap`.
+    pub(super) lmap: Vec<f64>,
+    /// Scratch of the torque-dependent correction (LossyGear, limited slip), the friction torque
+    /// it solved per element, and the estimates of the torque each limit depends on (a lossy
+    /// gear's transmitted torque, a limited-slip pack's input torque), per friction element.
+    pub(super) ls_a: Vec<f64>,
+    pub(super) dep_tau: Vec<f64>,
+    pub(super) dependent_input: Vec<f64>,
+    /// Generalised forces of the elements released during one mode selection.
+    pub(super) qp_extra: Vec<f64>,
+    /// Forces at the converged stages and at the sub-step end (valid while `cache` says so).
+    pub(super) f_st: [Vec<f64>; 2],
+    pub(super) f_end: Vec<f64>,
+    /// Constraint torques at the stages and the end.
+    pub(super) lam_st: [Vec<f64>; 2],
+    pub(super) lam_end: Vec<f64>,
+    /// Which of the per-sub-step caches are filled: bit 0 stage forces, bit 1 stage torques,
+    /// bit 2 end forces and torques.
+    pub(super) cache: u8,
+    /// A sub-step's own inverse Newton matrix (an event-cut size), as in [`ModeSlot`].
+    pub(super) newton_inv: Vec<f64>,
+    pub(super) newton_piv: Vec<usize>,
+    /// The inverse of a Newton matrix being formed, then a column of the identity
+    /// (`4 n^2 + 2 n`).
+    pub(super) newton_tmp: Vec<f64>,
+    pub(super) phi_save: Vec<f64>,
+    pub(super) w_save: Vec<f64>,
+    /// The last committed sub-step in reduced coordinates (start `q0`, stages `Q1 Q2`), its
+    /// size, slot and epoch: the predictor of the next sub-step's stages.
+    pub(super) pred_q0: Vec<f64>,
+    pub(super) pred_q: Vec<f64>,
+    /// Reduced forces `N^T f` at the two stages of the last committed sub-step (valid when
+    /// `pred_g_ok`), and scratch for the reduced force at its end.
+    pub(super) pred_g: Vec<f64>,
+    pub(super) pred_ge: Vec<f64>,
+    pub(super) pred_g_ok: bool,
+    /// The integrated sub-step's Newton iteration left its stage forces in `gq`.
+    pub(super) stage_g_ok: bool,
+    /// The next sub-step starts from forces ([`NewtonStart::Forces`]): switched on when a
+    /// first Newton correction misses the tolerance, kept while the force start's first
+    /// corrections are above 1 % of it.
+    pub(super) force_start: bool,
+    /// The integrated sub-step started from forces.
+    pub(super) started_from_forces: bool,
+    /// Newton's contraction estimate `eta = theta / (1 - theta)` (`theta`: the ratio of two
+    /// successive corrections): the error left in an iterate is about `eta` times the
+    /// correction that made it. Infinite when unknown.
+    pub(super) newton_eta: f64,
+    pub(super) pred_h: f64,
+    pub(super) pred_slot: usize,
+    pub(super) pred_epoch: u64,
+    pub(super) law_power: [Vec<f64>; 2],
+    pub(super) law_diss: [Vec<f64>; 2],
+    pub(super) fric_power: [Vec<f64>; 2],
+    /// Sliding friction torques at the stages of the last force evaluation (the stage
+    /// predictor scales them when their signal steps).
+    pub(super) fric_tau: [Vec<f64>; 2],
+    /// Friction powers and torque-dependent friction torques at the sub-step end (from
+    /// [`Simulation::end_torques`]; `dep_tau` is scratch that stage evaluations overwrite).
+    pub(super) fric_power_end: Vec<f64>,
+    pub(super) dep_tau_end: Vec<f64>,
+    /// Law torques and dissipations and sliding friction torques at the sub-step end (from
+    /// [`Simulation::end_torques`]): the telemetry of a clean step end, not evaluated twice.
+    pub(super) law_tau_end: Vec<f64>,
+    pub(super) law_diss_end: Vec<f64>,
+    pub(super) fric_tau_end: Vec<f64>,
+}
