@@ -94,7 +94,6 @@ impl Simulation {
     /// One Gauss step of size `h` from the current state in the current mode, into
     /// `ws.phi1/w1` (end) and `ws.phi_st/w_st` (stages). Does not change the state.
     pub(super) fn integrate(&mut self, h: f64, full_step: bool) {
-        let n = self.net.n_dof;
         let slot = self.cur;
         let t0 = self.t;
         let jump = std::mem::take(&mut self.input_jump);
@@ -117,6 +116,20 @@ impl Simulation {
             self.prescribed(t0 + C[1] * h, 1);
             self.prescribed(t0 + h, 2);
         }
+        let (scratch, reused) = self.newton_factors(slot, h, full_step);
+        let predicted = self.stage_guess(slot, h, scratch, jump, end_forces, prescribed);
+        self.newton_solve(slot, h, scratch, reused, predicted, prescribed);
+        // `gq` holds the reduced forces of the last iterate: the next sub-step extrapolates them.
+        self.ws.stage_g_ok = true;
+        self.stage_states(h);
+        self.end_values(slot, h, prescribed);
+    }
+
+    /// Makes the Newton factors of the current mode ready for a sub-step of `h`: kept,
+    /// refactored for another step length, or a fresh Jacobian. Returns `(scratch, reused)`:
+    /// the factors are the sub-step's own (`ws.newton_inv`, an event-cut length) rather than
+    /// the slot's, and the Jacobian is a kept one.
+    fn newton_factors(&mut self, slot: usize, h: f64, full_step: bool) -> (bool, bool) {
         let linear = self.slots[slot].linear;
         let cached_h = self.slots[slot].newton_h;
         // Rounding-level differences in h (k dt - t) reuse the factors: the one Newton solve of
@@ -151,6 +164,21 @@ impl Simulation {
             self.factor_newton(slot, h, true);
             true
         };
+        (scratch, reused)
+    }
+
+    /// The stage guesses `Q1 Q2` Newton starts from, into `ws.q` (and `q0 = w` on the free
+    /// columns). Returns whether they were predicted from the last sub-step.
+    fn stage_guess(
+        &mut self,
+        slot: usize,
+        h: f64,
+        scratch: bool,
+        jump: bool,
+        end_forces: bool,
+        prescribed: bool,
+    ) -> bool {
+        let linear = self.slots[slot].linear;
         let m = self.slots[slot].m;
         // Nonlinear modes continuing the last sub-step in the same mode and epoch: the stage
         // guesses come from its collocation polynomial, extrapolated (error O(h^3) instead of
@@ -201,6 +229,24 @@ impl Simulation {
                 self.follow_input_steps(slot, h, scratch);
             }
         }
+        predicted
+    }
+
+    /// Simplified Newton on the stage equations from the guesses in `ws.q`, on the factors
+    /// [`Simulation::newton_factors`] made ready: until a correction is within the tolerance
+    /// (or, without the energy ledger, the contraction estimate says the iterate is), with a
+    /// fresh Jacobian when a kept one converges slowly.
+    fn newton_solve(
+        &mut self,
+        slot: usize,
+        h: f64,
+        scratch: bool,
+        mut reused: bool,
+        predicted: bool,
+        prescribed: bool,
+    ) {
+        let linear = self.slots[slot].linear;
+        let m = self.slots[slot].m;
         // A fresh Jacobian costs about two and a half Newton iterations (its evaluation and the
         // factors): worth it when the old one has served a while and now needs a third
         // iteration. One aged within a few sub-steps (clutch pressures ramping through a
@@ -220,40 +266,8 @@ impl Simulation {
         loop {
             iter += 1;
             self.stats.newton_iterations += 1;
-            if iter == 1 && !prescribed && !predicted {
-                // The starting guess Q_i = q0 is the current motion: W_i = w, Phi_i = phi + h c_i w.
-                for i in 0..2 {
-                    let Work { w_st, phi_st, .. } = &mut self.ws;
-                    w_st[i][..n].copy_from_slice(&self.w[..n]);
-                    for k in 0..n {
-                        phi_st[i][k] = self.phi[k] + h * C[i] * self.w[k];
-                    }
-                }
-            } else if self.laws_read_angles {
-                self.stage_states(h);
-            } else {
-                // (No force reads the stage angles: they are formed once, after the iteration.)
-                self.stage_speeds();
-            }
-            // Residual R_i = Mr (Q_i - q0) - h sum_j a_ij N^T f_j. The forces go straight into
-            // the stage-force cache with their powers: after the last iteration they are the
-            // stage forces (at stages within the Newton tolerance of the converged ones).
-            for j in 0..2 {
-                self.stage_force(j);
-                // g_j = N^T f_j (prescribed rows: the reduced force loses N^T M P rho').
-                let s = &self.slots[slot];
-                let Work { gq, f_st, ud, acc, .. } = &mut self.ws;
-                let gq = &mut gq[j * m..(j + 1) * m];
-                let x = if prescribed {
-                    for k in 0..n {
-                        acc[k] = f_st[j][k] - self.net.mass[k] * ud[j][k];
-                    }
-                    &acc[..n]
-                } else {
-                    &f_st[j][..n]
-                };
-                s.nt_times(x, gq);
-            }
+            self.iterate_stage_states(h, iter == 1 && !prescribed && !predicted);
+            self.reduced_stage_forces(slot, prescribed);
             // From the guess Q_i = q0, Mr (Q_i - q0) is +0.0 (a row's diagonal term is +0.0,
             // so the sum is too) and subtracting it changes nothing: skipped.
             let residual = if iter == 1 && !predicted { Residual::Forces } else { Residual::Full };
@@ -320,11 +334,62 @@ impl Simulation {
         if reused && iter >= slow {
             self.slots[slot].jac_stale = true;
         }
-        // `gq` holds the reduced forces of the last iterate: the next sub-step extrapolates them.
-        self.ws.stage_g_ok = true;
-        self.stage_states(h);
-        // End values: q1 = q0 + sum_j D_j (Q_j - q0); phi1 = phi0 + h sum b_i W_i.
+    }
+
+    /// The stage states a Newton iteration evaluates its forces at: from the starting guess
+    /// `Q_i = q0` (`at_start`) the current motion, else from the iterate in `ws.q`.
+    #[inline]
+    fn iterate_stage_states(&mut self, h: f64, at_start: bool) {
+        let n = self.net.n_dof;
+        if at_start {
+            // The starting guess Q_i = q0 is the current motion: W_i = w, Phi_i = phi + h c_i w.
+            for i in 0..2 {
+                let Work { w_st, phi_st, .. } = &mut self.ws;
+                w_st[i][..n].copy_from_slice(&self.w[..n]);
+                for k in 0..n {
+                    phi_st[i][k] = self.phi[k] + h * C[i] * self.w[k];
+                }
+            }
+        } else if self.laws_read_angles {
+            self.stage_states(h);
+        } else {
+            // (No force reads the stage angles: they are formed once, after the iteration.)
+            self.stage_speeds();
+        }
+    }
+
+    /// The stage forces at the iterate's stage states, and their reduced forces `g_j = N^T
+    /// f_j` into `ws.gq`. The forces go straight into the stage-force cache with their powers:
+    /// after the last iteration they are the stage forces (at stages within the Newton
+    /// tolerance of the converged ones).
+    #[inline]
+    fn reduced_stage_forces(&mut self, slot: usize, prescribed: bool) {
+        let n = self.net.n_dof;
+        let m = self.slots[slot].m;
+        for j in 0..2 {
+            self.stage_force(j);
+            // g_j = N^T f_j (prescribed rows: the reduced force loses N^T M P rho').
+            let s = &self.slots[slot];
+            let Work { gq, f_st, ud, acc, .. } = &mut self.ws;
+            let gq = &mut gq[j * m..(j + 1) * m];
+            let x = if prescribed {
+                for k in 0..n {
+                    acc[k] = f_st[j][k] - self.net.mass[k] * ud[j][k];
+                }
+                &acc[..n]
+            } else {
+                &f_st[j][..n]
+            };
+            s.nt_times(x, gq);
+        }
+    }
+
+    /// The sub-step's end values from its converged stages: `q1 = q0 + sum_j D_j (Q_j - q0)`,
+    /// `w1 = N q1` (plus the prescribed part), `phi1 = phi0 + h sum_i b_i W_i`.
+    fn end_values(&mut self, slot: usize, h: f64, prescribed: bool) {
+        let n = self.net.n_dof;
         let s = &self.slots[slot];
+        let m = s.m;
         // q1 = q0 + sum_j D_j (Q_j - q0), kept in res (free now).
         {
             let Work { q0, q, res, .. } = &mut self.ws;

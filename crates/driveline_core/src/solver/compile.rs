@@ -284,232 +284,92 @@ impl Simulation {
     pub(super) fn compile_into(&mut self, idx: usize, key: u64) {
         self.stats.mode_compiles += 1;
         let net = &self.net;
-        let n = net.n_dof;
         let slot = &mut self.slots[idx];
-        slot.key = key;
-        slot.generation = self.stats.mode_compiles;
-        slot.valid = true;
-        slot.newton_h = f64::NAN;
-        slot.omega2 = f64::INFINITY;
-        slot.locked.clear();
-        slot.kin.clear();
-        slot.rhs.clear();
+        slot.set_rows(net, key, self.stats.mode_compiles);
+        let rank = null_space(net, slot, &mut self.ws);
+        slot.reduced_inertia(net);
+        if slot.r > 0 {
+            constraint_torque_maps(net, slot, &mut self.ws, rank);
+        }
+        slot.select_stage_rows(net);
+        slot.linear = net.laws.iter().all(Law::is_linear)
+            && net.friction.iter().enumerate().all(|(i, fe)| key & (1 << i) != 0 || fe.law.is_speed_independent());
+    }
+}
+
+impl ModeSlot {
+    /// Resets the slot for lock pattern `key` (bit `i` locks friction element `i`, bit `nf + j`
+    /// engages kinematic clutch `j`) and lists its active rows: the permanent rows, the locked
+    /// friction rows, the engaged kinematic clutches' rows, and which of them are prescribed.
+    fn set_rows(&mut self, net: &Network, key: u64, generation: u64) {
+        self.key = key;
+        self.generation = generation;
+        self.valid = true;
+        self.newton_h = f64::NAN;
+        self.omega2 = f64::INFINITY;
+        self.locked.clear();
+        self.kin.clear();
+        self.rhs.clear();
         let nf = net.friction.len();
         for i in 0..nf {
             if key & (1 << i) != 0 {
-                slot.locked.push(i);
+                self.locked.push(i);
             }
         }
         for j in 0..net.kinematic.len() {
             if key & (1 << (nf + j)) != 0 {
-                slot.kin.push(j);
+                self.kin.push(j);
             }
         }
-        let (np, nl) = (net.rows.len(), slot.locked.len());
-        let r = np + nl + slot.kin.len();
-        slot.r = r;
+        let (np, nl) = (net.rows.len(), self.locked.len());
+        self.r = np + nl + self.kin.len();
         for (i, rhs) in net.row_rhs.iter().enumerate() {
             if let Some(sg) = rhs {
-                slot.rhs.push((i, Rhs::Source(*sg)));
+                self.rhs.push((i, Rhs::Source(*sg)));
             }
         }
-        for (j, &k) in slot.kin.iter().enumerate() {
-            slot.rhs.push((np + nl + j, Rhs::Clutch(net.kinematic[k].rho_signal)));
+        for (j, &k) in self.kin.iter().enumerate() {
+            self.rhs.push((np + nl + j, Rhs::Clutch(net.kinematic[k].rho_signal)));
         }
-        // Dense G (r x n) into tmp_rn.
-        let g = &mut self.ws.tmp_rn;
-        g[..r * n].fill(0.0);
-        let row_at = |i: usize| {
-            if i < np {
-                net.rows[i]
-            } else if i < np + nl {
-                net.friction[slot.locked[i - np]].row
-            } else {
-                net.kinematic[slot.kin[i - np - nl]].row
-            }
-        };
-        for i in 0..r {
-            let row = row_at(i);
-            for &(k, c) in &row.entries {
-                if c != 0.0 && k < n {
-                    g[i * n + k] += c;
-                }
-            }
+    }
+
+    /// Active row `i` of the slot: permanent rows, then locked friction rows, then engaged
+    /// kinematic clutches.
+    fn row_at<'a>(&self, net: &'a Network, i: usize) -> &'a Row {
+        let (np, nl) = (net.rows.len(), self.locked.len());
+        if i < np {
+            &net.rows[i]
+        } else if i < np + nl {
+            &net.friction[self.locked[i - np]].row
+        } else {
+            &net.kinematic[self.kin[i - np - nl]].row
         }
-        // RREF of [G | I]: the left block gives the null space, the right block the row
-        // operations, from which the particular solutions of prescribed rows follow. Without
-        // prescribed rows the right block is left out: RREF works column by column, so the
-        // left block and its pivots come out the same either way.
-        let cols = if slot.rhs.is_empty() { n } else { n + r };
-        let e = &mut self.ws.aug;
-        e[..r * cols].fill(0.0);
-        for i in 0..r {
-            e[i * cols..i * cols + n].copy_from_slice(&g[i * n..(i + 1) * n]);
-            if cols > n {
-                e[i * cols + n + i] = 1.0;
-            }
-        }
-        let piv = &mut self.ws.piv;
-        let total = if r > 0 { linalg::rref(e, r, cols, 1e-12, piv) } else { 0 };
-        let rank = piv[..total].iter().filter(|&&c| c < n).count();
-        slot.redundant = rank < r;
-        let m = n - rank;
-        slot.m = m;
-        // Slots are sized by the base mode, whose free coordinates bound every other mode's.
-        // Rounding in a near-degenerate rank decision could in principle break that bound: the
-        // slot then grows (an allocation, once) rather than fail.
-        slot.reserve(m);
-        // Free columns and null basis (stored with stride n).
-        let mut fc = 0;
-        for c in 0..n {
-            if !piv[..rank].contains(&c) {
-                slot.free_cols[fc] = c;
-                fc += 1;
-            }
-        }
-        slot.nmat[..n * n].fill(0.0);
-        for j in 0..m {
-            let c = slot.free_cols[j];
-            slot.nmat[c * n + j] = 1.0;
-            for i in 0..rank {
-                slot.nmat[piv[i] * n + j] = -e[i * cols + c];
-            }
-        }
-        slot.nz.clear();
-        for k in 0..n {
-            slot.nz_row[k] = slot.nz.len() as u32;
-            for j in 0..m {
-                let c = slot.nmat[k * n + j];
-                if c != 0.0 {
-                    slot.nz.push((k as u32, j as u32, c));
-                }
-            }
-        }
-        slot.nz_row[n] = slot.nz.len() as u32;
-        // The same entries by columns (rows ascending within each).
-        slot.nzt.clear();
-        for j in 0..m {
-            slot.nzt_col[j] = slot.nzt.len() as u32;
-            for &(k, col, c) in slot.nz.iter() {
-                if col as usize == j {
-                    slot.nzt.push((k, c));
-                }
-            }
-        }
-        slot.nzt_col[m] = slot.nzt.len() as u32;
-        slot.nz_single = slot.nz_row.windows(2).all(|r| r[1] - r[0] <= 1);
-        for (k, g) in slot.gather.iter_mut().enumerate() {
-            let row = &slot.nz[slot.nz_row[k] as usize..slot.nz_row[k + 1] as usize];
-            *g = row.first().map_or((u32::MAX, 0.0), |&(_, j, c)| (j, c));
-        }
-        for (jj, &(ra, _)) in slot.rhs.iter().enumerate() {
-            slot.pmat[jj * n..(jj + 1) * n].fill(0.0);
-            for i in 0..rank {
-                slot.pmat[jj * n + piv[i]] = e[i * cols + n + ra];
-            }
-        }
-        // Mr = N^T M N.
+    }
+
+    /// The reduced inertia `Mr = N^T M N` and its LU factors.
+    fn reduced_inertia(&mut self, net: &Network) {
+        let (n, m) = (net.n_dof, self.m);
         for a in 0..m {
             for b in 0..m {
-                slot.mr[a * m + b] = (0..n).map(|k| slot.nmat[k * n + a] * net.mass[k] * slot.nmat[k * n + b]).sum();
+                self.mr[a * m + b] = (0..n).map(|k| self.nmat[k * n + a] * net.mass[k] * self.nmat[k * n + b]).sum();
             }
         }
-        slot.mr_lu[..m * m].copy_from_slice(&slot.mr[..m * m]);
+        self.mr_lu[..m * m].copy_from_slice(&self.mr[..m * m]);
         if m > 0 {
             // Positive definite by the build checks (adding locks only removes directions).
-            let _ = linalg::lu_factor(&mut slot.mr_lu, m, &mut slot.mr_piv);
+            let _ = linalg::lu_factor(&mut self.mr_lu, m, &mut self.mr_piv);
         }
-        // L = (G G^T + eps I)^-1 G  (minimum-norm constraint torques).
-        if r > 0 {
-            // G by columns: the products below run over G's rows all at once, each sum as
-            // `linalg::dot` forms it (`columns_dot`).
-            let gt = &mut self.ws.tmp_nr;
-            linalg::transpose(g, r, n, gt, r);
-            let gt = &gt[..n * r];
-            let ggt = &mut self.ws.tmp_rr;
-            let mut tr: f64 = 0.0;
-            for a in 0..r {
-                // (g_b . g_a: each product is g_a . g_b's, the sum in the same order.)
-                columns_dot(gt, r, &g[a * n..(a + 1) * n], &mut ggt[a * r..(a + 1) * r]);
-                tr = tr.max(ggt[a * r + a]);
-            }
-            let eps = if rank < r { 1e-12 * tr.max(1e-300) } else { 0.0 };
-            if rank < r {
-                // The weighted copy: permanent and kinematic rows (unlimited) weigh as the
-                // strongest lock.
-                let cap = |a: usize| {
-                    if a >= np && a < np + nl {
-                        net.friction[slot.locked[a - np]].law.capacity(&self.ws.sig[2]).tau_max.abs()
-                    } else {
-                        f64::INFINITY
-                    }
-                };
-                let cmax = (np..np + nl).map(cap).fold(0.0f64, f64::max).max(1e-300);
-                let gw = &mut self.ws.tmp_rr_w;
-                gw[..r * r].copy_from_slice(&ggt[..r * r]);
-                for a in 0..r {
-                    let c = cap(a).min(cmax);
-                    let f = if c > 0.0 { (cmax / c).powi(2).clamp(1.0, 1e6) } else { 1e6 };
-                    gw[a * r + a] += eps * f;
-                }
-                let _ = linalg::lu_factor(gw, r, &mut self.ws.piv_w);
-            }
-            for a in 0..r {
-                ggt[a * r + a] += eps;
-            }
-            let rp = &mut self.ws.piv;
-            let _ = linalg::lu_factor(ggt, r, rp);
-            // L = (G G^T)^-1 G, all of G's columns solved at once, then stored by columns.
-            let x = &mut self.ws.aug[..r * n];
-            x.copy_from_slice(&g[..r * n]);
-            linalg::lu_solve_many(ggt, r, rp, x, n);
-            linalg::transpose(x, r, n, &mut self.ws.lmap, r);
-            // T column k = L (M N Mr^-1 N^T e_k - e_k). The solves for all k at once: Q =
-            // Mr^-1 N^T by rows (`Q[j][k]`), and the weighted copy's right-hand sides gathered
-            // by rows and solved after the loop (each column as one solve would give it).
-            let qm = &mut self.ws.tmp_mn[..m * n];
-            for (k, nk) in slot.nmat[..n * n].chunks_exact(n).enumerate() {
-                for (j, &x) in nk[..m].iter().enumerate() {
-                    qm[j * n + k] = x;
-                }
-            }
-            if m > 0 {
-                linalg::lu_solve_many(&slot.mr_lu, m, &slot.mr_piv, qm, n);
-            }
-            let v = &mut self.ws.acc;
-            let wm = &mut self.ws.tmp_rn_w[..r * n];
-            let rs = slot.rstride;
-            for k in 0..n {
-                for (i, vi) in v[..n].iter_mut().enumerate() {
-                    // M_i (N_i . q_k), the sum as `linalg::dot` forms it.
-                    let mut d = -0.0;
-                    for (j, &x) in slot.nmat[i * n..i * n + m].iter().enumerate() {
-                        d += x * qm[j * n + k];
-                    }
-                    *vi = net.mass[i] * d;
-                }
-                v[k] -= 1.0;
-                columns_dot(&self.ws.lmap[..n * r], r, &v[..n], &mut slot.tmap[k * rs..k * rs + r]);
-                if rank < r {
-                    let col = &mut self.ws.lam_w;
-                    columns_dot(gt, r, &v[..n], &mut col[..r]);
-                    for (a, &c) in col[..r].iter().enumerate() {
-                        wm[a * n + k] = c;
-                    }
-                }
-            }
-            if rank < r {
-                linalg::lu_solve_many(&self.ws.tmp_rr_w, r, &self.ws.piv_w, wm, n);
-                linalg::transpose(wm, r, n, &mut slot.tmap_w, rs);
-            }
-        }
-        // The rows the stage break-away samples read.
-        slot.stage_extra.clear();
-        slot.stage_rows_all = !slot.rhs.is_empty();
-        for &i in slot.locked.iter() {
+    }
+
+    /// The permanent rows whose torques the locked elements' limits read (a limited-slip
+    /// pack's input rows, a LossyGear's gear row): the rows the stage break-away samples read.
+    fn select_stage_rows(&mut self, net: &Network) {
+        self.stage_extra.clear();
+        self.stage_rows_all = !self.rhs.is_empty();
+        for &i in self.locked.iter() {
             let mut need = |row: usize| {
-                if !slot.stage_extra.contains(&(row as u32)) && slot.stage_extra.has_room() {
-                    slot.stage_extra.push(row as u32);
+                if !self.stage_extra.contains(&(row as u32)) && self.stage_extra.has_room() {
+                    self.stage_extra.push(row as u32);
                 }
             };
             match &net.friction[i].law {
@@ -524,18 +384,191 @@ impl Simulation {
                 _ => {}
             }
         }
-        // Linearity and reduced Jacobians at the current state.
-        let mut linear = true;
-        for law in &net.laws {
-            if !law.is_linear() {
-                linear = false;
+    }
+
+    /// The null-space basis `N` (dense, with the free columns as identity) as its sparse forms:
+    /// by rows (`nz`, `nz_row`), by columns (`nzt`, `nzt_col`) and, where every row has at most
+    /// one non-zero, as a gather list.
+    fn sparse_forms(&mut self, n: usize) {
+        let m = self.m;
+        self.nz.clear();
+        for k in 0..n {
+            self.nz_row[k] = self.nz.len() as u32;
+            for j in 0..m {
+                let c = self.nmat[k * n + j];
+                if c != 0.0 {
+                    self.nz.push((k as u32, j as u32, c));
+                }
             }
         }
-        for (i, fe) in net.friction.iter().enumerate() {
-            if key & (1 << i) == 0 && !fe.law.is_speed_independent() {
-                linear = false;
+        self.nz_row[n] = self.nz.len() as u32;
+        // The same entries by columns (rows ascending within each).
+        self.nzt.clear();
+        for j in 0..m {
+            self.nzt_col[j] = self.nzt.len() as u32;
+            for &(k, col, c) in self.nz.iter() {
+                if col as usize == j {
+                    self.nzt.push((k, c));
+                }
             }
         }
-        slot.linear = linear;
+        self.nzt_col[m] = self.nzt.len() as u32;
+        self.nz_single = self.nz_row.windows(2).all(|r| r[1] - r[0] <= 1);
+        for (k, g) in self.gather.iter_mut().enumerate() {
+            let row = &self.nz[self.nz_row[k] as usize..self.nz_row[k + 1] as usize];
+            *g = row.first().map_or((u32::MAX, 0.0), |&(_, j, c)| (j, c));
+        }
+    }
+}
+
+/// The constraint matrix `G` (`r x n`, dense, into `ws.tmp_rn`), the null space of the active
+/// rows and the particular solutions of the prescribed ones. Returns the rank of `G`.
+fn null_space(net: &Network, slot: &mut ModeSlot, ws: &mut Work) -> usize {
+    let (n, r) = (net.n_dof, slot.r);
+    let g = &mut ws.tmp_rn;
+    g[..r * n].fill(0.0);
+    for i in 0..r {
+        for &(k, c) in &slot.row_at(net, i).entries {
+            if c != 0.0 && k < n {
+                g[i * n + k] += c;
+            }
+        }
+    }
+    // RREF of [G | I]: the left block gives the null space, the right block the row
+    // operations, from which the particular solutions of prescribed rows follow. Without
+    // prescribed rows the right block is left out: RREF works column by column, so the
+    // left block and its pivots come out the same either way.
+    let cols = if slot.rhs.is_empty() { n } else { n + r };
+    let e = &mut ws.aug;
+    e[..r * cols].fill(0.0);
+    for i in 0..r {
+        e[i * cols..i * cols + n].copy_from_slice(&g[i * n..(i + 1) * n]);
+        if cols > n {
+            e[i * cols + n + i] = 1.0;
+        }
+    }
+    let piv = &mut ws.piv;
+    let total = if r > 0 { linalg::rref(e, r, cols, 1e-12, piv) } else { 0 };
+    let rank = piv[..total].iter().filter(|&&c| c < n).count();
+    slot.redundant = rank < r;
+    let m = n - rank;
+    slot.m = m;
+    // Slots are sized by the base mode, whose free coordinates bound every other mode's.
+    // Rounding in a near-degenerate rank decision could in principle break that bound: the
+    // slot then grows (an allocation, once) rather than fail.
+    slot.reserve(m);
+    // Free columns and null basis (stored with stride n).
+    let mut fc = 0;
+    for c in 0..n {
+        if !piv[..rank].contains(&c) {
+            slot.free_cols[fc] = c;
+            fc += 1;
+        }
+    }
+    slot.nmat[..n * n].fill(0.0);
+    for j in 0..m {
+        let c = slot.free_cols[j];
+        slot.nmat[c * n + j] = 1.0;
+        for i in 0..rank {
+            slot.nmat[piv[i] * n + j] = -e[i * cols + c];
+        }
+    }
+    slot.sparse_forms(n);
+    for (jj, &(ra, _)) in slot.rhs.iter().enumerate() {
+        slot.pmat[jj * n..(jj + 1) * n].fill(0.0);
+        for i in 0..rank {
+            slot.pmat[jj * n + piv[i]] = e[i * cols + n + ra];
+        }
+    }
+    rank
+}
+
+/// The constraint-torque maps of a mode with `r > 0` active rows of rank `rank`: `L = (G G^T +
+/// eps I)^-1 G` (minimum-norm constraint torques, into `ws.lmap`), `T = L (M N Mr^-1 N^T - I)`
+/// into `slot.tmap`, and for a redundant mode the capacity-weighted copy `slot.tmap_w`.
+fn constraint_torque_maps(net: &Network, slot: &mut ModeSlot, ws: &mut Work, rank: usize) {
+    let (n, m, r) = (net.n_dof, slot.m, slot.r);
+    let (np, nl) = (net.rows.len(), slot.locked.len());
+    let g = &ws.tmp_rn;
+    // G by columns: the products below run over G's rows all at once, each sum as
+    // `linalg::dot` forms it (`columns_dot`).
+    let gt = &mut ws.tmp_nr;
+    linalg::transpose(g, r, n, gt, r);
+    let gt = &gt[..n * r];
+    let ggt = &mut ws.tmp_rr;
+    let mut tr: f64 = 0.0;
+    for a in 0..r {
+        // (g_b . g_a: each product is g_a . g_b's, the sum in the same order.)
+        columns_dot(gt, r, &g[a * n..(a + 1) * n], &mut ggt[a * r..(a + 1) * r]);
+        tr = tr.max(ggt[a * r + a]);
+    }
+    let eps = if rank < r { 1e-12 * tr.max(1e-300) } else { 0.0 };
+    if rank < r {
+        // The weighted copy: permanent and kinematic rows (unlimited) weigh as the
+        // strongest lock.
+        let cap = |a: usize| {
+            if a >= np && a < np + nl {
+                net.friction[slot.locked[a - np]].law.capacity(&ws.sig[2]).tau_max.abs()
+            } else {
+                f64::INFINITY
+            }
+        };
+        let cmax = (np..np + nl).map(cap).fold(0.0f64, f64::max).max(1e-300);
+        let gw = &mut ws.tmp_rr_w;
+        gw[..r * r].copy_from_slice(&ggt[..r * r]);
+        for a in 0..r {
+            let c = cap(a).min(cmax);
+            let f = if c > 0.0 { (cmax / c).powi(2).clamp(1.0, 1e6) } else { 1e6 };
+            gw[a * r + a] += eps * f;
+        }
+        let _ = linalg::lu_factor(gw, r, &mut ws.piv_w);
+    }
+    for a in 0..r {
+        ggt[a * r + a] += eps;
+    }
+    let rp = &mut ws.piv;
+    let _ = linalg::lu_factor(ggt, r, rp);
+    // L = (G G^T)^-1 G, all of G's columns solved at once, then stored by columns.
+    let x = &mut ws.aug[..r * n];
+    x.copy_from_slice(&g[..r * n]);
+    linalg::lu_solve_many(ggt, r, rp, x, n);
+    linalg::transpose(x, r, n, &mut ws.lmap, r);
+    // T column k = L (M N Mr^-1 N^T e_k - e_k). The solves for all k at once: Q =
+    // Mr^-1 N^T by rows (`Q[j][k]`), and the weighted copy's right-hand sides gathered
+    // by rows and solved after the loop (each column as one solve would give it).
+    let qm = &mut ws.tmp_mn[..m * n];
+    for (k, nk) in slot.nmat[..n * n].chunks_exact(n).enumerate() {
+        for (j, &x) in nk[..m].iter().enumerate() {
+            qm[j * n + k] = x;
+        }
+    }
+    if m > 0 {
+        linalg::lu_solve_many(&slot.mr_lu, m, &slot.mr_piv, qm, n);
+    }
+    let v = &mut ws.acc;
+    let wm = &mut ws.tmp_rn_w[..r * n];
+    let rs = slot.rstride;
+    for k in 0..n {
+        for (i, vi) in v[..n].iter_mut().enumerate() {
+            // M_i (N_i . q_k), the sum as `linalg::dot` forms it.
+            let mut d = -0.0;
+            for (j, &x) in slot.nmat[i * n..i * n + m].iter().enumerate() {
+                d += x * qm[j * n + k];
+            }
+            *vi = net.mass[i] * d;
+        }
+        v[k] -= 1.0;
+        columns_dot(&ws.lmap[..n * r], r, &v[..n], &mut slot.tmap[k * rs..k * rs + r]);
+        if rank < r {
+            let col = &mut ws.lam_w;
+            columns_dot(gt, r, &v[..n], &mut col[..r]);
+            for (a, &c) in col[..r].iter().enumerate() {
+                wm[a * n + k] = c;
+            }
+        }
+    }
+    if rank < r {
+        linalg::lu_solve_many(&ws.tmp_rr_w, r, &ws.piv_w, wm, n);
+        linalg::transpose(wm, r, n, &mut slot.tmap_w, rs);
     }
 }

@@ -17,102 +17,13 @@ impl Simulation {
     /// time; a rebuilt network continues where the old one was).
     pub fn starting_at(net: Network, params: IntegrationParameters, t0: f64) -> Self {
         let n = net.n_dof;
-        let nn = net.nodes.len();
         let nf = net.friction.len();
         let nl = net.laws.len();
         let nk = net.kinematic.len();
         let rmax = net.rows.len() + nf + nk;
         let v = |k: usize| vec![0.0; k];
-        let ws = Work {
-            sig: [v(net.signals.len()), v(net.signals.len()), v(net.signals.len())],
-            f: v(nn),
-            fq: v(n),
-            xnz: vec![(0, 0.0); n],
-            slip_theta: v(nf),
-            phi_st: [v(nn), v(nn)],
-            w_st: [v(nn), v(nn)],
-            q0: v(n),
-            q: v(2 * n),
-            res: v(2 * n),
-            phi1: v(nn),
-            w1: v(nn),
-            phi_e: v(nn),
-            w_e: v(nn),
-            acc: v(nn),
-            gq: v(2 * n),
-            jphi: v(n * n),
-            jw: v(n * n),
-            tmp_rr: v(rmax * rmax),
-            tmp_rr_w: v(rmax * rmax),
-            piv_w: vec![0; rmax + 1],
-            lam_w: v(rmax),
-            lam_start: v(rmax),
-            tmp_rn: v(rmax * n),
-            tmp_nr: v(rmax * n),
-            tmp_rn_w: v(rmax * n),
-            tmp_mn: v(n * n),
-            piv: vec![0; rmax.max(n) + 1],
-            lam: v(rmax),
-            qp_w: v(nf * nf),
-            qp_b: v(nf),
-            qp_x: v(nf),
-            qp_lo: v(nf),
-            qp_hi: v(nf),
-            qp_state: vec![0; nf],
-            warm_x: vec![0.0; nf],
-            warm_state: vec![0; nf],
-            warm_ok: vec![false; nf],
-            qp_idx: vec![0; nf],
-            qp_fact: v(nf * nf),
-            qp_rhs: v(nf),
-            qp_piv: vec![0; nf],
-            qp_factored: u64::MAX,
-            qp_matrix: (u64::MAX, 0, 0),
-            qp_eps: 0.0,
-            caps: vec![Capacity { free: true, tau0: 0.0, tau_max: 0.0, one_way: false }; nf],
-            new_modes: vec![FrictionMode::Free; nf],
-            candidate: vec![false; nf],
-            sig_end: v(net.signals.len()),
-            wp: [v(nn), v(nn), v(nn), v(nn)],
-            ud: [v(nn), v(nn), v(nn), v(nn)],
-            aug: v(rmax * (n + rmax)),
-            lmap: v(rmax * n),
-            ls_a: v(nn),
-            dep_tau: v(n.max(nf)),
-            dependent_input: v(nf),
-            qp_extra: v(nn),
-            f_st: [v(nn), v(nn)],
-            f_end: v(nn),
-            lam_st: [v(rmax), v(rmax)],
-            lam_end: v(rmax),
-            cache: 0,
-            newton_inv: v(4 * n * n),
-            newton_tmp: v(4 * n * n + 2 * n),
-            newton_piv: vec![0; 2 * n],
-            phi_save: v(nn),
-            w_save: v(nn),
-            pred_q0: v(n),
-            pred_q: v(2 * n),
-            pred_g: v(2 * n),
-            pred_ge: v(n),
-            pred_g_ok: false,
-            stage_g_ok: false,
-            force_start: true,
-            newton_eta: f64::INFINITY,
-            started_from_forces: false,
-            pred_h: 0.0,
-            pred_slot: usize::MAX,
-            pred_epoch: u64::MAX,
-            law_power: [v(nl), v(nl)],
-            law_diss: [v(nl), v(nl)],
-            fric_power: [v(nf), v(nf)],
-            fric_tau: [v(nf), v(nf)],
-            fric_power_end: v(nf),
-            dep_tau_end: v(nf),
-            law_tau_end: v(nl),
-            law_diss_end: v(nl),
-            fric_tau_end: v(nf),
-        };
+        let ws = Work::new(&net);
+        let (input_law_start, input_laws) = input_law_index(&net);
         // The first slot, sized for every coordinate free, takes the base mode (no lock, no
         // engaged kinematic clutch). Every other mode adds rows to it, so its free-coordinate
         // count bounds theirs: the other slots are sized by it (a third of the memory of a
@@ -180,24 +91,8 @@ impl Simulation {
             input_changes_ready: (false, false),
             input_steps: CapVec::new(net.signals.len()),
             input_step_pos: vec![u32::MAX; net.signals.len()],
-            input_law_start: {
-                let mut start = vec![0u32; net.signals.len() + 1];
-                for law in &net.laws {
-                    if let Some(k) = law.input_signal() {
-                        start[k + 1] += 1;
-                    }
-                }
-                for k in 0..net.signals.len() {
-                    start[k + 1] += start[k];
-                }
-                start
-            },
-            input_laws: {
-                let mut by_signal: Vec<(usize, u32)> =
-                    net.laws.iter().enumerate().filter_map(|(l, law)| Some((law.input_signal()?, l as u32))).collect();
-                by_signal.sort_unstable();
-                by_signal.into_iter().map(|(_, l)| l).collect()
-            },
+            input_law_start,
+            input_laws,
             input_jump: false,
             stats: StepStats::default(),
             energy: EnergyLedger::default(),
@@ -283,4 +178,22 @@ impl Simulation {
     pub(super) fn compute_next_time_event(&self, t: f64) -> f64 {
         self.net.signals.iter().map(|s| s.next_event_after(t)).fold(f64::INFINITY, f64::min)
     }
+}
+
+/// The laws whose input each signal is ([`Law::input_signal`]), grouped by signal: signal
+/// `k`'s are `laws[start[k]..start[k + 1]]`. Returns `(start, laws)`.
+fn input_law_index(net: &Network) -> (Vec<u32>, Vec<u32>) {
+    let mut start = vec![0u32; net.signals.len() + 1];
+    for law in &net.laws {
+        if let Some(k) = law.input_signal() {
+            start[k + 1] += 1;
+        }
+    }
+    for k in 0..net.signals.len() {
+        start[k + 1] += start[k];
+    }
+    let mut by_signal: Vec<(usize, u32)> =
+        net.laws.iter().enumerate().filter_map(|(l, law)| Some((law.input_signal()?, l as u32))).collect();
+    by_signal.sort_unstable();
+    (start, by_signal.into_iter().map(|(_, l)| l).collect())
 }
