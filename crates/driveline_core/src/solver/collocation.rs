@@ -101,8 +101,8 @@ impl Simulation {
             self.fill_stage_signals(t0, h);
         }
         // The end forces of the last sub-step, if its end was evaluated: the state now.
-        let end_forces = self.ws.cache & 4 != 0;
-        self.ws.cache = 0;
+        let end_forces = self.ws.cached.has(Cached::END);
+        self.ws.cached = Cached::NONE;
         self.ws.stage_g_ok = false;
         self.ws.started_from_forces = false;
         let prescribed = !self.slots[slot].rhs.is_empty();
@@ -295,7 +295,7 @@ impl Simulation {
                 // The corrected iterate is within the tolerance by the estimate (RADAU5's
                 // criterion); the forces just evaluated, at the iterate before it, stand in for
                 // the stage forces (the stage torques' inputs, within the correction's effect).
-                self.ws.cache |= 1;
+                self.ws.cached.insert(Cached::STAGE_FORCES);
                 break;
             }
             if linear || norm_dq <= tol {
@@ -303,12 +303,12 @@ impl Simulation {
                 // the stage forces (also when the first correction of a predicted guess is).
                 // One linear solve from the guess is exact but its forces are those of the guess.
                 if !linear && (iter > 1 || predicted) {
-                    self.ws.cache |= 1;
+                    self.ws.cached.insert(Cached::STAGE_FORCES);
                 }
                 // Forces that depend on time alone are the same at the guess and at the stages
                 // (their powers are not: the energy ledger re-evaluates them).
                 if linear && self.forces_time_only() && !self.params.track_energy {
-                    self.ws.cache |= 1;
+                    self.ws.cached.insert(Cached::STAGE_FORCES);
                 }
                 break;
             }

@@ -270,13 +270,13 @@ impl Simulation {
 
     /// Forces (and per-element powers) at the converged stages, once per sub-step.
     pub(super) fn stage_forces(&mut self) {
-        if self.ws.cache & 1 != 0 {
+        if self.ws.cached.has(Cached::STAGE_FORCES) {
             return;
         }
         for i in 0..2 {
             self.stage_force(i);
         }
-        self.ws.cache |= 1;
+        self.ws.cached.insert(Cached::STAGE_FORCES);
     }
 
     /// Forces and per-element powers at stage `i` of the current sub-step (its angles, speeds
@@ -314,7 +314,7 @@ impl Simulation {
     /// slot asks for them all ([`ModeSlot::stage_rows_all`]), else of the lock rows and the
     /// rows their limits read (the others are left as they were; nothing reads them).
     pub(super) fn stage_torques(&mut self) {
-        if self.ws.cache & 2 != 0 {
+        if self.ws.cached.has(Cached::STAGE_TORQUES) {
             return;
         }
         self.stage_forces();
@@ -336,12 +336,12 @@ impl Simulation {
                 lam_st[i][g] = xnz.iter().fold(0.0, |acc, &(k, v)| acc + s.tmap[k as usize * s.rstride + g] * v);
             }
         }
-        self.ws.cache |= 2;
+        self.ws.cached.insert(Cached::STAGE_TORQUES);
     }
 
     /// Forces and constraint torques at the sub-step end (left-limit signals), once per sub-step.
     pub(super) fn end_torques(&mut self) {
-        if self.ws.cache & 4 != 0 {
+        if self.ws.cached.has(Cached::END) {
             return;
         }
         let n = self.net.n_dof;
@@ -378,7 +378,7 @@ impl Simulation {
             );
         }
         Self::constraint_torques(&self.net, &self.slots[self.cur], f_end, &ud[2], acc, xnz, lam_end, n);
-        self.ws.cache |= 4;
+        self.ws.cached.insert(Cached::END);
     }
 
     /// Constraint torques `lambda` of the current mode at `(phi_e, w_e)` with signals `sig[2]`.

@@ -214,8 +214,10 @@ impl Simulation {
     /// reads one has no `signal_step`, or a sliding element reads one from zero or through
     /// another signal).
     pub(super) fn input_changes(&mut self) -> bool {
-        if self.input_changes_ready.0 {
-            return self.input_changes_ready.1;
+        match self.input_changes_ready {
+            ChangeRecord::NotFormed => {}
+            ChangeRecord::Partial => return false,
+            ChangeRecord::Complete => return true,
         }
         self.input_changes.clear();
         let mut known = true;
@@ -244,7 +246,18 @@ impl Simulation {
                 }
             }
         }
-        self.input_changes_ready = (true, known);
+        self.input_changes_ready = if known { ChangeRecord::Complete } else { ChangeRecord::Partial };
         known
     }
+}
+
+/// How far this step's record of input force changes ([`Simulation::input_changes`]) is formed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum ChangeRecord {
+    /// Not formed yet this step.
+    NotFormed,
+    /// Formed, but some stepped input's force change is not in it.
+    Partial,
+    /// Formed, with every stepped input's force change.
+    Complete,
 }

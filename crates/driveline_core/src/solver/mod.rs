@@ -195,9 +195,8 @@ pub struct Simulation {
     /// The force changes of `input_steps` ([`Simulation::input_changes`]), formed once per step
     /// by the first reader (the start-of-step lock test or the stage predictor).
     input_changes: CapVec<InputStepChange>,
-    /// `input_changes` holds this step's record, and every stepped input's force change is in
-    /// it (`.1`).
-    input_changes_ready: (bool, bool),
+    /// How far `input_changes` holds this step's record.
+    input_changes_ready: ChangeRecord,
     input_steps: CapVec<(u32, f64, f64)>,
     /// Per signal, the position of its step in `input_steps` (`u32::MAX`: none).
     input_step_pos: Vec<u32>,
@@ -228,7 +227,7 @@ pub struct Simulation {
     /// The stage buffers (bits 0, 1 and 3 of [`Work::signal_buffers`]) whose entries of the held
     /// signals are the values of `held_events`: written by a stage fill, cleared by any fill
     /// that writes those entries otherwise.
-    held_in: u8,
+    held_in: BufferSet,
     /// Time events passed so far.
     time_events: u64,
     /// Per signal (used by the sines): where its sine stands, see [`SineState`].

@@ -73,7 +73,7 @@ impl Simulation {
     pub(super) fn select_modes(&mut self, forced: u64, initial: bool) {
         self.epoch += 1;
         // The record of the input steps' force changes lists the sliding elements of before.
-        self.input_changes_ready = (false, false);
+        self.input_changes_ready = ChangeRecord::NotFormed;
         self.zero_slips = None;
         let n = self.net.n_dof;
         let nf = self.net.friction.len();
@@ -323,7 +323,8 @@ impl Simulation {
             return false;
         }
         let (r, rs, n) = (s.r, s.rstride, self.net.n_dof);
-        let end_valid = self.ws.cache & 4 != 0 && s.rhs.is_empty() && self.torque_dependent & self.sliding == 0;
+        let end_valid =
+            self.ws.cached.has(Cached::END) && s.rhs.is_empty() && self.torque_dependent & self.sliding == 0;
         let known = self.input_changes();
         let s = &self.slots[self.cur];
         // The force change, node by node (a few entries).

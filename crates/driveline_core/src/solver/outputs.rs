@@ -201,7 +201,7 @@ impl Simulation {
                 dep_tau,
                 Some(&mut fric_power[0]),
             );
-            self.ws.cache &= !1;
+            self.ws.cached.remove(Cached::STAGE_FORCES);
         }
         // The constraint torques of the active rows at this state.
         let lam = if at_end { &self.ws.lam_end } else { &self.ws.lam };

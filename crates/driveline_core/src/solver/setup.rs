@@ -53,7 +53,7 @@ impl Simulation {
             held: CapVec::new(net.signals.len()),
             held_value: vec![(u64::MAX, 0.0); net.signals.len()],
             held_events: u64::MAX,
-            held_in: 0,
+            held_in: BufferSet::NONE,
             time_events: 0,
             sine_state: vec![SineState::default(); net.signals.len()],
             sig_gen: 0,
@@ -88,7 +88,7 @@ impl Simulation {
             events: CapVec::new(4 * (nf + nl) + 8),
             // (A law reads at most one input, a friction element one normal force or load.)
             input_changes: CapVec::new(nl + nf),
-            input_changes_ready: (false, false),
+            input_changes_ready: ChangeRecord::NotFormed,
             input_steps: CapVec::new(net.signals.len()),
             input_step_pos: vec![u32::MAX; net.signals.len()],
             input_law_start,

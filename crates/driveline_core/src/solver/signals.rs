@@ -64,7 +64,7 @@ impl Simulation {
         // Every path below but the `rest_only` pass over a filled buffer writes the held
         // signals' entries.
         if !rest_only || self.sig_filled[b] != self.buf_gen {
-            self.held_in &= !(1 << b);
+            self.held_in.remove(b);
         }
         if self.sig_filled[b] != self.buf_gen {
             if let Some(src) = (0..4).find(|&k| self.sig_filled[k] == self.buf_gen) {
@@ -117,7 +117,7 @@ impl Simulation {
                 }
             }
             self.held_events = self.time_events;
-            self.held_in = 0;
+            self.held_in = BufferSet::NONE;
         }
         // Buffers filled since the last change need only their unsteady signals, and with
         // rest_only the loop below writes those of the common kinds itself.
@@ -134,13 +134,13 @@ impl Simulation {
         let [s0, s1, _] = sig;
         let (s0, s1, se) = (&mut s0[..], &mut s1[..], &mut sig_end[..]);
         // (Buffers that already hold them, since the last time event, keep them.)
-        if self.held_in != 0b1011 {
+        if self.held_in != BufferSet::STAGE_FILL {
             for &k in self.held.iter() {
                 let k = k as usize;
                 let v = self.held_value[k].1;
                 (s0[k], s1[k], se[k]) = (v, v, v);
             }
-            self.held_in = 0b1011;
+            self.held_in = BufferSet::STAGE_FILL;
         }
         for &k in self.sines.iter() {
             let k = k as usize;
@@ -211,7 +211,7 @@ impl Simulation {
         self.sines.clear();
         self.held.clear();
         self.held_events = u64::MAX;
-        self.held_in = 0;
+        self.held_in = BufferSet::NONE;
         self.force_watch = 0;
         self.watch_list.clear();
         self.signals_turn = false;

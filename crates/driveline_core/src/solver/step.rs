@@ -86,7 +86,7 @@ impl Simulation {
             self.input_step_pos[k as usize] = u32::MAX;
         }
         self.input_steps.clear();
-        self.input_changes_ready = (false, false);
+        self.input_changes_ready = ChangeRecord::NotFormed;
         self.input_jump = false;
         let n = self.net.n_dof;
         if !(all_finite(&self.phi[..n]) && all_finite(&self.w[..n])) {
@@ -162,7 +162,7 @@ impl Simulation {
     pub(super) fn finish_step(&mut self, clean_end: bool) {
         if clean_end {
             // (The kernel's commit leaves them valid; the call is skipped then.)
-            if self.ws.cache & 4 == 0 {
+            if !self.ws.cached.has(Cached::END) {
                 self.end_torques();
             }
             let Work { sig_end, sig, .. } = &mut self.ws;

@@ -21,7 +21,7 @@
 //! sub-step back untouched as soon as one of them fires. Results agree with the general path to
 //! rounding (the same arithmetic in a different order).
 
-use super::{A, B, FrictionMode, Simulation, bits, linalg, zero_slip_tolerance};
+use super::{A, B, Cached, FrictionMode, Simulation, bits, linalg, zero_slip_tolerance};
 use crate::elements::{CapacityForm, TimeOnlyKinetic};
 
 /// A force source of a time-only mode.
@@ -212,7 +212,7 @@ impl Simulation {
         }
         // The constraint torques at the stages are valid (every row); forces are evaluated on
         // demand.
-        ws.cache = 2;
+        ws.cached = Cached::STAGE_TORQUES;
         self.stats.newton_iterations += 1;
         true
     }
@@ -365,7 +365,7 @@ impl Simulation {
             }
         }
         // The end caches: forces' records (above) and constraint torques are valid.
-        ws.cache = 4;
+        ws.cached = Cached::END;
         // The end state becomes the state: the buffers trade places (their ground entries are
         // equal, written once at the start, see `Simulation::start`); nothing reads the end
         // buffers before the next sub-step writes them.

@@ -106,9 +106,8 @@ pub(super) struct Work {
     /// Constraint torques at the stages and the end.
     pub(super) lam_st: [Vec<f64>; 2],
     pub(super) lam_end: Vec<f64>,
-    /// Which of the per-sub-step caches are filled: bit 0 stage forces, bit 1 stage torques,
-    /// bit 2 end forces and torques.
-    pub(super) cache: u8,
+    /// Which of the per-sub-step caches are filled.
+    pub(super) cached: Cached,
     /// A sub-step's own inverse Newton matrix (an event-cut size), as in [`ModeSlot`].
     pub(super) newton_inv: Vec<f64>,
     pub(super) newton_piv: Vec<usize>,
@@ -230,7 +229,7 @@ impl Work {
             f_end: v(nn),
             lam_st: [v(rmax), v(rmax)],
             lam_end: v(rmax),
-            cache: 0,
+            cached: Cached::NONE,
             newton_inv: v(4 * n * n),
             newton_tmp: v(4 * n * n + 2 * n),
             newton_piv: vec![0; 2 * n],
@@ -258,5 +257,57 @@ impl Work {
             law_diss_end: v(nl),
             fric_tau_end: v(nf),
         }
+    }
+}
+
+/// Which of a sub-step's force and torque caches hold the values of the integrated sub-step
+/// (a set of the flags below).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Cached(u8);
+
+impl Cached {
+    /// Nothing cached.
+    pub(super) const NONE: Cached = Cached(0);
+    /// The forces at the two stages (`f_st`, with their powers and sliding torques).
+    pub(super) const STAGE_FORCES: Cached = Cached(1);
+    /// The constraint torques at the two stages (`lam_st`).
+    pub(super) const STAGE_TORQUES: Cached = Cached(2);
+    /// The forces and constraint torques at the sub-step's end (`f_end`, `lam_end`).
+    pub(super) const END: Cached = Cached(4);
+
+    /// Every cache of `c` is filled.
+    #[inline]
+    pub(super) fn has(self, c: Cached) -> bool {
+        self.0 & c.0 != 0
+    }
+
+    /// Marks the caches of `c` filled.
+    #[inline]
+    pub(super) fn insert(&mut self, c: Cached) {
+        self.0 |= c.0;
+    }
+
+    /// Marks the caches of `c` stale.
+    #[inline]
+    pub(super) fn remove(&mut self, c: Cached) {
+        self.0 &= !c.0;
+    }
+}
+
+/// A set of the four signal buffers, by their index in [`Work::signal_buffers`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct BufferSet(u8);
+
+impl BufferSet {
+    /// No buffer.
+    pub(super) const NONE: BufferSet = BufferSet(0);
+    /// The buffers a sub-step's stage fill writes: the two stages and the end (`sig[0]`,
+    /// `sig[1]`, `sig_end`).
+    pub(super) const STAGE_FILL: BufferSet = BufferSet(0b1011);
+
+    /// Takes buffer `b` out of the set.
+    #[inline]
+    pub(super) fn remove(&mut self, b: usize) {
+        self.0 &= !(1 << b);
     }
 }
