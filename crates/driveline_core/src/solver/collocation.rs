@@ -96,15 +96,15 @@ impl Simulation {
     pub(super) fn integrate(&mut self, h: f64, full_step: bool) {
         let slot = self.cur;
         let t0 = self.t;
-        let jump = std::mem::take(&mut self.input_jump);
-        if !std::mem::take(&mut self.stage_signals_ready) {
+        let jump = std::mem::take(&mut self.inputs.jump);
+        if !std::mem::take(&mut self.signals.stages_ready) {
             self.fill_stage_signals(t0, h);
         }
         // The end forces of the last sub-step, if its end was evaluated: the state now.
         let end_forces = self.ws.cached.has(Cached::END);
         self.ws.cached = Cached::NONE;
-        self.ws.stage_g_ok = false;
-        self.ws.started_from_forces = false;
+        self.pred.stage_g_ok = false;
+        self.pred.started_from_forces = false;
         let prescribed = !self.slots[slot].rhs.is_empty();
         // A mode whose forces depend on time alone: the quadrature of the time-only kernel is
         // the one linear solve, without the factors a new sub-step length would need.
@@ -119,8 +119,8 @@ impl Simulation {
         let (scratch, reused) = self.newton_factors(slot, h, full_step);
         let predicted = self.stage_guess(slot, h, scratch, jump, end_forces, prescribed);
         self.newton_solve(slot, h, scratch, reused, predicted, prescribed);
-        // `gq` holds the reduced forces of the last iterate: the next sub-step extrapolates them.
-        self.ws.stage_g_ok = true;
+        // `ws.stage_g` holds the reduced forces of the last iterate: the next sub-step extrapolates them.
+        self.pred.stage_g_ok = true;
         self.stage_states(h);
         self.end_values(slot, h, prescribed);
     }
@@ -184,7 +184,7 @@ impl Simulation {
         // guesses come from its collocation polynomial, extrapolated (error O(h^3) instead of
         // the O(h) of a constant guess), so that Newton converges in one correction. Other
         // sub-steps start from the stage guesses Q_i = q0.
-        let predicted = !linear && self.ws.pred_slot == slot && self.ws.pred_epoch == self.epoch;
+        let predicted = !linear && self.pred.slot == slot && self.pred.epoch == self.epoch;
         {
             // q0 = w on the free columns.
             let Work { q0, q, .. } = &mut self.ws;
@@ -198,8 +198,8 @@ impl Simulation {
             }
         }
         if predicted {
-            let r = h / self.ws.pred_h;
-            let Work { q, pred_q0, pred_q, .. } = &mut self.ws;
+            let r = h / self.pred.h;
+            let (q, Predictor { q0: pred_q0, q: pred_q, .. }) = (&mut self.ws.q, &self.pred);
             let (p0, p1, p2) = (&pred_q0[..m], &pred_q[..m], &pred_q[m..2 * m]);
             for (i, qi) in q[..2 * m].chunks_exact_mut(m.max(1)).enumerate() {
                 let [l0, l1, l2] = lagrange(1.0 + C[i] * r);
@@ -216,15 +216,15 @@ impl Simulation {
             // step after an event continues from a short rest of a step, a frame-time hitch
             // from short steps, and the quadratic would amplify the forces' errors by up to
             // the square of the ratio; a 50 ms hitch after 1 ms steps diverged.)
-            let smooth = !prescribed && self.torque_dependent & self.sliding == 0 && r <= 4.0;
+            let smooth = !prescribed && self.model.torque_dependent & self.friction.sliding == 0 && r <= 4.0;
             if self.params.newton_start == NewtonStart::Forces
                 && smooth
                 && end_forces
-                && self.ws.pred_g_ok
-                && self.ws.force_start
+                && self.pred.g_ok
+                && self.pred.force_start
             {
                 self.predict_from_forces(slot, h, r, scratch, jump);
-                self.ws.started_from_forces = true;
+                self.pred.started_from_forces = true;
             } else if jump {
                 self.follow_input_steps(slot, h, scratch);
             }
@@ -259,8 +259,9 @@ impl Simulation {
         // `IntegrationParameters::track_energy`); not where a law switches with a constraint
         // torque's sign (sliding lossy gears, limited-slip packs), nor from an estimate made
         // in another mode or epoch.
-        let by_estimate = !linear && !self.params.track_energy && self.torque_dependent & self.sliding == 0;
-        self.ws.newton_eta = if by_estimate && predicted { self.ws.newton_eta * ETA_AGEING } else { f64::INFINITY };
+        let by_estimate =
+            !linear && !self.params.track_energy && self.model.torque_dependent & self.friction.sliding == 0;
+        self.pred.newton_eta = if by_estimate && predicted { self.pred.newton_eta * ETA_AGEING } else { f64::INFINITY };
         let mut last_dq = f64::INFINITY;
         let mut iter = 0;
         loop {
@@ -272,25 +273,25 @@ impl Simulation {
             // so the sum is too) and subtracting it changes nothing: skipped.
             let residual = if iter == 1 && !predicted { Residual::Forces } else { Residual::Full };
             let s = &self.slots[slot];
-            let Work { newton_inv, res, q, q0, gq, .. } = &mut self.ws;
+            let Work { newton_inv, res, q, q0, stage_g: gq, .. } = &mut self.ws;
             let inv = if scratch { &newton_inv[..] } else { &s.newton_inv[..] };
             let (norm_dq, norm_q) = Correction { residual, h, mr: &s.mr, gq, q0, inv }.apply(m, q, res);
             if iter == 1 {
                 // The force start costs a matrix-vector product: worth it while the simpler
                 // start would miss (a shift's transients), not in a steady cruise.
-                let keep = if self.ws.started_from_forces { 0.01 } else { 1.0 };
-                self.ws.force_start = norm_dq > keep * self.params.newton_tolerance * (1.0 + norm_q);
+                let keep = if self.pred.started_from_forces { 0.01 } else { 1.0 };
+                self.pred.force_start = norm_dq > keep * self.params.newton_tolerance * (1.0 + norm_q);
             }
             let tol = self.params.newton_tolerance * (1.0 + norm_q);
             if by_estimate && iter > 1 {
                 let theta = norm_dq / last_dq;
-                self.ws.newton_eta = if theta < 1.0 { theta / (1.0 - theta) } else { f64::INFINITY };
+                self.pred.newton_eta = if theta < 1.0 { theta / (1.0 - theta) } else { f64::INFINITY };
             }
             last_dq = norm_dq;
             if by_estimate
                 && norm_dq > tol
                 && norm_dq <= ETA_RANGE * tol
-                && self.ws.newton_eta * norm_dq <= ETA_SAFETY * tol
+                && self.pred.newton_eta * norm_dq <= ETA_SAFETY * tol
             {
                 // The corrected iterate is within the tolerance by the estimate (RADAU5's
                 // criterion); the forces just evaluated, at the iterate before it, stand in for
@@ -340,7 +341,7 @@ impl Simulation {
     /// `Q_i = q0` (`at_start`) the current motion, else from the iterate in `ws.q`.
     #[inline]
     fn iterate_stage_states(&mut self, h: f64, at_start: bool) {
-        let n = self.net.n_dof;
+        let n = self.model.net.n_dof;
         if at_start {
             // The starting guess Q_i = q0 is the current motion: W_i = w, Phi_i = phi + h c_i w.
             for i in 0..2 {
@@ -350,7 +351,7 @@ impl Simulation {
                     phi_st[i][k] = self.phi[k] + h * C[i] * self.w[k];
                 }
             }
-        } else if self.laws_read_angles {
+        } else if self.model.laws_read_angles {
             self.stage_states(h);
         } else {
             // (No force reads the stage angles: they are formed once, after the iteration.)
@@ -359,22 +360,22 @@ impl Simulation {
     }
 
     /// The stage forces at the iterate's stage states, and their reduced forces `g_j = N^T
-    /// f_j` into `ws.gq`. The forces go straight into the stage-force cache with their powers:
+    /// f_j` into `ws.stage_g`. The forces go straight into the stage-force cache with their powers:
     /// after the last iteration they are the stage forces (at stages within the Newton
     /// tolerance of the converged ones).
     #[inline]
     fn reduced_stage_forces(&mut self, slot: usize, prescribed: bool) {
-        let n = self.net.n_dof;
+        let n = self.model.net.n_dof;
         let m = self.slots[slot].m;
         for j in 0..2 {
             self.stage_force(j);
             // g_j = N^T f_j (prescribed rows: the reduced force loses N^T M P rho').
             let s = &self.slots[slot];
-            let Work { gq, f_st, ud, acc, .. } = &mut self.ws;
+            let Work { stage_g: gq, f_st, presc_acc: ud, acc, .. } = &mut self.ws;
             let gq = &mut gq[j * m..(j + 1) * m];
             let x = if prescribed {
                 for k in 0..n {
-                    acc[k] = f_st[j][k] - self.net.mass[k] * ud[j][k];
+                    acc[k] = f_st[j][k] - self.model.net.mass[k] * ud[j][k];
                 }
                 &acc[..n]
             } else {
@@ -387,7 +388,7 @@ impl Simulation {
     /// The sub-step's end values from its converged stages: `q1 = q0 + sum_j D_j (Q_j - q0)`,
     /// `w1 = N q1` (plus the prescribed part), `phi1 = phi0 + h sum_i b_i W_i`.
     fn end_values(&mut self, slot: usize, h: f64, prescribed: bool) {
-        let n = self.net.n_dof;
+        let n = self.model.net.n_dof;
         let s = &self.slots[slot];
         let m = s.m;
         // q1 = q0 + sum_j D_j (Q_j - q0), kept in res (free now).
@@ -398,7 +399,7 @@ impl Simulation {
                 *r = q0 + D[0] * (q1 - q0) + D[1] * (q2 - q0);
             }
         }
-        let Work { res, w1, wp, phi1, w_st, .. } = &mut self.ws;
+        let Work { res, w1, presc_speed: wp, phi1, w_st, .. } = &mut self.ws;
         s.n_times(&res[..m], &mut w1[..n]);
         if prescribed {
             for (w, p) in w1[..n].iter_mut().zip(&wp[2][..n]) {
@@ -418,10 +419,10 @@ impl Simulation {
 
     /// Stage velocities `W_i = N Q_i` (plus the prescribed parts) from `ws.q`.
     pub(super) fn stage_speeds(&mut self) {
-        let n = self.net.n_dof;
+        let n = self.model.net.n_dof;
         let s = &self.slots[self.cur];
         let m = s.m;
-        let Work { q, w_st, wp, .. } = &mut self.ws;
+        let Work { q, w_st, presc_speed: wp, .. } = &mut self.ws;
         let [w0, w1] = w_st;
         s.n_times_each([&q[..m], &q[m..2 * m]], [&mut w0[..n], &mut w1[..n]]);
         if !s.rhs.is_empty() {
@@ -435,7 +436,7 @@ impl Simulation {
 
     /// Stage angles `Phi_i = phi0 + h sum_j a_ij W_j` from the stage speeds in `ws.w_st`.
     pub(super) fn stage_angles(&mut self, h: f64) {
-        let n = self.net.n_dof;
+        let n = self.model.net.n_dof;
         let Work { w_st, phi_st, .. } = &mut self.ws;
         let (w0, w1) = (&w_st[0][..n], &w_st[1][..n]);
         for (i, pi) in phi_st.iter_mut().enumerate() {
@@ -450,7 +451,7 @@ impl Simulation {
     pub(super) fn commit(&mut self, h: f64) {
         if self.params.track_energy {
             self.stage_forces();
-            for (k, law) in self.net.laws.iter().enumerate() {
+            for (k, law) in self.model.net.laws.iter().enumerate() {
                 let p = h * (B[0] * self.ws.law_power[0][k] + B[1] * self.ws.law_power[1][k]);
                 let d = h * (B[0] * self.ws.law_diss[0][k] + B[1] * self.ws.law_diss[1][k]);
                 match law {
@@ -459,7 +460,7 @@ impl Simulation {
                 }
             }
             // Only sliding elements dissipate (the others' powers are zero).
-            for i in bits(self.sliding) {
+            for i in bits(self.friction.sliding) {
                 self.energy.dissipated += h * (B[0] * self.ws.fric_power[0][i] + B[1] * self.ws.fric_power[1][i]);
             }
             // Prescribed rows do work rho * lambda: speed sources put it in, kinematic clutches
@@ -470,7 +471,9 @@ impl Simulation {
                 for &(ra, src) in s.rhs.iter() {
                     let work = h
                         * (0..2)
-                            .map(|i| B[i] * src.rate(&self.net.signals, self.t + C[i] * h).0 * self.ws.lam_st[i][ra])
+                            .map(|i| {
+                                B[i] * src.rate(&self.model.net.signals, self.t + C[i] * h).0 * self.ws.lam_st[i][ra]
+                            })
                             .sum::<f64>();
                     if matches!(src, Rhs::Source(_)) {
                         self.energy.input += work;
@@ -482,23 +485,22 @@ impl Simulation {
         }
         self.phi.copy_from_slice(&self.ws.phi1);
         self.w.copy_from_slice(&self.ws.w1);
-        self.zero_slips = None;
+        self.friction.zero_slips = None;
         self.t += h;
         if !self.slots[self.cur].linear {
-            let ws = &mut self.ws;
             // The stages (and below, their reduced forces) become the predictor's record: the
-            // buffers trade places (the next sub-step writes `q0`, `q` and `gq` before it
+            // buffers trade places (the next sub-step writes `q0`, `q` and `stage_g` before it
             // reads them).
-            std::mem::swap(&mut ws.pred_q0, &mut ws.q0);
-            std::mem::swap(&mut ws.pred_q, &mut ws.q);
+            std::mem::swap(&mut self.pred.q0, &mut self.ws.q0);
+            std::mem::swap(&mut self.pred.q, &mut self.ws.q);
             // (Only a force start reads them.)
-            self.ws.pred_g_ok = self.ws.stage_g_ok && self.ws.force_start;
-            if self.ws.pred_g_ok {
-                std::mem::swap(&mut self.ws.pred_g, &mut self.ws.gq);
+            self.pred.g_ok = self.pred.stage_g_ok && self.pred.force_start;
+            if self.pred.g_ok {
+                std::mem::swap(&mut self.pred.g, &mut self.ws.stage_g);
             }
-            self.ws.pred_h = h;
-            self.ws.pred_slot = self.cur;
-            self.ws.pred_epoch = self.epoch;
+            self.pred.h = h;
+            self.pred.slot = self.cur;
+            self.pred.epoch = self.epoch;
         }
     }
 
@@ -544,7 +546,7 @@ pub(super) struct Correction<'a> {
     pub(super) residual: Residual,
     /// Sub-step size, s.
     pub(super) h: f64,
-    /// Reduced inertia `Mr` (`m x m`), reduced stage forces `gq` (`2m`), start `q0` (`m`),
+    /// Reduced inertia `Mr` (`m x m`), reduced stage forces `stage_g` (`2m`), start `q0` (`m`),
     /// inverse Newton matrix (`2m x 2m`, column-major).
     pub(super) mr: &'a [f64],
     pub(super) gq: &'a [f64],

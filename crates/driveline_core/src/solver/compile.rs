@@ -283,7 +283,7 @@ impl Simulation {
     /// are sized for the largest case).
     pub(super) fn compile_into(&mut self, idx: usize, key: u64) {
         self.stats.mode_compiles += 1;
-        let net = &self.net;
+        let net = &self.model.net;
         let slot = &mut self.slots[idx];
         slot.set_rows(net, key, self.stats.mode_compiles);
         let rank = null_space(net, slot, &mut self.ws);
@@ -421,11 +421,11 @@ impl ModeSlot {
     }
 }
 
-/// The constraint matrix `G` (`r x n`, dense, into `ws.tmp_rn`), the null space of the active
+/// The constraint matrix `G` (`r x n`, dense, into `ws.g_rows`), the null space of the active
 /// rows and the particular solutions of the prescribed ones. Returns the rank of `G`.
 fn null_space(net: &Network, slot: &mut ModeSlot, ws: &mut Work) -> usize {
     let (n, r) = (net.n_dof, slot.r);
-    let g = &mut ws.tmp_rn;
+    let g = &mut ws.g_rows;
     g[..r * n].fill(0.0);
     for i in 0..r {
         for &(k, c) in &slot.row_at(net, i).entries {
@@ -489,13 +489,13 @@ fn null_space(net: &Network, slot: &mut ModeSlot, ws: &mut Work) -> usize {
 fn constraint_torque_maps(net: &Network, slot: &mut ModeSlot, ws: &mut Work, rank: usize) {
     let (n, m, r) = (net.n_dof, slot.m, slot.r);
     let (np, nl) = (net.rows.len(), slot.locked.len());
-    let g = &ws.tmp_rn;
+    let g = &ws.g_rows;
     // G by columns: the products below run over G's rows all at once, each sum as
     // `linalg::dot` forms it (`columns_dot`).
-    let gt = &mut ws.tmp_nr;
+    let gt = &mut ws.g_cols;
     linalg::transpose(g, r, n, gt, r);
     let gt = &gt[..n * r];
-    let ggt = &mut ws.tmp_rr;
+    let ggt = &mut ws.ggt;
     let mut tr: f64 = 0.0;
     for a in 0..r {
         // (g_b . g_a: each product is g_a . g_b's, the sum in the same order.)
@@ -514,14 +514,14 @@ fn constraint_torque_maps(net: &Network, slot: &mut ModeSlot, ws: &mut Work, ran
             }
         };
         let cmax = (np..np + nl).map(cap).fold(0.0f64, f64::max).max(1e-300);
-        let gw = &mut ws.tmp_rr_w;
+        let gw = &mut ws.ggt_weighted;
         gw[..r * r].copy_from_slice(&ggt[..r * r]);
         for a in 0..r {
             let c = cap(a).min(cmax);
             let f = if c > 0.0 { (cmax / c).powi(2).clamp(1.0, 1e6) } else { 1e6 };
             gw[a * r + a] += eps * f;
         }
-        let _ = linalg::lu_factor(gw, r, &mut ws.piv_w);
+        let _ = linalg::lu_factor(gw, r, &mut ws.piv_weighted);
     }
     for a in 0..r {
         ggt[a * r + a] += eps;
@@ -536,7 +536,7 @@ fn constraint_torque_maps(net: &Network, slot: &mut ModeSlot, ws: &mut Work, ran
     // T column k = L (M N Mr^-1 N^T e_k - e_k). The solves for all k at once: Q =
     // Mr^-1 N^T by rows (`Q[j][k]`), and the weighted copy's right-hand sides gathered
     // by rows and solved after the loop (each column as one solve would give it).
-    let qm = &mut ws.tmp_mn[..m * n];
+    let qm = &mut ws.mr_inv_nt[..m * n];
     for (k, nk) in slot.nmat[..n * n].chunks_exact(n).enumerate() {
         for (j, &x) in nk[..m].iter().enumerate() {
             qm[j * n + k] = x;
@@ -546,7 +546,7 @@ fn constraint_torque_maps(net: &Network, slot: &mut ModeSlot, ws: &mut Work, ran
         linalg::lu_solve_many(&slot.mr_lu, m, &slot.mr_piv, qm, n);
     }
     let v = &mut ws.acc;
-    let wm = &mut ws.tmp_rn_w[..r * n];
+    let wm = &mut ws.weighted_rhs[..r * n];
     let rs = slot.rstride;
     for k in 0..n {
         for (i, vi) in v[..n].iter_mut().enumerate() {
@@ -560,7 +560,7 @@ fn constraint_torque_maps(net: &Network, slot: &mut ModeSlot, ws: &mut Work, ran
         v[k] -= 1.0;
         columns_dot(&ws.lmap[..n * r], r, &v[..n], &mut slot.tmap[k * rs..k * rs + r]);
         if rank < r {
-            let col = &mut ws.lam_w;
+            let col = &mut ws.scratch_r;
             columns_dot(gt, r, &v[..n], &mut col[..r]);
             for (a, &c) in col[..r].iter().enumerate() {
                 wm[a * n + k] = c;
@@ -568,7 +568,7 @@ fn constraint_torque_maps(net: &Network, slot: &mut ModeSlot, ws: &mut Work, ran
         }
     }
     if rank < r {
-        linalg::lu_solve_many(&ws.tmp_rr_w, r, &ws.piv_w, wm, n);
+        linalg::lu_solve_many(&ws.ggt_weighted, r, &ws.piv_weighted, wm, n);
         linalg::transpose(wm, r, n, &mut slot.tmap_w, rs);
     }
 }

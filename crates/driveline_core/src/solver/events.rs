@@ -24,11 +24,11 @@ impl Simulation {
                 self.slip_g(i, w)
             }
             Ev::Engage(i) | Ev::Release(i) => {
-                let Some(k) = self.net.friction[i].law.free_signal() else { return -1.0 };
+                let Some(k) = self.model.net.friction[i].law.free_signal() else { return -1.0 };
                 let u = match at {
                     At::Stage(j) => self.ws.sig[j][k],
                     At::End => self.ws.sig_end[k],
-                    At::Dense => self.net.signals[k].eval(t),
+                    At::Dense => self.model.net.signals[k].eval(t),
                 };
                 Self::force_g(ev, u)
             }
@@ -56,7 +56,10 @@ impl Simulation {
                     At::End => &self.ws.w1,
                     At::Dense => &self.ws.w_e,
                 };
-                self.net.friction[i].law.hold_excess(self.capacity(i, sig), lam[self.net.rows.len() + pos], lam, w).0
+                self.model.net.friction[i]
+                    .law
+                    .hold_excess(self.capacity(i, sig), lam[self.model.net.rows.len() + pos], lam, w)
+                    .0
             }
             Ev::Regime(k) => {
                 if at == At::Dense {
@@ -73,7 +76,7 @@ impl Simulation {
                     At::Dense => &self.ws.sig[2],
                 };
                 let st = self.regimes[k];
-                if self.net.laws[k].next_regime(st, phi, w, sig) != st.regime { 1.0 } else { -1.0 }
+                if self.model.net.laws[k].next_regime(st, phi, w, sig) != st.regime { 1.0 } else { -1.0 }
             }
         }
     }
@@ -88,7 +91,7 @@ impl Simulation {
         let mut slipped: u64 = 0;
         // Break-aways located in this sub-step (their thetas in `ws.slip_theta` too).
         let mut breaking_at: u64 = 0;
-        let nf = self.net.friction.len();
+        let nf = self.model.net.friction.len();
         let suspects = self.breakaway_suspects(h);
         // Called for the events whose cheap screen ([`Simulation::may_trigger`]) passed.
         let consider = |this: &mut Self, ev: Ev, best: &mut Option<(f64, Ev)>| -> Option<f64> {
@@ -108,8 +111,8 @@ impl Simulation {
         };
         // In element order (the first of equal event times wins): the sliding elements, the
         // elements under an unsteady normal force, and the break-away suspects.
-        let watch = self.force_watch;
-        for i in bits((self.sliding | watch | suspects) & low_bits(nf)) {
+        let watch = self.friction.force_watch;
+        for i in bits((self.friction.sliding | watch | suspects) & low_bits(nf)) {
             let watched = watch & 1 << i != 0;
             let mode = self.modes[i];
             match mode {
@@ -148,8 +151,8 @@ impl Simulation {
         if self.slots[self.cur].redundant && suspects != 0 {
             consider(self, Ev::Group, &mut best);
         }
-        for k in 0..self.net.laws.len() {
-            if self.net.laws[k].has_regimes() {
+        for k in 0..self.model.net.laws.len() {
+            if self.model.net.laws[k].has_regimes() {
                 consider(self, Ev::Regime(k), &mut best);
             }
         }
@@ -190,10 +193,10 @@ impl Simulation {
         }
         let redundant = self.slots[self.cur].redundant;
         self.end_torques();
-        let np = self.net.rows.len();
+        let np = self.model.net.rows.len();
         let s = &self.slots[self.cur];
         let resolved = s.omega2 * h * h <= MAX_SKIP_OMEGA_H * MAX_SKIP_OMEGA_H;
-        if !redundant && !self.signals_turn && resolved {
+        if !redundant && !self.signals.may_turn && resolved {
             // Every lock held with a quarter of its limit to spare at the end needs no stage
             // samples: between the step start, where it was held, and the end its torque
             // follows the smooth stage polynomial, which does not climb a quarter of the limit
@@ -208,8 +211,12 @@ impl Simulation {
             // (`a_ringing_shaft_breaks_away_between_step_ends`).
             let Work { lam_end, sig_end, w1, .. } = &self.ws;
             let deep = self.slots[self.cur].locked.iter().enumerate().all(|(pos, &i)| {
-                let (g, limit) =
-                    self.net.friction[i].law.hold_excess(self.capacity(i, sig_end), lam_end[np + pos], lam_end, w1);
+                let (g, limit) = self.model.net.friction[i].law.hold_excess(
+                    self.capacity(i, sig_end),
+                    lam_end[np + pos],
+                    lam_end,
+                    w1,
+                );
                 g < -STAGE_SAMPLE_MARGIN * limit
             });
             if deep {
@@ -226,7 +233,7 @@ impl Simulation {
         }
         let mut mask = 0;
         for (pos, &i) in self.slots[self.cur].locked.iter().enumerate() {
-            let law = &self.net.friction[i].law;
+            let law = &self.model.net.friction[i].law;
             for &(lam, sig, w) in &samples {
                 if law.hold_excess(self.capacity(i, sig), lam[np + pos], lam, w).0 > 0.0 {
                     mask |= 1 << i;
@@ -247,11 +254,11 @@ impl Simulation {
             Ev::Slip(i) => {
                 // `slip_g` at the three samples, in one pass over the row.
                 let d = -self.modes[i].dir();
-                let g = self.net.friction[i].row.dot3([&self.ws.w_st[0], &self.ws.w_st[1], &self.ws.w1]);
+                let g = self.model.net.friction[i].row.dot3([&self.ws.w_st[0], &self.ws.w_st[1], &self.ws.w1]);
                 g.iter().any(|&g| d * g > 0.0)
             }
             Ev::Engage(i) | Ev::Release(i) => {
-                let Some(k) = self.net.friction[i].law.free_signal() else { return false };
+                let Some(k) = self.model.net.friction[i].law.free_signal() else { return false };
                 [self.ws.sig[0][k], self.ws.sig[1][k], self.ws.sig_end[k]].iter().any(|&u| Self::force_g(ev, u) > 0.0)
             }
             Ev::Group | Ev::Breakaway(_) | Ev::Regime(_) => true,
@@ -261,7 +268,7 @@ impl Simulation {
     /// Slip event function of sliding element `i` at speeds `w`: positive once the slip has
     /// reversed against the sliding direction.
     pub(super) fn slip_g(&self, i: usize, w: &[f64]) -> f64 {
-        -self.modes[i].dir() * self.net.friction[i].row.dot(w)
+        -self.modes[i].dir() * self.model.net.friction[i].row.dot(w)
     }
 
     /// Engage (release) event function from the normal-force signal `u`: positive once the

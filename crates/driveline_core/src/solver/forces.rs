@@ -6,17 +6,17 @@ impl Simulation {
     /// Reduced Jacobians `Dr = N^T df/dw N`, `Kr = N^T df/dphi N` at the given state.
     pub(super) fn jacobians(&mut self, slot: usize, t_sig: usize) {
         self.stats.jacobian_updates += 1;
-        let n = self.net.n_dof;
-        let Work { jphi, jw, f, sig, .. } = &mut self.ws;
+        let n = self.model.net.n_dof;
+        let Work { jac_phi: jphi, jac_w: jw, f, sig, .. } = &mut self.ws;
         jphi[..n * n].fill(0.0);
         jw[..n * n].fill(0.0);
         f.fill(0.0);
         let mut jac = Jacobian { n, dphi: jphi, dw: jw };
-        for (k, law) in self.net.laws.iter().enumerate() {
+        for (k, law) in self.model.net.laws.iter().enumerate() {
             law.eval(&self.phi, &self.w, &sig[t_sig], self.regimes[k], f, Some(&mut jac));
         }
         // Speed-dependent sliding friction: tau = dir * k(|w_rel|), force -row^T tau.
-        for (i, fe) in self.net.friction.iter().enumerate() {
+        for (i, fe) in self.model.net.friction.iter().enumerate() {
             let dir = self.modes[i].dir();
             if dir != 0.0 && !fe.law.is_speed_independent() {
                 let wr = fe.row.dot(&self.w);
@@ -61,7 +61,7 @@ impl Simulation {
         }
         // ||Mr^-1 Kr||_inf bounds every eigenvalue -omega^2 of the undamped motion, column by
         // column of Mr^-1 Kr (once per Jacobian: m solves of size m).
-        let Work { fq: col, acc: rows, .. } = &mut self.ws;
+        let Work { scratch_n: col, acc: rows, .. } = &mut self.ws;
         rows[..m].fill(0.0);
         for b in 0..m {
             for a in 0..m {
@@ -284,9 +284,9 @@ impl Simulation {
     pub(super) fn stage_force(&mut self, i: usize) {
         let Work { phi_st, w_st, sig, f_st, law_power, law_diss, fric_power, fric_tau, .. } = &mut self.ws;
         Self::forces(
-            &self.net,
+            &self.model.net,
             &self.modes,
-            self.sliding,
+            self.friction.sliding,
             &self.regimes,
             &phi_st[i],
             &w_st[i],
@@ -294,13 +294,13 @@ impl Simulation {
             &mut f_st[i],
             Record::Powers(&mut law_power[i], &mut law_diss[i], &mut fric_power[i], &mut fric_tau[i]),
         );
-        if self.torque_dependent & self.sliding != 0 {
-            let Work { w_st, f_st, ls_a, dep_tau, fric_power, .. } = &mut self.ws;
+        if self.model.torque_dependent & self.friction.sliding != 0 {
+            let Work { w_st, f_st, dep_scratch: ls_a, dep_tau, fric_power, .. } = &mut self.ws;
             Self::torque_dependent_correct(
-                &self.net,
+                &self.model.net,
                 &self.slots[self.cur],
                 &self.modes,
-                self.torque_dependent & self.sliding,
+                self.model.torque_dependent & self.friction.sliding,
                 &w_st[i],
                 &mut f_st[i],
                 ls_a,
@@ -318,17 +318,17 @@ impl Simulation {
             return;
         }
         self.stage_forces();
-        let n = self.net.n_dof;
+        let n = self.model.net.n_dof;
         let s = &self.slots[self.cur];
         for i in 0..2 {
-            let Work { f_st, acc, xnz, lam_st, ud, .. } = &mut self.ws;
+            let Work { f_st, acc, xnz, lam_st, presc_acc: ud, .. } = &mut self.ws;
             if s.stage_rows_all {
-                Self::constraint_torques(&self.net, s, &f_st[i], &ud[i], acc, xnz, &mut lam_st[i], n);
+                Self::constraint_torques(&self.model.net, s, &f_st[i], &ud[i], acc, xnz, &mut lam_st[i], n);
                 continue;
             }
             // No prescribed rows here: the map applies to the forces themselves.
             let xnz = nonzeros(&f_st[i][..n], xnz);
-            let np = self.net.rows.len();
+            let np = self.model.net.rows.len();
             map_columns_from(&s.tmap, s.rstride, xnz, np, &mut lam_st[i][np..s.r]);
             for &g in s.stage_extra.iter() {
                 let g = g as usize;
@@ -344,7 +344,7 @@ impl Simulation {
         if self.ws.cached.has(Cached::END) {
             return;
         }
-        let n = self.net.n_dof;
+        let n = self.model.net.n_dof;
         let Work {
             phi1,
             w1,
@@ -353,8 +353,8 @@ impl Simulation {
             acc,
             xnz,
             lam_end,
-            ud,
-            ls_a,
+            presc_acc: ud,
+            dep_scratch: ls_a,
             dep_tau_end,
             fric_power_end,
             law_tau_end,
@@ -363,13 +363,23 @@ impl Simulation {
             ..
         } = &mut self.ws;
         let record = Record::Torques(law_tau_end, law_diss_end, fric_tau_end, fric_power_end);
-        Self::forces(&self.net, &self.modes, self.sliding, &self.regimes, phi1, w1, sig_end, f_end, record);
-        if self.torque_dependent & self.sliding != 0 {
+        Self::forces(
+            &self.model.net,
+            &self.modes,
+            self.friction.sliding,
+            &self.regimes,
+            phi1,
+            w1,
+            sig_end,
+            f_end,
+            record,
+        );
+        if self.model.torque_dependent & self.friction.sliding != 0 {
             Self::torque_dependent_correct(
-                &self.net,
+                &self.model.net,
                 &self.slots[self.cur],
                 &self.modes,
-                self.torque_dependent & self.sliding,
+                self.model.torque_dependent & self.friction.sliding,
                 w1,
                 f_end,
                 ls_a,
@@ -377,22 +387,32 @@ impl Simulation {
                 Some(fric_power_end),
             );
         }
-        Self::constraint_torques(&self.net, &self.slots[self.cur], f_end, &ud[2], acc, xnz, lam_end, n);
+        Self::constraint_torques(&self.model.net, &self.slots[self.cur], f_end, &ud[2], acc, xnz, lam_end, n);
         self.ws.cached.insert(Cached::END);
     }
 
     /// Constraint torques `lambda` of the current mode at `(phi_e, w_e)` with signals `sig[2]`.
     pub(super) fn constraint_torques_at_e(&mut self, t: f64) {
-        let n = self.net.n_dof;
+        let n = self.model.net.n_dof;
         self.prescribed(t, 3);
-        let Work { phi_e, w_e, sig, f, acc, lam, xnz, ud, ls_a, dep_tau, .. } = &mut self.ws;
-        Self::forces(&self.net, &self.modes, self.sliding, &self.regimes, phi_e, w_e, &sig[2], f, Record::Nothing);
-        let dependent = self.torque_dependent & self.sliding;
+        let Work { phi_e, w_e, sig, f, acc, lam, xnz, presc_acc: ud, dep_scratch: ls_a, dep_tau, .. } = &mut self.ws;
+        Self::forces(
+            &self.model.net,
+            &self.modes,
+            self.friction.sliding,
+            &self.regimes,
+            phi_e,
+            w_e,
+            &sig[2],
+            f,
+            Record::Nothing,
+        );
+        let dependent = self.model.torque_dependent & self.friction.sliding;
         if dependent != 0 {
             let s = &self.slots[self.cur];
-            Self::torque_dependent_correct(&self.net, s, &self.modes, dependent, w_e, f, ls_a, dep_tau, None);
+            Self::torque_dependent_correct(&self.model.net, s, &self.modes, dependent, w_e, f, ls_a, dep_tau, None);
         }
-        Self::constraint_torques(&self.net, &self.slots[self.cur], f, &ud[3], acc, xnz, lam, n);
+        Self::constraint_torques(&self.model.net, &self.slots[self.cur], f, &ud[3], acc, xnz, lam, n);
     }
 
     /// Prescribed parts of speed and acceleration at `t` into `wp[idx]`, `ud[idx]`.
@@ -401,16 +421,16 @@ impl Simulation {
     }
 
     pub(super) fn prescribed_in(&mut self, slot: usize, t: f64, idx: usize) {
-        let n = self.net.n_dof;
+        let n = self.model.net.n_dof;
         let s = &self.slots[slot];
         if s.rhs.is_empty() {
             return;
         }
-        let (wp, ud) = (&mut self.ws.wp[idx], &mut self.ws.ud[idx]);
+        let (wp, ud) = (&mut self.ws.presc_speed[idx], &mut self.ws.presc_acc[idx]);
         wp[..n].fill(0.0);
         ud[..n].fill(0.0);
         for (j, &(_, src)) in s.rhs.iter().enumerate() {
-            let (rho, drho) = src.rate(&self.net.signals, t);
+            let (rho, drho) = src.rate(&self.model.net.signals, t);
             for k in 0..n {
                 let p = s.pmat[j * n + k];
                 if p != 0.0 {

@@ -32,7 +32,7 @@ impl Simulation {
     /// Names of the run-time inputs ([`crate::Signal::Input`]) of the network.
     pub fn input_names(&self) -> Vec<String> {
         let mut out = Vec::new();
-        self.net.signals.iter().for_each(|s| s.input_names(&mut out));
+        self.model.net.signals.iter().for_each(|s| s.input_names(&mut out));
         out
     }
 
@@ -44,7 +44,7 @@ impl Simulation {
             return Err(InputError::NotFinite { name: name.to_string(), value });
         }
         let (mut hits, now) = (0, self.t);
-        for (k, s) in self.net.signals.iter_mut().enumerate() {
+        for (k, s) in self.model.net.signals.iter_mut().enumerate() {
             // A whole signal that steps is recorded as by id (one inside another signal is not).
             let before = match s {
                 Signal::Input { name: n, .. } if n == name => Some(s.eval(now)),
@@ -52,13 +52,13 @@ impl Simulation {
             };
             hits += s.set_input(name, value);
             if let Some(v) = before.filter(|&v| v != value) {
-                record_input_step(&mut self.input_steps, &mut self.input_step_pos, k, v, value);
+                record_input_step(&mut self.inputs.steps, &mut self.inputs.step_pos, k, v, value);
             }
         }
         if hits == 0 {
             return Err(InputError::Unknown(name.to_string()));
         }
-        self.inputs_changed = true;
+        self.inputs.changed = true;
         self.signals_changed(true);
         Ok(())
     }
@@ -68,7 +68,7 @@ impl Simulation {
     /// [`Simulation::set_input_id`] can write it without a name lookup.
     pub fn input_id(&self, name: &str) -> Option<InputId> {
         let mut found = None;
-        for (k, s) in self.net.signals.iter().enumerate() {
+        for (k, s) in self.model.net.signals.iter().enumerate() {
             let mut names = Vec::new();
             s.input_names(&mut names);
             if names.iter().any(|n| n == name) {
@@ -95,7 +95,7 @@ impl Simulation {
     pub fn set_input_ramp_id(&mut self, id: InputId, value: f64, rate: f64) -> Result<(), InputError> {
         // Controllers write most inputs every step unchanged: that answer stays inline (a NaN
         // never compares equal, so it takes the checked path below).
-        if let Signal::Input { value: v, rate: r, since, .. } = &self.net.signals[id.0]
+        if let Signal::Input { value: v, rate: r, since, .. } = &self.model.net.signals[id.0]
             && *v == value
             && *r == rate
             && (rate == 0.0 || *since == self.t)
@@ -110,8 +110,8 @@ impl Simulation {
     pub(super) fn change_input(&mut self, id: InputId, value: f64, rate: f64) -> Result<(), InputError> {
         let now = self.t;
         // (The value now, a ramp's included: what a step starts from.)
-        let before = self.net.signals[id.0].eval(now);
-        match &mut self.net.signals[id.0] {
+        let before = self.model.net.signals[id.0].eval(now);
+        match &mut self.model.net.signals[id.0] {
             Signal::Input { value: v, name, rate: r, since } => {
                 if !value.is_finite() || !rate.is_finite() {
                     let bad = if value.is_finite() { rate } else { value };
@@ -120,28 +120,30 @@ impl Simulation {
                 if *v != value || *r != rate || (rate != 0.0 && *since != now) {
                     // A step of the value now is recorded for the stage predictor.
                     if before != value {
-                        record_input_step(&mut self.input_steps, &mut self.input_step_pos, id.0, before, value);
+                        record_input_step(&mut self.inputs.steps, &mut self.inputs.step_pos, id.0, before, value);
                     }
                     let steadiness_changed = (*r == 0.0) != (rate == 0.0);
                     *v = value;
                     *r = rate;
                     *since = now;
-                    self.inputs_changed = true;
+                    self.inputs.changed = true;
                     // An input by id is a whole signal that no other signal contains: the
                     // buffers stay valid with its new value patched in (a ramp is unsteady and
                     // evaluated at every fill anyway).
-                    self.sig_gen += 1;
+                    self.signals.generation += 1;
                     if steadiness_changed {
                         self.count_unsteady();
                     }
-                    self.caps_stale = match self.caps_stale {
-                        Some(m) if !steadiness_changed && self.unsteady.is_empty() => Some(m | self.readers[id.0]),
+                    self.capacities.stale = match self.capacities.stale {
+                        Some(m) if !steadiness_changed && self.signals.unsteady.is_empty() => {
+                            Some(m | self.model.readers[id.0])
+                        }
                         _ => None,
                     };
                     if rate == 0.0 {
                         let k = id.0;
                         for (b, buf) in self.ws.signal_buffers().into_iter().enumerate() {
-                            if self.sig_filled[b] == self.buf_gen {
+                            if self.signals.filled[b] == self.signals.buffer_generation {
                                 buf[k] = value;
                             }
                         }
@@ -154,25 +156,25 @@ impl Simulation {
     }
 
     /// The change of the reduced stage forces at the step start from the input steps recorded
-    /// since the last step, into `ws.gq` (stage `j` at `j m..`): a sliding friction element
+    /// since the last step, into `ws.stage_g` (stage `j` at `j m..`): a sliding friction element
     /// whose torque is proportional to a stepped signal
     /// ([`FrictionLaw::torque_signal`](crate::elements::FrictionLaw::torque_signal): clutch and
     /// brake normal forces, tyre loads) changes its last stage torques by the ratio of the
     /// values, a law its force at the step start ([`Law::signal_step`]: sources, engine
     /// throttles). A ramping input's change over the step is in the stage signals already;
-    /// only a jump of its value is followed. False, with `gq` left as it was or zero, when no
+    /// only a jump of its value is followed. False, with `ws.stage_g` left as it was or zero, when no
     /// step changes a force.
     pub(super) fn input_step_forces(&mut self, slot: usize) -> bool {
         // (Most steps step only signals nothing here follows, the load of a rolling tyre whose
         // force is a constraint torque: their record is empty.)
         self.input_changes();
-        if self.input_changes.is_empty() {
+        if self.inputs.changes.is_empty() {
             return false;
         }
-        let n = self.net.n_dof;
+        let n = self.model.net.n_dof;
         let s = &self.slots[slot];
         let m = s.m;
-        let Work { fric_tau, gq, .. } = &mut self.ws;
+        let Work { fric_tau, stage_g: gq, .. } = &mut self.ws;
         // g_j = N^T dF_j, formed node by node (ground nodes carry no coordinate).
         let (g0, g1) = gq[..2 * m].split_at_mut(m);
         g0.fill(0.0);
@@ -186,7 +188,7 @@ impl Simulation {
                 }
             }
         };
-        for &change in self.input_changes.iter() {
+        for &change in self.inputs.changes.iter() {
             match change {
                 InputStepChange::Law(a, b, d) => {
                     add(a, d, d);
@@ -195,7 +197,7 @@ impl Simulation {
                 InputStepChange::Friction(i, ratio) => {
                     // The element's force is -tau row^T.
                     let (d0, d1) = (-fric_tau[0][i] * ratio, -fric_tau[1][i] * ratio);
-                    for &(node, c) in self.net.friction[i].row.entries.iter().take_while(|e| e.1 != 0.0) {
+                    for &(node, c) in self.model.net.friction[i].row.entries.iter().take_while(|e| e.1 != 0.0) {
                         add(node, c * d0, c * d1);
                     }
                 }
@@ -214,39 +216,39 @@ impl Simulation {
     /// reads one has no `signal_step`, or a sliding element reads one from zero or through
     /// another signal).
     pub(super) fn input_changes(&mut self) -> bool {
-        match self.input_changes_ready {
+        match self.inputs.changes_ready {
             ChangeRecord::NotFormed => {}
             ChangeRecord::Partial => return false,
             ChangeRecord::Complete => return true,
         }
-        self.input_changes.clear();
+        self.inputs.changes.clear();
         let mut known = true;
-        for &(k, from, to) in self.input_steps.iter() {
+        for &(k, from, to) in self.inputs.steps.iter() {
             let k = k as usize;
-            let (l0, l1) = (self.input_law_start[k] as usize, self.input_law_start[k + 1] as usize);
-            for &l in &self.input_laws[l0..l1] {
-                match self.net.laws[l as usize].signal_step(k, from, to, &self.w) {
-                    Some((a, b, d)) => self.input_changes.push(InputStepChange::Law(a, b, d)),
+            let (l0, l1) = (self.model.input_law_start[k] as usize, self.model.input_law_start[k + 1] as usize);
+            for &l in &self.model.input_laws[l0..l1] {
+                match self.model.net.laws[l as usize].signal_step(k, from, to, &self.w) {
+                    Some((a, b, d)) => self.inputs.changes.push(InputStepChange::Law(a, b, d)),
                     None => known = false,
                 }
             }
             // (A sliding element's torque is proportional to a positive signal; inputs are
             // finite.)
-            let sliding = self.readers[k] & self.sliding;
+            let sliding = self.model.readers[k] & self.friction.sliding;
             if from <= 0.0 {
                 known &= sliding == 0;
                 continue;
             }
             let ratio = to.max(0.0) / from - 1.0;
             for i in bits(sliding) {
-                if self.net.friction[i].law.torque_signal() == Some(k) {
-                    self.input_changes.push(InputStepChange::Friction(i, ratio));
+                if self.model.net.friction[i].law.torque_signal() == Some(k) {
+                    self.inputs.changes.push(InputStepChange::Friction(i, ratio));
                 } else {
                     known = false;
                 }
             }
         }
-        self.input_changes_ready = if known { ChangeRecord::Complete } else { ChangeRecord::Partial };
+        self.inputs.changes_ready = if known { ChangeRecord::Complete } else { ChangeRecord::Partial };
         known
     }
 }
@@ -260,4 +262,39 @@ pub(super) enum ChangeRecord {
     Partial,
     /// Formed, with every stepped input's force change.
     Complete,
+}
+
+/// The inputs that stepped since the last step and the force changes they make, for the start-of-
+/// step lock test and the stage predictor.
+#[derive(Debug, Clone)]
+pub(super) struct InputSteps {
+    /// An input changed since the last step: re-resolve modes at the next step start.
+    pub(super) changed: bool,
+    /// The inputs that stepped since the last step, set by id or by name as a whole signal:
+    /// `(signal, value before, value now)` at the step start, for the stage predictor
+    /// ([`Simulation::input_step_forces`]). An input inside another signal is not followed.
+    /// The force changes of `input_steps` ([`Simulation::input_changes`]), formed once per step
+    /// by the first reader (the start-of-step lock test or the stage predictor).
+    pub(super) changes: CapVec<InputStepChange>,
+    /// How far `input_changes` holds this step's record.
+    pub(super) changes_ready: ChangeRecord,
+    pub(super) steps: CapVec<(u32, f64, f64)>,
+    /// Per signal, the position of its step in `input_steps` (`u32::MAX`: none).
+    pub(super) step_pos: Vec<u32>,
+    /// The next sub-step is the first since input steps: its predictor follows them.
+    pub(super) jump: bool,
+}
+
+impl InputSteps {
+    /// No steps recorded, with room for one per signal (`ns`) and `nchanges` force changes.
+    pub(super) fn new(ns: usize, nchanges: usize) -> Self {
+        InputSteps {
+            changed: false,
+            changes: CapVec::new(nchanges),
+            changes_ready: ChangeRecord::NotFormed,
+            steps: CapVec::new(ns),
+            step_pos: vec![u32::MAX; ns],
+            jump: false,
+        }
+    }
 }

@@ -149,7 +149,10 @@ use events::*;
 use forces::*;
 use inputs::*;
 use lanes::*;
+use modes::*;
 use outputs::*;
+use predictor::*;
+use setup::*;
 use signals::*;
 use support::*;
 use work::*;
@@ -161,163 +164,70 @@ pub use report::{EnergyLedger, FrictionMode, InputError, ModeEvent, StepError, S
 /// A running simulation of one [`Network`].
 #[derive(Debug, Clone)]
 pub struct Simulation {
-    net: Network,
+    // What the simulation runs: fixed once it is built.
+    /// The network and what is derived from it once. Only the values of the run-time inputs
+    /// ([`Signal::Input`], set through [`Simulation::set_input`]) change in it while the
+    /// simulation runs.
+    model: Model,
+    /// The solver's parameters.
     params: IntegrationParameters,
+
+    // The state a step starts from.
+    /// Time, s.
     t: f64,
+    /// Node angles, rad (m for translational nodes), and speeds, rad/s (m/s).
     phi: Vec<f64>,
     w: Vec<f64>,
+    /// Each friction element's mode and each law's regime (backlash contact, elastic clutch).
     modes: Vec<FrictionMode>,
     regimes: Vec<LawState>,
     /// Kinematic clutches: engaged (row active), and the mode they report.
     kin_engaged: Vec<bool>,
     kin_modes: Vec<FrictionMode>,
-    slots: Vec<ModeSlot>,
-    cur: usize,
-    clock: u64,
-    /// Complementarity data under the base constraints (permanent rows and engaged kinematic
-    /// clutches): `W` (nf x nf) and `B` (nf x n), rebuilt at each mode selection with candidates.
-    qp_full: Vec<f64>,
-    qp_bmap: Vec<f64>,
-    /// `(key, generation)` of the base slot `qp_full` and `qp_bmap` were derived from.
-    qp_tag: Option<(u64, u64)>,
+    /// The first step has run (the initial mode selection is made).
+    started: bool,
+    /// The next time event (a signal's step, corner or edge) after `t`, s.
     next_time_event: f64,
-    /// Elements whose located break-away event is being resolved: at their static bound they
-    /// break away even if the excess is still within rounding.
-    breaking: u64,
-    /// Bit `i` set when friction element `i` slides (Forward or Backward): the elements whose
-    /// kinetic torque a force evaluation adds.
-    sliding: u64,
-    /// An input changed since the last step: re-resolve modes at the next step start.
-    inputs_changed: bool,
-    /// The inputs that stepped since the last step, set by id or by name as a whole signal:
-    /// `(signal, value before, value now)` at the step start, for the stage predictor
-    /// ([`Simulation::input_step_forces`]). An input inside another signal is not followed.
-    /// The force changes of `input_steps` ([`Simulation::input_changes`]), formed once per step
-    /// by the first reader (the start-of-step lock test or the stage predictor).
-    input_changes: CapVec<InputStepChange>,
-    /// How far `input_changes` holds this step's record.
-    input_changes_ready: ChangeRecord,
-    input_steps: CapVec<(u32, f64, f64)>,
-    /// Per signal, the position of its step in `input_steps` (`u32::MAX`: none).
-    input_step_pos: Vec<u32>,
-    /// The laws whose input each signal is ([`Law::input_signal`]): signal `k`'s are
-    /// `input_laws[input_law_start[k]..input_law_start[k + 1]]`.
-    input_law_start: Vec<u32>,
-    input_laws: Vec<u32>,
-    /// The next sub-step is the first since input steps: its predictor follows them.
-    input_jump: bool,
-    /// The indices of the signals that are not steady ([`Signal::is_steady`]; capacity: every
-    /// signal, so a recount never allocates). With none, a filled signal buffer stays valid
-    /// until the next change of a signal.
-    unsteady: CapVec<u32>,
-    /// The unsteady signals a sub-step's stage fill evaluates one by one: all but the sines,
-    /// which [`Simulation::fill_stage_signals`] rotates from one sine and cosine a sub-step,
-    /// and the steps and pulses, which it evaluates once per time event.
-    unsteady_other: CapVec<u32>,
-    /// The unsteady signals that are sines.
-    sines: CapVec<u32>,
-    /// The unsteady signals that are steps or pulses: constant between their time events.
-    held: CapVec<u32>,
-    /// Per signal (used by the steps and pulses): `(time_events, value)`, the value it held
-    /// after the time event of that count.
-    held_value: Vec<(u64, f64)>,
-    /// The time-event count at which every held value was last brought up to date
-    /// (`u64::MAX`: never, or the list of held signals changed since).
-    held_events: u64,
-    /// The stage buffers (bits 0, 1 and 3 of [`Work::signal_buffers`]) whose entries of the held
-    /// signals are the values of `held_events`: written by a stage fill, cleared by any fill
-    /// that writes those entries otherwise.
-    held_in: BufferSet,
-    /// Time events passed so far.
-    time_events: u64,
-    /// Per signal (used by the sines): where its sine stands, see [`SineState`].
-    sine_state: Vec<SineState>,
-    /// Bumped at every change of a signal's definition or value (what depends on the signals,
-    /// such as the cached capacities, is stale).
-    sig_gen: u64,
-    /// The generation of the signal buffers' steady values: bumped with `sig_gen`, except
-    /// when an input set by its id is patched into the buffers in place.
-    buf_gen: u64,
-    /// The `buf_gen` at which each signal buffer (`sig[0]`, `sig[1]`, `sig[2]`, `sig_end`) was
-    /// filled: its steady signals are valid while the generation holds (the unsteady ones are
-    /// evaluated at every fill); `u64::MAX` when it must be evaluated again.
-    sig_filled: [u64; 4],
-    /// `(sig_gen, epoch)` at which `ws.caps` last held the stuck elements' capacities under
-    /// steady signals (group tests reuse them at every sample of the epoch).
-    caps_key: (u64, u64),
-    /// `sig_gen` at which `ws.caps` last held every friction element's capacity (a mode
-    /// selection or a completed input-change test); with steady signals break-away samples
-    /// read them instead of evaluating the law again.
-    caps_all_gen: u64,
-    /// The friction elements whose capacity inputs set by id changed since `caps_all_gen`,
-    /// as a mask (`None` when something else changed too): an input-change test re-evaluates
-    /// only these.
-    caps_stale: Option<u64>,
-    /// For each signal, the friction elements whose law reads it (their normal force or
-    /// load), as a mask.
-    readers: Vec<u64>,
+
+    // The compiled modes.
+    /// The mode cache: compiled modes, slot 0 the base mode (no lock), the others reused by
+    /// least recent use.
+    slots: Vec<ModeSlot>,
+    /// The slot of the current mode.
+    cur: usize,
+    /// Counts slot look-ups: the age stamp of the least-recently-used replacement.
+    clock: u64,
     /// Bumped at every mode selection (modes, regimes or the state may switch there): the
     /// stage predictor, the reused Jacobians of nonlinear modes and the cached group
     /// capacities are valid within one epoch.
     epoch: u64,
-    /// The friction elements whose normal force (or load) is an unsteady signal, as a mask:
-    /// only these can engage or release inside a sub-step (a steady force that changes is an
-    /// input change, tested at the step start).
-    force_watch: u64,
-    /// The elements of `force_watch` with the signal each one's normal force reads, `(element,
-    /// signal)` in element order, but for signals held between time events (steps and pulses,
-    /// which cannot turn an element on or off inside a sub-step): the time-only kernel's
-    /// engage and release test reads them without going through the law.
-    watch_list: CapVec<(u32, u32)>,
-    /// Some time-varying signal may rise and fall back inside a sub-step (a sine, see
-    /// [`Signal::is_linear_between_events`]): the break-away screen always takes the stage
-    /// samples then.
-    signals_turn: bool,
-    /// The free friction elements, as a mask (with `sliding`, kept by the mode selection).
-    free: u64,
-    /// The free elements whose output torque the last output update zeroed.
-    out_free: u64,
-    /// The LossyGear friction elements, as a mask.
-    lossy: u64,
-    /// [`Simulation::slips_at_zero`] of the present state and modes, when known (computed at
-    /// the end of an event-free sub-step; a mode selection forgets it).
-    zero_slips: Option<u64>,
-    /// The friction elements whose sliding torque depends on the constraint torques (rolling
-    /// LossyGears, limited-slip packs), as a mask: the force pipeline corrects for those that
-    /// slide.
-    torque_dependent: u64,
-    /// Every law's force reads the signals only ([`Law::is_state_free`]).
-    laws_state_free: bool,
-    /// Some law's force reads angles ([`Law::reads_angles`]): Newton iterations need the
-    /// stage angles, not only the stage speeds.
-    laws_read_angles: bool,
-    /// The friction elements whose sliding torque reads the signals only
-    /// ([`FrictionLaw::is_time_only`](crate::elements::FrictionLaw::is_time_only)), as a mask. With `laws_state_free`, a mode where only
-    /// these slide has forces that depend on time alone.
-    time_only: u64,
     /// The time-only kernel of the current mode ([`time_only`]).
     kernel: time_only::TimeOnly,
-    /// The stage signals of the sub-step about to be integrated are in place (the kernel
-    /// filled them, then handed the sub-step to the general path).
-    stage_signals_ready: bool,
-    started: bool,
-    /// The permanent rows that report a torque, as `(row, element, coefficient)`: a gear
-    /// reports `flange_b.tau = -c_b lambda`, a speed source `lambda` (derived once from the
-    /// element kinds, not matched by name every step).
-    row_outputs: Vec<(usize, usize, f64)>,
-    /// Where each element's mode comes from (see [`Simulation::element_mode`]).
-    mode_sources: Vec<ModeSource>,
-    /// Each element's relative-coordinate row, copied out of the network's element records
-    /// (176 bytes each, name and flange list included) into an array of its own, which the
-    /// per-step readers (controllers, telemetry, the ECS write-back) touch line by line.
-    out_rel: Vec<Option<Row>>,
-    /// Each element's body node (Inertia, Mass), likewise.
-    out_body: Vec<Option<u32>>,
+
+    // Caches and records that make steps cheap; none changes a result.
+    /// Which signals vary and how, and what the signal buffers hold.
+    signals: SignalCache,
+    /// The inputs that stepped since the last step and the force changes they make.
+    inputs: InputSteps,
+    /// The friction elements by what they do now, as masks.
+    friction: FrictionSets,
+    /// What the capacities held in the workspace are valid for.
+    capacities: CapacityCache,
+    /// The complementarity problem under the base constraints.
+    qp: QpBase,
+    /// The last committed sub-step, where the next one's Newton iteration starts.
+    pred: Predictor,
+    /// Buffers a step writes and reads back within itself.
     ws: Work,
+
+    // What a step reports.
+    /// Mode changes located so far.
     events: CapVec<ModeEvent>,
+    /// Counters.
     stats: StepStats,
+    /// The energy ledger.
     energy: EnergyLedger,
-    /// Per element: torque, relative speed, relative angle, power at the last step end.
+    /// Per element: torque at the last step end, N m (N).
     out_tau: Vec<f64>,
     /// Power each element dissipates at the last step end, W.
     out_power: Vec<f64>,

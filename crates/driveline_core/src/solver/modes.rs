@@ -8,35 +8,35 @@ impl Simulation {
     /// Kept while the base slot stays the same (its key and compile generation), so a network
     /// that sits in one base mode derives it once.
     pub(super) fn compute_qp(&mut self, base: usize) {
-        let n = self.net.n_dof;
-        let nf = self.net.friction.len();
+        let n = self.model.net.n_dof;
+        let nf = self.model.net.friction.len();
         let s = &self.slots[base];
         let tag = (s.key, s.generation);
-        if self.qp_tag == Some(tag) {
+        if self.qp.tag == Some(tag) {
             return;
         }
-        self.qp_tag = Some(tag);
+        self.qp.tag = Some(tag);
         let m = s.m;
-        let col = &mut self.ws.fq;
+        let col = &mut self.ws.scratch_n;
         // B row i = (R_i N) Mr^-1 N^T; friction rows have at most three entries.
         for i in 0..nf {
-            let row = self.net.friction[i].row;
+            let row = self.model.net.friction[i].row;
             for j in 0..m {
                 col[j] =
                     row.entries.iter().map(|&(k, c)| if c != 0.0 && k < n { c * s.nmat[k * n + j] } else { 0.0 }).sum();
             }
             linalg::lu_solve(&s.mr_lu, m, &s.mr_piv, &mut col[..m]); // symmetric: row vector
             for k in 0..n {
-                self.qp_bmap[i * n + k] = (0..m).map(|j| col[j] * s.nmat[k * n + j]).sum();
+                self.qp.bmap[i * n + k] = (0..m).map(|j| col[j] * s.nmat[k * n + j]).sum();
             }
         }
         for i in 0..nf {
             for j in 0..nf {
-                let rj = self.net.friction[j].row;
-                self.qp_full[i * nf + j] = rj
+                let rj = self.model.net.friction[j].row;
+                self.qp.w[i * nf + j] = rj
                     .entries
                     .iter()
-                    .map(|&(k, c)| if c != 0.0 && k < n { c * self.qp_bmap[i * n + k] } else { 0.0 })
+                    .map(|&(k, c)| if c != 0.0 && k < n { c * self.qp.bmap[i * n + k] } else { 0.0 })
                     .sum();
             }
         }
@@ -46,10 +46,10 @@ impl Simulation {
     /// one the last full pass (a mode selection or an input-change test) computed.
     #[inline]
     pub(super) fn capacity(&self, i: usize, sig: &[f64]) -> Capacity {
-        if self.unsteady.is_empty() && self.caps_all_gen == self.sig_gen {
+        if self.signals.unsteady.is_empty() && self.capacities.all_generation == self.signals.generation {
             self.ws.caps[i]
         } else {
-            self.net.friction[i].law.capacity(sig)
+            self.model.net.friction[i].law.capacity(sig)
         }
     }
 
@@ -57,9 +57,9 @@ impl Simulation {
     /// strictly inside its static limit (capacities from `cap`), with a margin of 1e-9 of the
     /// limit. A LossyGear's bounds move with the split itself: never certified here.
     pub(super) fn min_norm_inside(&self, lam: &[f64], w: &[f64], cap: impl Fn(usize) -> Capacity) -> bool {
-        let np = self.net.rows.len();
+        let np = self.model.net.rows.len();
         self.slots[self.cur].locked.iter().enumerate().all(|(pos, &i)| {
-            let law = &self.net.friction[i].law;
+            let law = &self.model.net.friction[i].law;
             if matches!(law, crate::elements::FrictionLaw::Lossy { .. }) {
                 return false;
             }
@@ -73,18 +73,18 @@ impl Simulation {
     pub(super) fn select_modes(&mut self, forced: u64, initial: bool) {
         self.epoch += 1;
         // The record of the input steps' force changes lists the sliding elements of before.
-        self.input_changes_ready = ChangeRecord::NotFormed;
-        self.zero_slips = None;
-        let n = self.net.n_dof;
-        let nf = self.net.friction.len();
+        self.inputs.changes_ready = ChangeRecord::NotFormed;
+        self.friction.zero_slips = None;
+        let n = self.model.net.n_dof;
+        let nf = self.model.net.friction.len();
         // Energy just before the instant (left-limit signals, old regimes and modes): what the
         // switch removes (a lock impact, a released backlash spring, a limit step) is dissipated.
         self.fill_signals(0, self.t, true);
         let (ke0, pe0) = self.kinetic_potential(0);
         self.fill_signals(2, self.t, false);
         // Law regimes from the state.
-        for k in 0..self.net.laws.len() {
-            let law = &self.net.laws[k];
+        for k in 0..self.model.net.laws.len() {
+            let law = &self.model.net.laws[k];
             let new = law.next_regime(self.regimes[k], &self.phi, &self.w, &self.ws.sig[2]);
             if new != self.regimes[k].regime {
                 // The law's Jacobian changed: every cached Newton matrix is stale.
@@ -92,14 +92,14 @@ impl Simulation {
                     slot.newton_h = f64::NAN;
                 }
                 let from = self.law_mode(k);
-                let law = &self.net.laws[k];
+                let law = &self.model.net.laws[k];
                 law.enter(&mut self.regimes[k], new, &self.phi, &self.w, &self.ws.sig[2]);
                 if let (Some(from), Some(to)) = (from, self.law_mode(k))
                     && from != to
                     && !initial
                     && self.events.has_room()
                 {
-                    let element = self.net.law_element[k];
+                    let element = self.model.net.law_element[k];
                     self.events.push(ModeEvent { time: self.t, element, from, to });
                 }
             }
@@ -109,7 +109,7 @@ impl Simulation {
         let tol_w = 1e-12 * wscale;
         let mut any_candidate = false;
         for i in 0..nf {
-            let fe = &self.net.friction[i];
+            let fe = &self.model.net.friction[i];
             let cap = fe.law.capacity(&self.ws.sig[2]);
             self.ws.caps[i] = cap;
             let wr = fe.row.dot(&self.w);
@@ -132,8 +132,8 @@ impl Simulation {
                 FrictionMode::Backward
             };
         }
-        self.caps_all_gen = self.sig_gen;
-        self.caps_stale = Some(0);
+        self.capacities.all_generation = self.signals.generation;
+        self.capacities.stale = Some(0);
         if any_candidate {
             // Forces with the sliding torques of the non-candidates, none from candidates.
             let saved = std::mem::take(&mut self.modes);
@@ -148,7 +148,7 @@ impl Simulation {
                 }
                 let sliding = sliding_mask(&tmp_modes);
                 Self::forces(
-                    &self.net,
+                    &self.model.net,
                     &tmp_modes,
                     sliding,
                     &self.regimes,
@@ -168,13 +168,13 @@ impl Simulation {
             self.modes = saved;
             // The problem is posed under the base constraints: permanent rows and engaged
             // kinematic clutches (with their prescribed accelerations).
-            let base_key = Self::lock_key(&[], &self.kin_engaged) << self.net.friction.len();
+            let base_key = Self::lock_key(&[], &self.kin_engaged) << self.model.net.friction.len();
             let base = self.slot_for(base_key);
-            let dependent = self.torque_dependent & sliding_mask(&self.ws.new_modes);
+            let dependent = self.model.torque_dependent & sliding_mask(&self.ws.new_modes);
             if dependent != 0 {
-                let Work { f, ls_a, dep_tau, new_modes, .. } = &mut self.ws;
+                let Work { f, dep_scratch: ls_a, dep_tau, new_modes, .. } = &mut self.ws;
                 Self::torque_dependent_correct(
-                    &self.net,
+                    &self.model.net,
                     &self.slots[base],
                     new_modes,
                     dependent,
@@ -202,13 +202,13 @@ impl Simulation {
             let (from, to) = (self.modes[i], self.ws.new_modes[i]);
             if from != to || initial {
                 if !initial && self.events.has_room() {
-                    self.events.push(ModeEvent { time: self.t, element: self.net.friction[i].element, from, to });
+                    self.events.push(ModeEvent { time: self.t, element: self.model.net.friction[i].element, from, to });
                 }
                 self.modes[i] = to;
             }
         }
-        self.sliding = sliding_mask(&self.modes);
-        self.free = mask_where(&self.modes, |&m| m == FrictionMode::Free);
+        self.friction.sliding = sliding_mask(&self.modes);
+        self.friction.free = mask_where(&self.modes, |&m| m == FrictionMode::Free);
         if !initial {
             let (ke1, pe1) = self.kinetic_potential(2);
             self.energy.dissipated += (ke0 + pe0) - (ke1 + pe1);
@@ -224,12 +224,12 @@ impl Simulation {
     /// energy a limit step removes is booked as `select_modes` would. Conservative: kinematic
     /// clutches and stuck LossyGears (whose limits move with the split) take the full solve.
     pub(super) fn input_change_keeps_modes(&mut self) -> bool {
-        if !self.net.kinematic.is_empty() {
+        if !self.model.net.kinematic.is_empty() {
             return false;
         }
         let t = self.t;
         self.fill_signals(2, t, false);
-        for (k, law) in self.net.laws.iter().enumerate() {
+        for (k, law) in self.model.net.laws.iter().enumerate() {
             if law.has_regimes()
                 && law.next_regime(self.regimes[k], &self.phi, &self.w, &self.ws.sig[2]) != self.regimes[k].regime
             {
@@ -241,21 +241,23 @@ impl Simulation {
         // a sliding one's direction is checked below whatever its inputs did).
         // A stuck LossyGear always takes a new mode selection (its bounds move with the
         // transmitted torque): visited whatever changed.
-        let all = low_bits(self.net.friction.len());
-        let visit = match self.caps_stale {
-            Some(m) if self.unsteady.is_empty() && self.caps_all_gen != u64::MAX => m | self.lossy,
+        let all = low_bits(self.model.net.friction.len());
+        let visit = match self.capacities.stale {
+            Some(m) if self.signals.unsteady.is_empty() && self.capacities.all_generation != u64::MAX => {
+                m | self.model.lossy
+            }
             _ => all,
         };
         // The sliding elements whose inputs did not change keep their capacity; their slip
         // direction is checked all the same.
-        for i in bits(self.sliding & !visit) {
-            let wr = self.net.friction[i].row.dot(&self.w);
+        for i in bits(self.friction.sliding & !visit) {
+            let wr = self.model.net.friction[i].row.dot(&self.w);
             if wr == 0.0 || wr.signum() != self.modes[i].dir() {
                 return false;
             }
         }
         for i in bits(visit) {
-            let fe = &self.net.friction[i];
+            let fe = &self.model.net.friction[i];
             let cap = fe.law.capacity(&self.ws.sig[2]);
             self.ws.caps[i] = cap;
             match self.modes[i] {
@@ -277,12 +279,13 @@ impl Simulation {
                 }
             }
         }
-        self.caps_all_gen = self.sig_gen;
-        self.caps_stale = Some(0);
+        self.capacities.all_generation = self.signals.generation;
+        self.capacities.stale = Some(0);
         // What a step in a limit removes (none for the kept modes but an elastic clutch's
         // stored T_s^2 / 2S): booked like a mode switch.
         // Only potentials read signals (the kinetic energy is the same on both sides).
-        let signal_potential = self.net.laws.iter().any(|l| matches!(l, Law::ElasticClutch { .. } | Law::Dog { .. }));
+        let signal_potential =
+            self.model.net.laws.iter().any(|l| matches!(l, Law::ElasticClutch { .. } | Law::Dog { .. }));
         if self.params.track_energy && signal_potential {
             self.fill_signals(0, t, true);
             let (_, pe0) = self.kinetic_potential(0);
@@ -298,9 +301,9 @@ impl Simulation {
     /// its own cost.)
     #[inline(never)]
     pub(super) fn after_input_change(&mut self) {
-        self.inputs_changed = false;
+        self.inputs.changed = false;
         // The first sub-step's predictor follows the recorded input steps.
-        self.input_jump = self.params.newton_start != NewtonStart::Extrapolate && !self.input_steps.is_empty();
+        self.inputs.jump = self.params.newton_start != NewtonStart::Extrapolate && !self.inputs.steps.is_empty();
         if !self.input_change_keeps_modes() || self.input_step_breaks_a_lock() {
             self.select_modes(0, false);
         }
@@ -322,9 +325,10 @@ impl Simulation {
         if s.locked.is_empty() {
             return false;
         }
-        let (r, rs, n) = (s.r, s.rstride, self.net.n_dof);
-        let end_valid =
-            self.ws.cached.has(Cached::END) && s.rhs.is_empty() && self.torque_dependent & self.sliding == 0;
+        let (r, rs, n) = (s.r, s.rstride, self.model.net.n_dof);
+        let end_valid = self.ws.cached.has(Cached::END)
+            && s.rhs.is_empty()
+            && self.model.torque_dependent & self.friction.sliding == 0;
         let known = self.input_changes();
         let s = &self.slots[self.cur];
         // The force change, node by node (a few entries).
@@ -342,7 +346,7 @@ impl Simulation {
             df[len] = (node as u32, v);
             len += 1;
         };
-        for &change in self.input_changes.iter() {
+        for &change in self.inputs.changes.iter() {
             match change {
                 InputStepChange::Law(a, b, d) => {
                     push(a, d);
@@ -351,7 +355,7 @@ impl Simulation {
                 InputStepChange::Friction(i, ratio) => {
                     // The element's force is -tau row^T.
                     let d = -self.ws.fric_tau_end[i] * ratio;
-                    for &(node, c) in self.net.friction[i].row.entries.iter().take_while(|e| e.1 != 0.0) {
+                    for &(node, c) in self.model.net.friction[i].row.entries.iter().take_while(|e| e.1 != 0.0) {
                         push(node, c * d);
                     }
                 }
@@ -363,7 +367,7 @@ impl Simulation {
         // and limits).
         let mut test = u64::MAX;
         if exact && len == 0 {
-            test = self.input_steps.iter().fold(0, |m, &(k, _, _)| m | self.readers[k as usize]);
+            test = self.inputs.steps.iter().fold(0, |m, &(k, _, _)| m | self.model.readers[k as usize]);
             if test & s.locked.iter().fold(0u64, |m, &i| m | 1 << i) == 0 {
                 return false;
             }
@@ -398,12 +402,13 @@ impl Simulation {
                 w_e.copy_from_slice(&self.w);
             }
             let Work { sig, caps, .. } = &mut self.ws;
-            Self::stuck_capacities(&self.net, &self.modes, &sig[2], caps);
+            Self::stuck_capacities(&self.model.net, &self.modes, &sig[2], caps);
             return !self.weighted_split_inside(At::Dense);
         }
-        let np = self.net.rows.len();
+        let np = self.model.net.rows.len();
         s.locked.iter().enumerate().any(|(pos, &i)| {
-            test & 1 << i != 0 && self.net.friction[i].law.hold_excess(caps[i], lam[np + pos], lam, &self.w).0 > 0.0
+            test & 1 << i != 0
+                && self.model.net.friction[i].law.hold_excess(caps[i], lam[np + pos], lam, &self.w).0 > 0.0
         })
     }
 
@@ -414,14 +419,14 @@ impl Simulation {
     pub(super) fn switch_kinematic_clutches(&mut self, initial: bool) {
         let t = self.t;
         let mut changed = false;
-        for j in 0..self.net.kinematic.len() {
-            let kc = self.net.kinematic[j].clone();
+        for j in 0..self.model.net.kinematic.len() {
+            let kc = self.model.net.kinematic[j].clone();
             let cmd = self.ws.sig[2][kc.command] > 0.5;
             if cmd && !self.kin_engaged[j] {
                 let w0 = kc.row.dot(&self.w);
                 let ramp = Signal::Ramp { height: -w0, duration: kc.shift_time, offset: w0, start_time: t };
-                self.net.signals[kc.rho_signal] = ramp;
-                self.net.signals[kc.tau_signal] = Signal::Constant(0.0);
+                self.model.net.signals[kc.rho_signal] = ramp;
+                self.model.net.signals[kc.tau_signal] = Signal::Constant(0.0);
                 self.kin_engaged[j] = true;
                 changed = true;
             } else if !cmd && self.kin_engaged[j] {
@@ -430,11 +435,11 @@ impl Simulation {
                 self.ws.w_e.copy_from_slice(&self.w);
                 self.constraint_torques_at_e(t);
                 let s = &self.slots[self.cur];
-                let pos = s.kin.iter().position(|&k| k == j).map(|p| self.net.rows.len() + s.locked.len() + p);
+                let pos = s.kin.iter().position(|&k| k == j).map(|p| self.model.net.rows.len() + s.locked.len() + p);
                 let tau_hold = pos.map_or(0.0, |p| -self.ws.lam[p]);
                 let ramp = Signal::Ramp { height: -tau_hold, duration: kc.shift_time, offset: tau_hold, start_time: t };
-                self.net.signals[kc.tau_signal] = ramp;
-                self.net.signals[kc.rho_signal] = Signal::Constant(0.0);
+                self.model.net.signals[kc.tau_signal] = ramp;
+                self.model.net.signals[kc.rho_signal] = Signal::Constant(0.0);
                 self.kin_engaged[j] = false;
                 changed = true;
             }
@@ -447,8 +452,8 @@ impl Simulation {
             self.next_time_event = self.compute_next_time_event(t);
         }
         // Reported modes: engaging slides in the direction of the remaining slip.
-        for j in 0..self.net.kinematic.len() {
-            let kc = &self.net.kinematic[j];
+        for j in 0..self.model.net.kinematic.len() {
+            let kc = &self.model.net.kinematic[j];
             let mode = if !self.kin_engaged[j] {
                 FrictionMode::Free
             } else {
@@ -474,16 +479,16 @@ impl Simulation {
     /// Mass-weighted projection of the speeds onto the current mode's constraints (momentum
     /// conserving; the kinetic energy it removes is booked by `select_modes`).
     pub(super) fn project(&mut self) {
-        let n = self.net.n_dof;
+        let n = self.model.net.n_dof;
         self.prescribed(self.t, 3);
         let s = &self.slots[self.cur];
         let m = s.m;
         let rhs = !s.rhs.is_empty();
-        let wp = &self.ws.wp[3];
-        let q = &mut self.ws.fq;
+        let wp = &self.ws.presc_speed[3];
+        let q = &mut self.ws.scratch_n;
         for a in 0..m {
             q[a] = (0..n)
-                .map(|k| s.nmat[k * n + a] * self.net.mass[k] * if rhs { self.w[k] - wp[k] } else { self.w[k] })
+                .map(|k| s.nmat[k * n + a] * self.model.net.mass[k] * if rhs { self.w[k] - wp[k] } else { self.w[k] })
                 .sum();
         }
         if m > 0 {
@@ -498,9 +503,9 @@ impl Simulation {
     /// base slot (LossyGear bounds iterated with the transmitted torque). Returns the Tikhonov
     /// regularisation used, so callers can recover the unregularised accelerations.
     pub(super) fn qp_solve(&mut self, base: usize, k: usize) -> f64 {
-        let n = self.net.n_dof;
-        let nf = self.net.friction.len();
-        let dependent_candidates = (0..k).any(|a| self.torque_dependent & 1 << self.ws.qp_idx[a] != 0);
+        let n = self.model.net.n_dof;
+        let nf = self.model.net.friction.len();
+        let dependent_candidates = (0..k).any(|a| self.model.torque_dependent & 1 << self.ws.qp_idx[a] != 0);
         // LossyGear bounds depend on the transmitted torque, which depends on the solution:
         // first solve with them open, then iterate bounds <- torque to a fixed point.
         let passes = if dependent_candidates { 10 } else { 1 };
@@ -516,9 +521,9 @@ impl Simulation {
                 let ia = self.ws.qp_idx[a];
                 for b in 0..k {
                     let ib = self.ws.qp_idx[b];
-                    self.ws.qp_w[a * k + b] = self.qp_full[ia * nf + ib];
+                    self.ws.qp_w[a * k + b] = self.qp.w[ia * nf + ib];
                 }
-                dmax = dmax.max(self.qp_full[ia * nf + ia]);
+                dmax = dmax.max(self.qp.w[ia * nf + ia]);
             }
             self.ws.qp_eps = 1e-12 * dmax.max(1e-300);
             for a in 0..k {
@@ -530,7 +535,7 @@ impl Simulation {
             for a in 0..k {
                 let ia = self.ws.qp_idx[a];
                 self.ws.qp_rhs[a] = self.ws.qp_b[ia];
-                let (lo, hi) = match &self.net.friction[ia].law {
+                let (lo, hi) = match &self.model.net.friction[ia].law {
                     crate::elements::FrictionLaw::Lossy { table, .. } => {
                         if pass == 0 {
                             (f64::NEG_INFINITY, f64::INFINITY)
@@ -588,19 +593,31 @@ impl Simulation {
             }
             // Transmitted torques tau_a = -lambda_L - lambda_G under the base constraints
             // with the candidate torques applied.
-            let Work { f, qp_extra, qp_x, qp_idx, ls_a, acc, xnz, lam, ud, dependent_input, .. } = &mut self.ws;
+            let Work {
+                f,
+                qp_extra,
+                qp_x,
+                qp_idx,
+                dep_scratch: ls_a,
+                acc,
+                xnz,
+                lam,
+                presc_acc: ud,
+                dependent_input,
+                ..
+            } = &mut self.ws;
             for kk in 0..n {
                 ls_a[kk] = f[kk] + qp_extra[kk];
             }
             for a in 0..k {
-                self.net.friction[qp_idx[a]].row.add_scaled(ls_a, qp_x[a]);
+                self.model.net.friction[qp_idx[a]].row.add_scaled(ls_a, qp_x[a]);
             }
-            Self::constraint_torques(&self.net, &self.slots[base], ls_a, &ud[3], acc, xnz, lam, n);
+            Self::constraint_torques(&self.model.net, &self.slots[base], ls_a, &ud[3], acc, xnz, lam, n);
             let mut change: f64 = 0.0;
             let mut scale: f64 = 1e-300;
             for a in 0..k {
                 let ia = qp_idx[a];
-                let law = &self.net.friction[ia].law;
+                let law = &self.model.net.friction[ia].law;
                 let ta = match law {
                     crate::elements::FrictionLaw::Lossy { gear_row, .. } => -qp_x[a] - lam[*gear_row],
                     crate::elements::FrictionLaw::Ramp { .. } => law.ramp_input(lam),
@@ -619,19 +636,19 @@ impl Simulation {
 
     /// `b_i = B_i f` for all friction rows (the stuck ones when `stuck_only`) from `ws.f` (the
     /// relative accelerations without the candidates' torques), plus the prescribed part
-    /// `R u - B M u`, `u = P rho'` (`ws.ud[3]`).
+    /// `R u - B M u`, `u = P rho'` (`ws.presc_acc[3]`).
     pub(super) fn qp_rhs(&mut self, prescribed: bool, stuck_only: bool) {
-        let n = self.net.n_dof;
-        let nf = self.net.friction.len();
+        let n = self.model.net.n_dof;
+        let nf = self.model.net.friction.len();
         for i in 0..nf {
             if stuck_only && self.modes[i] != FrictionMode::Stuck {
                 continue;
             }
-            let mut b: f64 = (0..n).map(|k| self.qp_bmap[i * n + k] * self.ws.f[k]).sum();
+            let mut b: f64 = (0..n).map(|k| self.qp.bmap[i * n + k] * self.ws.f[k]).sum();
             if prescribed {
-                let u = &self.ws.ud[3];
-                b += self.net.friction[i].row.dot(u)
-                    - (0..n).map(|k| self.qp_bmap[i * n + k] * self.net.mass[k] * u[k]).sum::<f64>();
+                let u = &self.ws.presc_acc[3];
+                b += self.model.net.friction[i].row.dot(u)
+                    - (0..n).map(|k| self.qp.bmap[i * n + k] * self.model.net.mass[k] * u[k]).sum::<f64>();
             }
             self.ws.qp_b[i] = b;
         }
@@ -653,27 +670,27 @@ impl Simulation {
     /// relative). A certificate that the stuck set holds when the minimum-norm split of a
     /// redundant group overloads one element.
     pub(super) fn weighted_split_inside(&mut self, at: At) -> bool {
-        let n = self.net.n_dof;
-        let Work { f_st, ud, w_st, f_end, w1, f, w_e, acc, lam_w: lam, caps, xnz, .. } = &mut self.ws;
+        let n = self.model.net.n_dof;
+        let Work { f_st, presc_acc: ud, w_st, f_end, w1, f, w_e, acc, scratch_r: lam, caps, xnz, .. } = &mut self.ws;
         let (f, ud, w) = match at {
             At::Stage(i) => (&f_st[i], &ud[i], &w_st[i]),
             At::End => (&*f_end, &ud[2], &*w1),
             At::Dense => (&*f, &ud[3], &*w_e),
         };
         let s = &self.slots[self.cur];
-        let np = self.net.rows.len();
+        let np = self.model.net.rows.len();
         let x = if s.rhs.is_empty() {
             &f[..n]
         } else {
             for k in 0..n {
-                acc[k] = f[k] - self.net.mass[k] * ud[k];
+                acc[k] = f[k] - self.model.net.mass[k] * ud[k];
             }
             &acc[..n]
         };
         map_columns(&s.tmap_w, s.rstride, nonzeros(x, xnz), &mut lam[..s.r]);
         let mut inside = true;
         for (pos, &i) in s.locked.iter().enumerate() {
-            let law = &self.net.friction[i].law;
+            let law = &self.model.net.friction[i].law;
             if matches!(law, crate::elements::FrictionLaw::Lossy { .. }) {
                 inside = false;
                 break;
@@ -692,9 +709,10 @@ impl Simulation {
     /// result is the largest relative acceleration it cannot cancel, minus twice the
     /// classification tolerance (so a located event always releases something).
     pub(super) fn group_violation(&mut self, at: At, t: f64) -> f64 {
-        let nf = self.net.friction.len();
+        let nf = self.model.net.friction.len();
         // Steady signals give every sample of the epoch the same capacities.
-        let caps_valid = self.unsteady.is_empty() && self.caps_key == (self.sig_gen, self.epoch);
+        let caps_valid =
+            self.signals.unsteady.is_empty() && self.capacities.stuck_key == (self.signals.generation, self.epoch);
         match at {
             At::Stage(i) => {
                 self.stage_forces();
@@ -702,7 +720,7 @@ impl Simulation {
                 let Work { f, f_st, sig, caps, .. } = &mut self.ws;
                 f.copy_from_slice(&f_st[i]);
                 if !caps_valid {
-                    Self::stuck_capacities(&self.net, &self.modes, &sig[i], caps);
+                    Self::stuck_capacities(&self.model.net, &self.modes, &sig[i], caps);
                 }
             }
             At::End => {
@@ -710,7 +728,7 @@ impl Simulation {
                 let Work { f, f_end, sig_end, caps, .. } = &mut self.ws;
                 f.copy_from_slice(f_end);
                 if !caps_valid {
-                    Self::stuck_capacities(&self.net, &self.modes, sig_end, caps);
+                    Self::stuck_capacities(&self.model.net, &self.modes, sig_end, caps);
                 }
             }
             At::Dense => {
@@ -719,11 +737,12 @@ impl Simulation {
                 self.constraint_torques_at_e(t);
                 let Work { sig, caps, .. } = &mut self.ws;
                 if !caps_valid {
-                    Self::stuck_capacities(&self.net, &self.modes, &sig[2], caps);
+                    Self::stuck_capacities(&self.model.net, &self.modes, &sig[2], caps);
                 }
             }
         }
-        self.caps_key = if self.unsteady.is_empty() { (self.sig_gen, self.epoch) } else { (u64::MAX, 0) };
+        self.capacities.stuck_key =
+            if self.signals.unsteady.is_empty() { (self.signals.generation, self.epoch) } else { (u64::MAX, 0) };
         // The current mode's minimum-norm split is one split: when it is strictly inside every
         // limit, the group holds and the complementarity solve below would say so too.
         {
@@ -776,7 +795,7 @@ impl Simulation {
     /// The coupled stick-slip problem for the candidates (see the module docs).
     pub(super) fn resolve_candidates(&mut self, base: usize) {
         let prescribed = !self.slots[base].rhs.is_empty();
-        let nf = self.net.friction.len();
+        let nf = self.model.net.friction.len();
         self.ws.qp_extra.fill(0.0);
         self.qp_rhs(prescribed, false);
         for _round in 0..=nf {
@@ -804,7 +823,7 @@ impl Simulation {
                 // within 1e-6, whatever side of it rounding put the complementarity solution
                 // (the state here is the re-integrated one, not the dense output the search
                 // sampled: they differ by about 1e-7 of the limit).
-                let at_located_breakaway = self.breaking & (1 << i) != 0
+                let at_located_breakaway = self.friction.breaking & (1 << i) != 0
                     && (self.ws.qp_state[a] != 0 || x.abs() >= (1.0 - 1e-6) * self.ws.caps[i].tau_max);
                 if self.ws.qp_state[a] == 0 && !at_located_breakaway {
                     continue;
@@ -826,14 +845,14 @@ impl Simulation {
                     self.ws.new_modes[i] = if dir > 0.0 { FrictionMode::Forward } else { FrictionMode::Backward };
                     // Kinetic torque at zero slip acts from now on: lambda = -dir tau0.
                     // A lossy gear starts rolling with the loss at its standstill bound.
-                    let lam = match &self.net.friction[i].law {
+                    let lam = match &self.model.net.friction[i].law {
                         crate::elements::FrictionLaw::Lossy { .. } | crate::elements::FrictionLaw::Ramp { .. } => x,
                         _ => -dir * self.ws.caps[i].tau0,
                     };
                     for j in 0..nf {
-                        self.ws.qp_b[j] += self.qp_full[j * nf + i] * lam;
+                        self.ws.qp_b[j] += self.qp.w[j * nf + i] * lam;
                     }
-                    self.net.friction[i].row.add_scaled(&mut self.ws.qp_extra, lam);
+                    self.model.net.friction[i].row.add_scaled(&mut self.ws.qp_extra, lam);
                     released = true;
                 }
             }
@@ -841,5 +860,90 @@ impl Simulation {
                 return;
             }
         }
+    }
+}
+
+/// The friction elements by what they do now, as bit masks over the friction elements (bit i:
+/// element i).
+#[derive(Debug, Clone)]
+pub(super) struct FrictionSets {
+    /// Elements whose located break-away event is being resolved: at their static bound they
+    /// break away even if the excess is still within rounding.
+    pub(super) breaking: u64,
+    /// Bit `i` set when friction element `i` slides (Forward or Backward): the elements whose
+    /// kinetic torque a force evaluation adds.
+    pub(super) sliding: u64,
+    /// The friction elements whose normal force (or load) is an unsteady signal, as a mask:
+    /// only these can engage or release inside a sub-step (a steady force that changes is an
+    /// input change, tested at the step start).
+    pub(super) force_watch: u64,
+    /// The elements of `force_watch` with the signal each one's normal force reads, `(element,
+    /// signal)` in element order, but for signals held between time events (steps and pulses,
+    /// which cannot turn an element on or off inside a sub-step): the time-only kernel's
+    /// engage and release test reads them without going through the law.
+    pub(super) watch_list: CapVec<(u32, u32)>,
+    /// The free friction elements, as a mask (with `sliding`, kept by the mode selection).
+    pub(super) free: u64,
+    /// The free elements whose output torque the last output update zeroed.
+    pub(super) out_free: u64,
+    /// [`Simulation::slips_at_zero`] of the present state and modes, when known (computed at
+    /// the end of an event-free sub-step; a mode selection forgets it).
+    pub(super) zero_slips: Option<u64>,
+}
+
+/// What the capacities cached in the workspace are valid for.
+#[derive(Debug, Clone)]
+pub(super) struct CapacityCache {
+    /// `(sig_gen, epoch)` at which `ws.caps` last held the stuck elements' capacities under
+    /// steady signals (group tests reuse them at every sample of the epoch).
+    pub(super) stuck_key: (u64, u64),
+    /// `sig_gen` at which `ws.caps` last held every friction element's capacity (a mode
+    /// selection or a completed input-change test); with steady signals break-away samples
+    /// read them instead of evaluating the law again.
+    pub(super) all_generation: u64,
+    /// The friction elements whose capacity inputs set by id changed since `caps_all_gen`,
+    /// as a mask (`None` when something else changed too): an input-change test re-evaluates
+    /// only these.
+    pub(super) stale: Option<u64>,
+}
+
+/// The complementarity problem's data under the base constraints (permanent rows and engaged
+/// kinematic clutches), rebuilt at a mode selection with candidates.
+#[derive(Debug, Clone)]
+pub(super) struct QpBase {
+    /// Complementarity data under the base constraints (permanent rows and engaged kinematic
+    /// clutches): `W` (nf x nf) and `B` (nf x n), rebuilt at each mode selection with candidates.
+    pub(super) w: Vec<f64>,
+    pub(super) bmap: Vec<f64>,
+    /// `(key, generation)` of the base slot `qp_full` and `qp_bmap` were derived from.
+    pub(super) tag: Option<(u64, u64)>,
+}
+
+impl FrictionSets {
+    /// Every one of `nf` friction elements in no set (the first mode selection sorts them).
+    pub(super) fn new(nf: usize) -> Self {
+        FrictionSets {
+            breaking: 0,
+            sliding: 0,
+            zero_slips: None,
+            free: 0,
+            out_free: 0,
+            force_watch: 0,
+            watch_list: CapVec::new(nf),
+        }
+    }
+}
+
+impl CapacityCache {
+    /// Nothing cached.
+    pub(super) fn new() -> Self {
+        CapacityCache { stuck_key: (u64::MAX, 0), all_generation: u64::MAX, stale: None }
+    }
+}
+
+impl QpBase {
+    /// Empty data for `nf` friction elements and `n` coordinates.
+    pub(super) fn new(nf: usize, n: usize) -> Self {
+        QpBase { w: vec![0.0; nf * nf], bmap: vec![0.0; nf * n], tag: None }
     }
 }

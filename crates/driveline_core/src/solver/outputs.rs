@@ -19,7 +19,7 @@ pub(super) enum ModeSource {
 impl Simulation {
     /// The network being simulated.
     pub fn network(&self) -> &Network {
-        &self.net
+        &self.model.net
     }
 
     /// Current time, s.
@@ -80,18 +80,18 @@ impl Simulation {
 
     /// `(phi_rel, w_rel)` of an element with a relative coordinate.
     pub fn element_relative(&self, element: usize) -> Option<(f64, f64)> {
-        self.out_rel[element].map(|r| (r.dot(&self.phi), r.dot(&self.w)))
+        self.model.out_rel[element].map(|r| (r.dot(&self.phi), r.dot(&self.w)))
     }
 
     /// The relative speed of [`Simulation::element_relative`] alone, rad/s (or m/s).
     pub fn element_relative_speed(&self, element: usize) -> Option<f64> {
-        self.out_rel[element].map(|r| r.dot(&self.w))
+        self.model.out_rel[element].map(|r| r.dot(&self.w))
     }
 
     /// Mode of an element if it has one: friction elements, and elastic clutches (stick = 0,
     /// slide = +-1, no limit torque = 2).
     pub fn element_mode(&self, element: usize) -> Option<FrictionMode> {
-        match *self.mode_sources.get(element)? {
+        match *self.model.mode_sources.get(element)? {
             ModeSource::None => None,
             ModeSource::Friction(k) => Some(self.modes[k]),
             ModeSource::Kinematic(j) => Some(self.kin_modes[j]),
@@ -101,9 +101,9 @@ impl Simulation {
     }
 
     pub(super) fn law_mode(&self, k: usize) -> Option<FrictionMode> {
-        let Law::ElasticClutch { limit, .. } = self.net.laws[k] else { return None };
+        let Law::ElasticClutch { limit, .. } = self.model.net.laws[k] else { return None };
         Some(match self.regimes[k].regime {
-            _ if self.net.signals[limit].eval(self.t) <= 0.0 => FrictionMode::Free,
+            _ if self.model.net.signals[limit].eval(self.t) <= 0.0 => FrictionMode::Free,
             crate::elements::Regime::SlideForward => FrictionMode::Forward,
             crate::elements::Regime::SlideBackward => FrictionMode::Backward,
             _ => FrictionMode::Stuck,
@@ -112,7 +112,7 @@ impl Simulation {
 
     /// Angle and speed of an Inertia or Mass element.
     pub fn body_state(&self, element: usize) -> Option<(f64, f64)> {
-        self.out_body[element].map(|k| (self.phi[k as usize], self.w[k as usize]))
+        self.model.out_body[element].map(|k| (self.phi[k as usize], self.w[k as usize]))
     }
 
     /// Starts the energy ledger over from the present state (signals in buffer 2).
@@ -127,17 +127,23 @@ impl Simulation {
 
     /// Kinetic energy of the present speeds, J.
     pub(super) fn kinetic_energy(&self) -> f64 {
-        let n = self.net.n_dof;
-        (0..n).map(|k| 0.5 * self.net.mass[k] * self.w[k] * self.w[k]).sum()
+        let n = self.model.net.n_dof;
+        (0..n).map(|k| 0.5 * self.model.net.mass[k] * self.w[k] * self.w[k]).sum()
     }
 
     /// Potential energy of the laws at the present angles under signal buffer `sig`, J.
     pub(super) fn potential(&self, sig: usize) -> f64 {
         // Laws that read the signals only store no energy.
-        if self.laws_state_free {
+        if self.model.laws_state_free {
             return 0.0;
         }
-        self.net.laws.iter().zip(&self.regimes).map(|(law, st)| law.potential(&self.phi, *st, &self.ws.sig[sig])).sum()
+        self.model
+            .net
+            .laws
+            .iter()
+            .zip(&self.regimes)
+            .map(|(law, st)| law.potential(&self.phi, *st, &self.ws.sig[sig]))
+            .sum()
     }
 
     /// Recomputes telemetry torques at the current state.
@@ -158,16 +164,16 @@ impl Simulation {
         // Law torques and dissipated powers (a clean end has them from its end forces).
         self.out_power.fill(0.0);
         if at_end {
-            for k in 0..self.net.laws.len() {
-                let e = self.net.law_element[k];
+            for k in 0..self.model.net.laws.len() {
+                let e = self.model.net.law_element[k];
                 self.out_tau[e] = self.ws.law_tau_end[k];
                 self.out_power[e] += self.ws.law_diss_end[k];
             }
         } else {
             self.ws.f.fill(0.0);
-            for (k, law) in self.net.laws.iter().enumerate() {
+            for (k, law) in self.model.net.laws.iter().enumerate() {
                 let o = law.eval(&self.phi, &self.w, &self.ws.sig[2], self.regimes[k], &mut self.ws.f, None);
-                let e = self.net.law_element[k];
+                let e = self.model.net.law_element[k];
                 self.out_tau[e] = o.tau;
                 self.out_power[e] += o.dissipation;
             }
@@ -175,13 +181,13 @@ impl Simulation {
         // Sliding torque-dependent elements: a rolling lossy gear's loss power and a slipping
         // pack's torque come from the coupled correction (a clean end has them from its end
         // forces).
-        let dependent = self.torque_dependent & self.sliding;
+        let dependent = self.model.torque_dependent & self.friction.sliding;
         if dependent != 0 && !at_end {
-            let Work { f, sig, fric_power, ls_a, dep_tau, .. } = &mut self.ws;
+            let Work { f, sig, fric_power, dep_scratch: ls_a, dep_tau, .. } = &mut self.ws;
             Self::forces(
-                &self.net,
+                &self.model.net,
                 &self.modes,
-                self.sliding,
+                self.friction.sliding,
                 &self.regimes,
                 &self.phi,
                 &self.w,
@@ -191,7 +197,7 @@ impl Simulation {
             );
             let s = &self.slots[self.cur];
             Self::torque_dependent_correct(
-                &self.net,
+                &self.model.net,
                 s,
                 &self.modes,
                 dependent,
@@ -207,14 +213,14 @@ impl Simulation {
         let lam = if at_end { &self.ws.lam_end } else { &self.ws.lam };
         // Permanent rows: gears report flange_b.tau (node b receives -ratio lambda =
         // -flange_b.tau), speed sources the torque they apply to their flange.
-        for &(ri, e, c) in &self.row_outputs {
+        for &(ri, e, c) in &self.model.row_outputs {
             self.out_tau[e] = c * lam[ri];
         }
         // Engaged kinematic clutches carry their constraint torque.
         let s = &self.slots[self.cur];
         for (p, &j) in s.kin.iter().enumerate() {
-            let ri = self.net.rows.len() + s.locked.len() + p;
-            let kc = &self.net.kinematic[j];
+            let ri = self.model.net.rows.len() + s.locked.len() + p;
+            let kc = &self.model.net.kinematic[j];
             self.out_tau[kc.element] = -lam[ri];
             // Work rho lambda is delivered to the bodies; its negative is dissipated.
             self.out_power[kc.element] = -self.ws.sig[2][kc.rho_signal] * lam[ri];
@@ -222,10 +228,10 @@ impl Simulation {
         // Friction elements: stuck ones carry their lock's constraint torque, free ones none,
         // sliding ones their kinetic torque (a LossyGear reports the gear's flange_b torque,
         // set above, and its loss power).
-        let np = self.net.rows.len();
+        let np = self.model.net.rows.len();
         for (pos, &i) in s.locked.iter().enumerate() {
-            let fe = &self.net.friction[i];
-            if self.lossy & 1 << i != 0 {
+            let fe = &self.model.net.friction[i];
+            if self.model.lossy & 1 << i != 0 {
                 self.out_power[fe.element] = 0.0;
             } else {
                 self.out_tau[fe.element] = -lam[np + pos];
@@ -233,19 +239,19 @@ impl Simulation {
         }
         // Free elements carry nothing: written when they become free (until then `out_tau`
         // holds their zero), a LossyGear's power at every update.
-        let free = self.free;
-        for i in bits(free & !self.out_free | free & self.lossy) {
-            let fe = &self.net.friction[i];
-            if self.lossy & 1 << i != 0 {
+        let free = self.friction.free;
+        for i in bits(free & !self.friction.out_free | free & self.model.lossy) {
+            let fe = &self.model.net.friction[i];
+            if self.model.lossy & 1 << i != 0 {
                 self.out_power[fe.element] = 0.0;
             } else {
                 self.out_tau[fe.element] = 0.0;
             }
         }
-        self.out_free = free;
-        for i in bits(self.sliding) {
-            let fe = &self.net.friction[i];
-            let lossy = self.lossy & 1 << i != 0;
+        self.friction.out_free = free;
+        for i in bits(self.friction.sliding) {
+            let fe = &self.model.net.friction[i];
+            let lossy = self.model.lossy & 1 << i != 0;
             let mode = self.modes[i];
             let (tau, power) = if dependent & 1 << i != 0 {
                 // The coupled correction's pack torque, or a rolling lossy gear's loss power.
@@ -270,7 +276,7 @@ impl Simulation {
         // The ledger's kinetic energy is computed when it is read.
         // (Laws that read the signals only store no energy; without the ledger nothing reads it.)
         if self.params.track_energy {
-            self.energy.potential = if self.laws_state_free { 0.0 } else { self.potential(2) };
+            self.energy.potential = if self.model.laws_state_free { 0.0 } else { self.potential(2) };
         }
     }
 }

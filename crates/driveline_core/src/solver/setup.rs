@@ -21,15 +21,13 @@ impl Simulation {
         let nl = net.laws.len();
         let nk = net.kinematic.len();
         let rmax = net.rows.len() + nf + nk;
-        let v = |k: usize| vec![0.0; k];
-        let ws = Work::new(&net);
-        let (input_law_start, input_laws) = input_law_index(&net);
         // The first slot, sized for every coordinate free, takes the base mode (no lock, no
         // engaged kinematic clutch). Every other mode adds rows to it, so its free-coordinate
         // count bounds theirs: the other slots are sized by it (a third of the memory of a
         // vehicle's mode cache).
         let nrhs = net.row_rhs.iter().flatten().count() + nk;
         let slots = vec![ModeSlot::new(n, n, rmax, nrhs, nf)];
+        let ns = net.signals.len();
         let mut sim = Simulation {
             phi: net.phi_start.clone(),
             w: net.w_start.clone(),
@@ -40,70 +38,27 @@ impl Simulation {
             slots,
             cur: 0,
             clock: 0,
-            qp_full: v(nf * nf),
-            qp_bmap: v(nf * n),
-            qp_tag: None,
             next_time_event: 0.0,
-            breaking: 0,
-            sliding: 0,
-            inputs_changed: false,
-            unsteady: CapVec::new(net.signals.len()),
-            unsteady_other: CapVec::new(net.signals.len()),
-            sines: CapVec::new(net.signals.len()),
-            held: CapVec::new(net.signals.len()),
-            held_value: vec![(u64::MAX, 0.0); net.signals.len()],
-            held_events: u64::MAX,
-            held_in: BufferSet::NONE,
-            time_events: 0,
-            sine_state: vec![SineState::default(); net.signals.len()],
-            sig_gen: 0,
-            buf_gen: 0,
-            sig_filled: [u64::MAX; 4],
-            caps_key: (u64::MAX, 0),
-            caps_all_gen: u64::MAX,
-            caps_stale: None,
-            zero_slips: None,
-            free: 0,
-            out_free: 0,
-            force_watch: 0,
-            watch_list: CapVec::new(nf),
-            signals_turn: false,
-            lossy: mask_where(&net.friction, |fe| matches!(fe.law, crate::elements::FrictionLaw::Lossy { .. })),
-            readers: (0..net.signals.len())
-                .map(|k| mask_where(&net.friction, |fe| fe.law.free_signal() == Some(k)))
-                .collect(),
             epoch: 0,
-            torque_dependent: mask_where(&net.friction, |fe| fe.law.is_torque_dependent()),
-            laws_state_free: net.laws.iter().all(Law::is_state_free),
-            laws_read_angles: net.laws.iter().any(Law::reads_angles),
-            time_only: mask_where(&net.friction, |fe| fe.law.is_time_only()),
             kernel: time_only::TimeOnly::new(n, rmax, nl, nf),
-            stage_signals_ready: false,
             started: false,
-            row_outputs: Vec::new(),
-            mode_sources: Vec::new(),
-            out_rel: net.elements.iter().map(|e| e.rel).collect(),
-            out_body: net.elements.iter().map(|e| e.body.map(|k| k as u32)).collect(),
-            ws,
+            pred: Predictor::new(n),
+            ws: Work::new(&net),
             events: CapVec::new(4 * (nf + nl) + 8),
-            // (A law reads at most one input, a friction element one normal force or load.)
-            input_changes: CapVec::new(nl + nf),
-            input_changes_ready: ChangeRecord::NotFormed,
-            input_steps: CapVec::new(net.signals.len()),
-            input_step_pos: vec![u32::MAX; net.signals.len()],
-            input_law_start,
-            input_laws,
-            input_jump: false,
             stats: StepStats::default(),
             energy: EnergyLedger::default(),
-            out_tau: v(net.elements.len()),
-            out_power: v(net.elements.len()),
+            out_tau: vec![0.0; net.elements.len()],
+            out_power: vec![0.0; net.elements.len()],
             t: 0.0,
             params,
-            net,
+            signals: SignalCache::new(ns),
+            // (A law reads at most one input, a friction element one normal force or load.)
+            inputs: InputSteps::new(ns, nl + nf),
+            friction: FrictionSets::new(nf),
+            capacities: CapacityCache::new(),
+            qp: QpBase::new(nf, n),
+            model: Model::new(net),
         };
-        sim.row_outputs = Self::row_outputs(&sim.net);
-        sim.mode_sources = Self::mode_sources(&sim.net);
         sim.count_unsteady();
         sim.compile_into(0, 0);
         let mmax = sim.slots[0].m;
@@ -155,7 +110,7 @@ impl Simulation {
         self.t = t0;
         self.next_time_event = self.compute_next_time_event(t0);
         self.fill_signals(2, t0, false);
-        for (k, law) in self.net.laws.iter().enumerate() {
+        for (k, law) in self.model.net.laws.iter().enumerate() {
             self.regimes[k] = law.initial_state(&self.phi, &self.w, &self.ws.sig[2]);
         }
         self.select_modes(0, true);
@@ -165,7 +120,7 @@ impl Simulation {
         // Ground entries of the stage and end states never change: written once here, equal
         // to the state's (the time-only kernel commits a sub-step by trading the state's
         // buffers with the end's). Ground nodes do not turn.
-        let n = self.net.n_dof;
+        let n = self.model.net.n_dof;
         self.w[n..].fill(0.0);
         let Work { phi_st, w_st, phi1, w1, .. } = &mut self.ws;
         for (phi, w) in phi_st.iter_mut().zip(w_st.iter_mut()).chain([(phi1, w1)]) {
@@ -176,7 +131,7 @@ impl Simulation {
     }
 
     pub(super) fn compute_next_time_event(&self, t: f64) -> f64 {
-        self.net.signals.iter().map(|s| s.next_event_after(t)).fold(f64::INFINITY, f64::min)
+        self.model.net.signals.iter().map(|s| s.next_event_after(t)).fold(f64::INFINITY, f64::min)
     }
 }
 
@@ -196,4 +151,69 @@ fn input_law_index(net: &Network) -> (Vec<u32>, Vec<u32>) {
         net.laws.iter().enumerate().filter_map(|(l, law)| Some((law.input_signal()?, l as u32))).collect();
     by_signal.sort_unstable();
     (start, by_signal.into_iter().map(|(_, l)| l).collect())
+}
+
+/// The network and what the solver derives from it once. Nothing in it changes while the
+/// simulation runs but the values of the run-time inputs, which live in the network's signals.
+#[derive(Debug, Clone)]
+pub(super) struct Model {
+    pub(super) net: Network,
+    /// The laws whose input each signal is ([`Law::input_signal`]): signal `k`'s are
+    /// `input_laws[input_law_start[k]..input_law_start[k + 1]]`.
+    pub(super) input_law_start: Vec<u32>,
+    pub(super) input_laws: Vec<u32>,
+    /// For each signal, the friction elements whose law reads it (their normal force or
+    /// load), as a mask.
+    pub(super) readers: Vec<u64>,
+    /// The LossyGear friction elements, as a mask.
+    pub(super) lossy: u64,
+    /// The friction elements whose sliding torque depends on the constraint torques (rolling
+    /// LossyGears, limited-slip packs), as a mask: the force pipeline corrects for those that
+    /// slide.
+    pub(super) torque_dependent: u64,
+    /// Every law's force reads the signals only ([`Law::is_state_free`]).
+    pub(super) laws_state_free: bool,
+    /// Some law's force reads angles ([`Law::reads_angles`]): Newton iterations need the
+    /// stage angles, not only the stage speeds.
+    pub(super) laws_read_angles: bool,
+    /// The friction elements whose sliding torque reads the signals only
+    /// ([`FrictionLaw::is_time_only`](crate::elements::FrictionLaw::is_time_only)), as a mask. With `laws_state_free`, a mode where only
+    /// these slide has forces that depend on time alone.
+    pub(super) time_only: u64,
+    /// The permanent rows that report a torque, as `(row, element, coefficient)`: a gear
+    /// reports `flange_b.tau = -c_b lambda`, a speed source `lambda` (derived once from the
+    /// element kinds, not matched by name every step).
+    pub(super) row_outputs: Vec<(usize, usize, f64)>,
+    /// Where each element's mode comes from (see [`Simulation::element_mode`]).
+    pub(super) mode_sources: Vec<ModeSource>,
+    /// Each element's relative-coordinate row, copied out of the network's element records
+    /// (176 bytes each, name and flange list included) into an array of its own, which the
+    /// per-step readers (controllers, telemetry, the ECS write-back) touch line by line.
+    pub(super) out_rel: Vec<Option<Row>>,
+    /// Each element's body node (Inertia, Mass), likewise.
+    pub(super) out_body: Vec<Option<u32>>,
+}
+
+impl Model {
+    /// Derives what the solver reads of `net` from it once.
+    fn new(net: Network) -> Self {
+        let (input_law_start, input_laws) = input_law_index(&net);
+        Model {
+            lossy: mask_where(&net.friction, |fe| matches!(fe.law, crate::elements::FrictionLaw::Lossy { .. })),
+            readers: (0..net.signals.len())
+                .map(|k| mask_where(&net.friction, |fe| fe.law.free_signal() == Some(k)))
+                .collect(),
+            torque_dependent: mask_where(&net.friction, |fe| fe.law.is_torque_dependent()),
+            laws_state_free: net.laws.iter().all(Law::is_state_free),
+            laws_read_angles: net.laws.iter().any(Law::reads_angles),
+            time_only: mask_where(&net.friction, |fe| fe.law.is_time_only()),
+            row_outputs: Simulation::row_outputs(&net),
+            mode_sources: Simulation::mode_sources(&net),
+            out_rel: net.elements.iter().map(|e| e.rel).collect(),
+            out_body: net.elements.iter().map(|e| e.body.map(|k| k as u32)).collect(),
+            input_law_start,
+            input_laws,
+            net,
+        }
+    }
 }

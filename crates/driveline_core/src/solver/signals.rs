@@ -63,11 +63,11 @@ impl Simulation {
     pub(super) fn fill_signals_but(&mut self, b: usize, t: f64, left: bool, rest_only: bool) {
         // Every path below but the `rest_only` pass over a filled buffer writes the held
         // signals' entries.
-        if !rest_only || self.sig_filled[b] != self.buf_gen {
-            self.held_in.remove(b);
+        if !rest_only || self.signals.filled[b] != self.signals.buffer_generation {
+            self.signals.held_in.remove(b);
         }
-        if self.sig_filled[b] != self.buf_gen {
-            if let Some(src) = (0..4).find(|&k| self.sig_filled[k] == self.buf_gen) {
+        if self.signals.filled[b] != self.signals.buffer_generation {
+            if let Some(src) = (0..4).find(|&k| self.signals.filled[k] == self.signals.buffer_generation) {
                 let mut bufs = self.ws.signal_buffers();
                 let (from, to) = if src < b {
                     let (lo, hi) = bufs.split_at_mut(b);
@@ -79,17 +79,17 @@ impl Simulation {
                 to.copy_from_slice(from);
             } else {
                 let out = self.ws.signal_buffer(b);
-                eval_signals(&self.net, t, left, out);
-                self.sig_filled[b] = self.buf_gen;
+                eval_signals(&self.model.net, t, left, out);
+                self.signals.filled[b] = self.signals.buffer_generation;
                 return;
             }
-            self.sig_filled[b] = self.buf_gen;
+            self.signals.filled[b] = self.signals.buffer_generation;
         }
         // The steady signals are those of the buffer; the others are evaluated at `t`.
         let out = self.ws.signal_buffer(b);
-        let list = if rest_only { &self.unsteady_other } else { &self.unsteady };
+        let list = if rest_only { &self.signals.unsteady_other } else { &self.signals.unsteady };
         for &k in list.iter() {
-            let s = &self.net.signals[k as usize];
+            let s = &self.model.net.signals[k as usize];
             out[k as usize] = if left { s.eval_left(t) } else { s.eval(t) };
         }
     }
@@ -103,26 +103,27 @@ impl Simulation {
     /// lies on one side of the sine's start time (a time event).
     #[inline(always)]
     pub(super) fn fill_stage_signals(&mut self, t0: f64, h: f64) {
-        let rest_only = !self.sines.is_empty() || !self.held.is_empty();
+        let rest_only = !self.signals.sines.is_empty() || !self.signals.held.is_empty();
         // A step or a pulse changes only at its edges, time events that end sub-steps: inside
         // a sub-step and at its end's left limit it holds the value it took after the last
         // time event, evaluated once then (at a stage time, strictly after that event).
-        if self.held_events != self.time_events {
-            for &k in self.held.iter() {
+        if self.signals.held_events != self.signals.time_events {
+            for &k in self.signals.held.iter() {
                 let k = k as usize;
-                let (seen, v) = &mut self.held_value[k];
-                if *seen != self.time_events {
-                    *seen = self.time_events;
-                    *v = self.net.signals[k].eval(t0 + C[0] * h);
+                let (seen, v) = &mut self.signals.held_value[k];
+                if *seen != self.signals.time_events {
+                    *seen = self.signals.time_events;
+                    *v = self.model.net.signals[k].eval(t0 + C[0] * h);
                 }
             }
-            self.held_events = self.time_events;
-            self.held_in = BufferSet::NONE;
+            self.signals.held_events = self.signals.time_events;
+            self.signals.held_in = BufferSet::NONE;
         }
         // Buffers filled since the last change need only their unsteady signals, and with
         // rest_only the loop below writes those of the common kinds itself.
-        let rest = if rest_only { &self.unsteady_other } else { &self.unsteady };
-        let nothing_left = rest.is_empty() && [0, 1, 3].iter().all(|&b| self.sig_filled[b] == self.buf_gen);
+        let rest = if rest_only { &self.signals.unsteady_other } else { &self.signals.unsteady };
+        let nothing_left =
+            rest.is_empty() && [0, 1, 3].iter().all(|&b| self.signals.filled[b] == self.signals.buffer_generation);
         if !nothing_left {
             for i in 0..2 {
                 self.fill_signals_but(i, t0 + C[i] * h, false, rest_only);
@@ -134,17 +135,17 @@ impl Simulation {
         let [s0, s1, _] = sig;
         let (s0, s1, se) = (&mut s0[..], &mut s1[..], &mut sig_end[..]);
         // (Buffers that already hold them, since the last time event, keep them.)
-        if self.held_in != BufferSet::STAGE_FILL {
-            for &k in self.held.iter() {
+        if self.signals.held_in != BufferSet::STAGE_FILL {
+            for &k in self.signals.held.iter() {
                 let k = k as usize;
-                let v = self.held_value[k].1;
+                let v = self.signals.held_value[k].1;
                 (s0[k], s1[k], se[k]) = (v, v, v);
             }
-            self.held_in = BufferSet::STAGE_FILL;
+            self.signals.held_in = BufferSet::STAGE_FILL;
         }
-        for &k in self.sines.iter() {
+        for &k in self.signals.sines.iter() {
             let k = k as usize;
-            let st = &mut self.sine_state[k];
+            let st = &mut self.signals.sine_state[k];
             let (amplitude, offset) = (st.amplitude, st.offset);
             if t0 < st.start_time {
                 (s0[k], s1[k], se[k]) = (offset, offset, offset);
@@ -159,7 +160,7 @@ impl Simulation {
                 st.age += 1;
                 (st.sin, st.cos)
             } else {
-                Self::sine_restart(&self.net.signals[k], st, t0, h, same_h)
+                Self::sine_restart(&self.model.net.signals[k], st, t0, h, same_h)
             };
             let turn = |[cs, sn]: [f64; 2]| (sin0 * cs + cos0 * sn, cos0 * cs - sin0 * sn);
             let (a, b, e) = (turn(st.rot[0]), turn(st.rot[1]), turn(st.rot[2]));
@@ -196,9 +197,9 @@ impl Simulation {
     /// Records a change of signal values: filled buffers are stale. `recount` when a signal's
     /// definition may have changed (its steadiness with it).
     pub(super) fn signals_changed(&mut self, recount: bool) {
-        self.sig_gen += 1;
-        self.caps_stale = None;
-        self.buf_gen += 1;
+        self.signals.generation += 1;
+        self.capacities.stale = None;
+        self.signals.buffer_generation += 1;
         if recount {
             self.count_unsteady();
         }
@@ -206,41 +207,112 @@ impl Simulation {
 
     /// Lists the signals that are not steady.
     pub(super) fn count_unsteady(&mut self) {
-        self.unsteady.clear();
-        self.unsteady_other.clear();
-        self.sines.clear();
-        self.held.clear();
-        self.held_events = u64::MAX;
-        self.held_in = BufferSet::NONE;
-        self.force_watch = 0;
-        self.watch_list.clear();
-        self.signals_turn = false;
-        for (k, s) in self.net.signals.iter().enumerate() {
+        self.signals.unsteady.clear();
+        self.signals.unsteady_other.clear();
+        self.signals.sines.clear();
+        self.signals.held.clear();
+        self.signals.held_events = u64::MAX;
+        self.signals.held_in = BufferSet::NONE;
+        self.friction.force_watch = 0;
+        self.friction.watch_list.clear();
+        self.signals.may_turn = false;
+        for (k, s) in self.model.net.signals.iter().enumerate() {
             if !s.is_steady() {
-                self.unsteady.push(k as u32);
+                self.signals.unsteady.push(k as u32);
                 if let Signal::Sine { amplitude, offset, start_time, .. } = *s {
-                    self.sines.push(k as u32);
-                    let st = &mut self.sine_state[k];
+                    self.signals.sines.push(k as u32);
+                    let st = &mut self.signals.sine_state[k];
                     (st.amplitude, st.offset, st.start_time) = (amplitude, offset, start_time);
                 } else if matches!(s, Signal::Step { .. } | Signal::Pulse { .. }) {
-                    self.held.push(k as u32);
+                    self.signals.held.push(k as u32);
                 } else {
-                    self.unsteady_other.push(k as u32);
+                    self.signals.unsteady_other.push(k as u32);
                 }
-                self.force_watch |= self.readers.get(k).copied().unwrap_or(0);
-                self.signals_turn |= !s.is_linear_between_events();
+                self.friction.force_watch |= self.model.readers.get(k).copied().unwrap_or(0);
+                self.signals.may_turn |= !s.is_linear_between_events();
             }
         }
         // A step or a pulse holds its value between its time events, which end sub-steps, and
         // the modes are selected after each from that value: an element it drives is free
         // exactly while it is not positive, so its engage or release test cannot fire inside
         // a sub-step, and the kernel's list leaves it out.
-        for i in bits(self.force_watch) {
-            if let Some(k) = self.net.friction[i].law.free_signal()
-                && !self.held.contains(&(k as u32))
+        for i in bits(self.friction.force_watch) {
+            if let Some(k) = self.model.net.friction[i].law.free_signal()
+                && !self.signals.held.contains(&(k as u32))
             {
-                self.watch_list.push((i as u32, k as u32));
+                self.friction.watch_list.push((i as u32, k as u32));
             }
+        }
+    }
+}
+
+/// The signal cache: which signals vary and how, and what the signal buffers hold. Kept so that a
+/// step evaluates each signal once per change.
+#[derive(Debug, Clone)]
+pub(super) struct SignalCache {
+    /// The indices of the signals that are not steady ([`Signal::is_steady`]; capacity: every
+    /// signal, so a recount never allocates). With none, a filled signal buffer stays valid
+    /// until the next change of a signal.
+    pub(super) unsteady: CapVec<u32>,
+    /// The unsteady signals a sub-step's stage fill evaluates one by one: all but the sines,
+    /// which [`Simulation::fill_stage_signals`] rotates from one sine and cosine a sub-step,
+    /// and the steps and pulses, which it evaluates once per time event.
+    pub(super) unsteady_other: CapVec<u32>,
+    /// The unsteady signals that are sines.
+    pub(super) sines: CapVec<u32>,
+    /// The unsteady signals that are steps or pulses: constant between their time events.
+    pub(super) held: CapVec<u32>,
+    /// Per signal (used by the steps and pulses): `(time_events, value)`, the value it held
+    /// after the time event of that count.
+    pub(super) held_value: Vec<(u64, f64)>,
+    /// The time-event count at which every held value was last brought up to date
+    /// (`u64::MAX`: never, or the list of held signals changed since).
+    pub(super) held_events: u64,
+    /// The stage buffers (bits 0, 1 and 3 of [`Work::signal_buffers`]) whose entries of the held
+    /// signals are the values of `held_events`: written by a stage fill, cleared by any fill
+    /// that writes those entries otherwise.
+    pub(super) held_in: BufferSet,
+    /// Time events passed so far.
+    pub(super) time_events: u64,
+    /// Per signal (used by the sines): where its sine stands, see [`SineState`].
+    pub(super) sine_state: Vec<SineState>,
+    /// Bumped at every change of a signal's definition or value (what depends on the signals,
+    /// such as the cached capacities, is stale).
+    pub(super) generation: u64,
+    /// The generation of the signal buffers' steady values: bumped with `sig_gen`, except
+    /// when an input set by its id is patched into the buffers in place.
+    pub(super) buffer_generation: u64,
+    /// The `buf_gen` at which each signal buffer (`sig[0]`, `sig[1]`, `sig[2]`, `sig_end`) was
+    /// filled: its steady signals are valid while the generation holds (the unsteady ones are
+    /// evaluated at every fill); `u64::MAX` when it must be evaluated again.
+    pub(super) filled: [u64; 4],
+    /// Some time-varying signal may rise and fall back inside a sub-step (a sine, see
+    /// [`Signal::is_linear_between_events`]): the break-away screen always takes the stage
+    /// samples then.
+    pub(super) may_turn: bool,
+    /// The stage signals of the sub-step about to be integrated are in place (the kernel
+    /// filled them, then handed the sub-step to the general path).
+    pub(super) stages_ready: bool,
+}
+
+impl SignalCache {
+    /// An empty cache for `ns` signals (filled by [`Simulation::count_unsteady`]).
+    pub(super) fn new(ns: usize) -> Self {
+        SignalCache {
+            unsteady: CapVec::new(ns),
+            unsteady_other: CapVec::new(ns),
+            sines: CapVec::new(ns),
+            held: CapVec::new(ns),
+            held_value: vec![(u64::MAX, 0.0); ns],
+            held_events: u64::MAX,
+            held_in: BufferSet::NONE,
+            time_events: 0,
+            sine_state: vec![SineState::default(); ns],
+            generation: 0,
+            buffer_generation: 0,
+            filled: [u64::MAX; 4],
+            may_turn: false,
+            stages_ready: false,
         }
     }
 }

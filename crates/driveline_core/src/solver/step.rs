@@ -32,7 +32,7 @@ impl Simulation {
         let t_start = self.t;
         self.ws.phi_save.copy_from_slice(&self.phi);
         self.ws.w_save.copy_from_slice(&self.w);
-        if self.inputs_changed {
+        if self.inputs.changed {
             self.after_input_change();
         }
         let mut substeps = 0;
@@ -75,20 +75,20 @@ impl Simulation {
                         self.integrate(he, false);
                         self.commit(he);
                     }
-                    self.breaking = breaking;
+                    self.friction.breaking = breaking;
                     self.select_modes(forced, false);
-                    self.breaking = 0;
+                    self.friction.breaking = 0;
                 }
             }
         }
         self.t = t_end.max(self.t);
-        for &(k, _, _) in self.input_steps.iter() {
-            self.input_step_pos[k as usize] = u32::MAX;
+        for &(k, _, _) in self.inputs.steps.iter() {
+            self.inputs.step_pos[k as usize] = u32::MAX;
         }
-        self.input_steps.clear();
-        self.input_changes_ready = ChangeRecord::NotFormed;
-        self.input_jump = false;
-        let n = self.net.n_dof;
+        self.inputs.steps.clear();
+        self.inputs.changes_ready = ChangeRecord::NotFormed;
+        self.inputs.jump = false;
+        let n = self.model.net.n_dof;
         if !(all_finite(&self.phi[..n]) && all_finite(&self.w[..n])) {
             // Never propagate NaN or infinity: go back to the step start and report.
             self.phi.copy_from_slice(&self.ws.phi_save);
@@ -108,7 +108,7 @@ impl Simulation {
     /// changed otherwise.
     pub(super) fn whole_step_in_kernel(&mut self, t_end: f64, dt: f64) -> Option<bool> {
         let h = t_end - self.t;
-        if self.inputs_changed
+        if self.inputs.changed
             || self.next_time_event <= t_end + 1e-9 * dt
             || h <= 1e-15 * self.t.abs().max(1.0)
             || self.params.max_substeps == 0
@@ -116,11 +116,11 @@ impl Simulation {
         {
             return None;
         }
-        let zero_slips = self.zero_slips;
+        let zero_slips = self.friction.zero_slips;
         let moving = self.moving_slips();
         if !self.time_only_substep(h) {
             // The general path takes the step from the same state.
-            self.zero_slips = zero_slips;
+            self.friction.zero_slips = zero_slips;
             return None;
         }
         self.stats.substeps += 1;
@@ -133,7 +133,7 @@ impl Simulation {
     /// example a bearing friction beside a stuck lossy gear, is not "reaching" zero), as a
     /// mask; the zero slips known from the last sub-step's end are used up.
     pub(super) fn moving_slips(&mut self) -> u64 {
-        !self.zero_slips.take().unwrap_or_else(|| self.slips_at_zero())
+        !self.friction.zero_slips.take().unwrap_or_else(|| self.slips_at_zero())
     }
 
     /// After an event-free sub-step is committed: locks the elements whose slip reached zero
@@ -141,10 +141,10 @@ impl Simulation {
     /// True when the state is the sub-step's clean end (no mode selection since).
     pub(super) fn after_clean_substep(&mut self, moving: u64, time_event: bool) -> bool {
         // (The time-only kernel found them as it committed; the general commit leaves None.)
-        let zero = self.zero_slips.unwrap_or_else(|| self.slips_at_zero());
+        let zero = self.friction.zero_slips.unwrap_or_else(|| self.slips_at_zero());
         // The next sub-step starts from this state: unless a mode selection intervenes, its
         // zero slips are these.
-        self.zero_slips = Some(zero);
+        self.friction.zero_slips = Some(zero);
         let at_zero = zero & moving;
         if at_zero != 0 {
             self.select_modes(at_zero, false);
@@ -167,7 +167,7 @@ impl Simulation {
             }
             let Work { sig_end, sig, .. } = &mut self.ws;
             sig[2].copy_from_slice(sig_end);
-            self.sig_filled[2] = self.sig_filled[3];
+            self.signals.filled[2] = self.signals.filled[3];
             self.update_torques(true);
         } else {
             self.update_outputs();
@@ -176,13 +176,13 @@ impl Simulation {
 
     /// Sliding friction elements whose slip is zero (to rounding) now.
     pub(super) fn slips_at_zero(&self) -> u64 {
-        if self.sliding == 0 {
+        if self.friction.sliding == 0 {
             return 0;
         }
-        let tol = zero_slip_tolerance(speed_scale(&self.w[..self.net.n_dof]));
+        let tol = zero_slip_tolerance(speed_scale(&self.w[..self.model.net.n_dof]));
         let mut mask = 0;
-        for i in bits(self.sliding) {
-            if self.net.friction[i].row.dot(&self.w).abs() <= tol {
+        for i in bits(self.friction.sliding) {
+            if self.model.net.friction[i].row.dot(&self.w).abs() <= tol {
                 mask |= 1 << i;
             }
         }
@@ -190,7 +190,7 @@ impl Simulation {
     }
 
     pub(super) fn after_time_event(&mut self) {
-        self.time_events += 1;
+        self.signals.time_events += 1;
         self.next_time_event = self.compute_next_time_event(self.t);
         // Signals may have jumped: re-evaluate backlash regimes and friction modes.
         self.select_modes(0, false);

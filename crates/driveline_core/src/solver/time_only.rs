@@ -105,13 +105,13 @@ impl Simulation {
     /// Whether the network can ever take time-only sub-steps: its laws read the signals only,
     /// no friction law depends on constraint torques, no kinematic clutch prescribes a speed.
     pub(super) fn time_only_network(&self) -> bool {
-        self.laws_state_free && self.torque_dependent == 0 && self.net.kinematic.is_empty()
+        self.model.laws_state_free && self.model.torque_dependent == 0 && self.model.net.kinematic.is_empty()
     }
 
     /// Whether the present mode's applied forces depend on time alone: every law reads the
     /// signals only, and so does every sliding element's kinetic torque.
     pub(super) fn forces_time_only(&self) -> bool {
-        self.laws_state_free && self.sliding & !self.time_only == 0
+        self.model.laws_state_free && self.friction.sliding & !self.model.time_only == 0
     }
 
     /// Builds the kernel of the current mode if it is stale; true when the mode qualifies.
@@ -137,25 +137,28 @@ impl Simulation {
         if !active {
             return false;
         }
-        let n = self.net.n_dof;
+        let n = self.model.net.n_dof;
         let (m, r) = (s.m, s.r);
         k.src.clear();
-        k.src.extend((0..self.net.laws.len()).map(Source::Law));
-        k.src.extend(bits(self.sliding).map(Source::Friction));
+        k.src.extend((0..self.model.net.laws.len()).map(Source::Law));
+        k.src.extend(bits(self.friction.sliding).map(Source::Friction));
         k.mag.clear();
         for src in k.src.iter() {
             k.mag.push(match *src {
-                Source::Law(l) => Magnitude::Signal(self.net.laws[l].state_free_signal().expect("a state-free law")),
+                Source::Law(l) => {
+                    Magnitude::Signal(self.model.net.laws[l].state_free_signal().expect("a state-free law"))
+                }
                 Source::Friction(i) => Magnitude::Kinetic {
                     dir: self.modes[i].dir(),
-                    law: self.net.friction[i].law.time_only_kinetic().expect("a time-only law"),
+                    law: self.model.net.friction[i].law.time_only_kinetic().expect("a time-only law"),
                 },
             });
         }
-        let np = self.net.rows.len();
+        let np = self.model.net.rows.len();
         k.locks.clear();
-        k.locks
-            .extend(s.locked.iter().enumerate().map(|(pos, &i)| (np + pos, self.net.friction[i].law.capacity_form())));
+        k.locks.extend(
+            s.locked.iter().enumerate().map(|(pos, &i)| (np + pos, self.model.net.friction[i].law.capacity_form())),
+        );
         let ns = k.src.len();
         for (j, src) in k.src.iter().enumerate() {
             // The source's force per unit magnitude, as (node, coefficient) pairs; ground nodes
@@ -163,11 +166,11 @@ impl Simulation {
             let mut nodes = [(0usize, 0.0f64); 3];
             match *src {
                 Source::Law(l) => {
-                    let [a, b] = self.net.laws[l].state_free_nodes().expect("a state-free law");
+                    let [a, b] = self.model.net.laws[l].state_free_nodes().expect("a state-free law");
                     nodes[..2].copy_from_slice(&[a, b]);
                 }
                 Source::Friction(i) => {
-                    for (d, &(node, c)) in nodes.iter_mut().zip(&self.net.friction[i].row.entries) {
+                    for (d, &(node, c)) in nodes.iter_mut().zip(&self.model.net.friction[i].row.entries) {
                         *d = (node, -c);
                     }
                 }
@@ -204,7 +207,7 @@ impl Simulation {
         self.time_only_motion(h);
         // The stage angles (the dense output reads them) and the end angles.
         self.stage_angles(h);
-        let n = self.net.n_dof;
+        let n = self.model.net.n_dof;
         let ws = &mut self.ws;
         let (w0, w1) = (&ws.w_st[0][..n], &ws.w_st[1][..n]);
         for (((p, phi), x0), x1) in ws.phi1[..n].iter_mut().zip(&self.phi[..n]).zip(w0).zip(w1) {
@@ -223,7 +226,7 @@ impl Simulation {
     /// the stages and the end (`ws.lam_st`, `ws.lam_end`). The stage signals must be filled.
     #[inline(always)]
     fn time_only_motion(&mut self, h: f64) {
-        let n = self.net.n_dof;
+        let n = self.model.net.n_dof;
         let s = &self.slots[self.cur];
         let (m, r) = (s.m, s.r);
         let k = &mut self.kernel;
@@ -262,14 +265,14 @@ impl Simulation {
             return false;
         }
         self.fill_stage_signals(self.t, h);
-        self.stage_signals_ready = true;
+        self.signals.stages_ready = true;
         self.time_only_motion(h);
-        let n = self.net.n_dof;
+        let n = self.model.net.n_dof;
         // The events the general path would look for, at the same samples.
         // (A slip reverses where `-dir w_rel > 0`, as `Simulation::slip_g` reads it; its three
         // samples in one pass over the row, kept for the end records and the ledger.)
-        for i in bits(self.sliding) {
-            let g = self.net.friction[i].row.dot3([&self.ws.w_st[0], &self.ws.w_st[1], &self.ws.w1]);
+        for i in bits(self.friction.sliding) {
+            let g = self.model.net.friction[i].row.dot3([&self.ws.w_st[0], &self.ws.w_st[1], &self.ws.w1]);
             let d = -self.modes[i].dir();
             if d * g[0] > 0.0 || d * g[1] > 0.0 || d * g[2] > 0.0 {
                 return false;
@@ -279,7 +282,7 @@ impl Simulation {
         // An engage (a free element's force turning on) or a release (an engaged one's turning
         // off), as `Simulation::may_trigger` reads them at the three samples.
         let (s0, s1, se) = (&self.ws.sig[0][..], &self.ws.sig[1][..], &self.ws.sig_end[..]);
-        for &(i, k) in self.watch_list.iter() {
+        for &(i, k) in self.friction.watch_list.iter() {
             let k = k as usize;
             let u = [s0[k], s1[k], se[k]];
             let fires = if self.modes[i as usize] == FrictionMode::Free {
@@ -322,7 +325,7 @@ impl Simulation {
             return false;
         }
         // Nothing happens: commit, as the general path's commit does.
-        self.stage_signals_ready = false;
+        self.signals.stages_ready = false;
         self.stats.newton_iterations += 1;
         self.stats.time_only_substeps += 1;
         let k = &self.kernel;
@@ -341,7 +344,7 @@ impl Simulation {
                     if self.params.track_energy {
                         // A state-free law is a source: its power is input.
                         // (The speed across it summed from -0.0 as `Iterator::sum` sums.)
-                        let [(a, ca), (b, cb)] = self.net.laws[l].state_free_nodes().expect("a state-free law");
+                        let [(a, ca), (b, cb)] = self.model.net.laws[l].state_free_nodes().expect("a state-free law");
                         let [w0, w1] = &ws.w_st;
                         let p0 = tau[0] * (-0.0 + ca * w0[a] + cb * w0[b]);
                         let p1 = tau[1] * (-0.0 + ca * w1[a] + cb * w1[b]);
@@ -371,7 +374,7 @@ impl Simulation {
         // buffers before the next sub-step writes them.
         std::mem::swap(&mut self.phi, &mut ws.phi1);
         std::mem::swap(&mut self.w, &mut ws.w1);
-        self.zero_slips = Some(zero);
+        self.friction.zero_slips = Some(zero);
         self.t += h;
         true
     }
@@ -459,7 +462,7 @@ mod tests {
         let (sc, net) = Scenario::load_network(&path).expect("shipped scenario");
         let mut fast = Simulation::with_parameters(net.clone(), IntegrationParameters::default());
         let mut slow = Simulation::with_parameters(net, IntegrationParameters::default());
-        slow.laws_state_free = false;
+        slow.model.laws_state_free = false;
         let (mut ev_fast, mut ev_slow) = (Vec::new(), Vec::new());
         let mut worst: f64 = 0.0;
         for k in 1..=(sc.t_end / 1e-3).round() as usize {

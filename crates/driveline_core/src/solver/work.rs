@@ -20,7 +20,7 @@ impl Work {
 pub(super) struct Work {
     pub(super) sig: [Vec<f64>; 3],
     pub(super) f: Vec<f64>,
-    pub(super) fq: Vec<f64>,
+    pub(super) scratch_n: Vec<f64>,
     /// The non-zero entries of a force vector, `(node, value)` ascending (`n` slots).
     pub(super) xnz: Vec<(u32, f64)>,
     /// Located slip-reversal and break-away thetas of the sub-step being searched (valid where
@@ -36,23 +36,23 @@ pub(super) struct Work {
     pub(super) phi_e: Vec<f64>,
     pub(super) w_e: Vec<f64>,
     pub(super) acc: Vec<f64>,
-    pub(super) gq: Vec<f64>,
-    pub(super) jphi: Vec<f64>,
-    pub(super) jw: Vec<f64>,
-    pub(super) tmp_rr: Vec<f64>,
-    pub(super) tmp_rr_w: Vec<f64>,
-    pub(super) piv_w: Vec<usize>,
-    pub(super) lam_w: Vec<f64>,
+    pub(super) stage_g: Vec<f64>,
+    pub(super) jac_phi: Vec<f64>,
+    pub(super) jac_w: Vec<f64>,
+    pub(super) ggt: Vec<f64>,
+    pub(super) ggt_weighted: Vec<f64>,
+    pub(super) piv_weighted: Vec<usize>,
+    pub(super) scratch_r: Vec<f64>,
     /// Constraint torques at a step start right after an input change (`r`).
     pub(super) lam_start: Vec<f64>,
-    pub(super) tmp_rn: Vec<f64>,
+    pub(super) g_rows: Vec<f64>,
     /// `G` transposed (`n x r`) during a mode compilation.
-    pub(super) tmp_nr: Vec<f64>,
+    pub(super) g_cols: Vec<f64>,
     /// The weighted constraint-torque map's right-hand sides (`r x n`) during a mode
     /// compilation.
-    pub(super) tmp_rn_w: Vec<f64>,
+    pub(super) weighted_rhs: Vec<f64>,
     /// `Mr^-1 N^T` (`m x n`, `m <= n`) during a mode compilation.
-    pub(super) tmp_mn: Vec<f64>,
+    pub(super) mr_inv_nt: Vec<f64>,
     pub(super) piv: Vec<usize>,
     pub(super) lam: Vec<f64>,
     // complementarity problem
@@ -85,8 +85,8 @@ pub(super) struct Work {
     pub(super) sig_end: Vec<f64>,
     /// Prescribed-motion parts of the speeds (`P rho`) and accelerations (`P rho'`) at the two
     /// stages and the end of the sub-step, and at a dense/now point (index 3).
-    pub(super) wp: [Vec<f64>; 4],
-    pub(super) ud: [Vec<f64>; 4],
+    pub(super) presc_speed: [Vec<f64>; 4],
+    pub(super) presc_acc: [Vec<f64>; 4],
     /// Augmented matrix for the mode compilation `[G | I]`.
     pub(super) aug: Vec<f64>,
     /// The compiled mode's constraint-force map `L` (`r x n`, `lambda = L (M a - f)`), stored
@@ -95,7 +95,7 @@ pub(super) struct Work {
     /// Scratch of the torque-dependent correction (LossyGear, limited slip), the friction torque
     /// it solved per element, and the estimates of the torque each limit depends on (a lossy
     /// gear's transmitted torque, a limited-slip pack's input torque), per friction element.
-    pub(super) ls_a: Vec<f64>,
+    pub(super) dep_scratch: Vec<f64>,
     pub(super) dep_tau: Vec<f64>,
     pub(super) dependent_input: Vec<f64>,
     /// Generalised forces of the elements released during one mode selection.
@@ -116,30 +116,6 @@ pub(super) struct Work {
     pub(super) newton_tmp: Vec<f64>,
     pub(super) phi_save: Vec<f64>,
     pub(super) w_save: Vec<f64>,
-    /// The last committed sub-step in reduced coordinates (start `q0`, stages `Q1 Q2`), its
-    /// size, slot and epoch: the predictor of the next sub-step's stages.
-    pub(super) pred_q0: Vec<f64>,
-    pub(super) pred_q: Vec<f64>,
-    /// Reduced forces `N^T f` at the two stages of the last committed sub-step (valid when
-    /// `pred_g_ok`), and scratch for the reduced force at its end.
-    pub(super) pred_g: Vec<f64>,
-    pub(super) pred_ge: Vec<f64>,
-    pub(super) pred_g_ok: bool,
-    /// The integrated sub-step's Newton iteration left its stage forces in `gq`.
-    pub(super) stage_g_ok: bool,
-    /// The next sub-step starts from forces ([`NewtonStart::Forces`]): switched on when a
-    /// first Newton correction misses the tolerance, kept while the force start's first
-    /// corrections are above 1 % of it.
-    pub(super) force_start: bool,
-    /// The integrated sub-step started from forces.
-    pub(super) started_from_forces: bool,
-    /// Newton's contraction estimate `eta = theta / (1 - theta)` (`theta`: the ratio of two
-    /// successive corrections): the error left in an iterate is about `eta` times the
-    /// correction that made it. Infinite when unknown.
-    pub(super) newton_eta: f64,
-    pub(super) pred_h: f64,
-    pub(super) pred_slot: usize,
-    pub(super) pred_epoch: u64,
     pub(super) law_power: [Vec<f64>; 2],
     pub(super) law_diss: [Vec<f64>; 2],
     pub(super) fric_power: [Vec<f64>; 2],
@@ -170,7 +146,7 @@ impl Work {
         Work {
             sig: [v(net.signals.len()), v(net.signals.len()), v(net.signals.len())],
             f: v(nn),
-            fq: v(n),
+            scratch_n: v(n),
             xnz: vec![(0, 0.0); n],
             slip_theta: v(nf),
             phi_st: [v(nn), v(nn)],
@@ -183,18 +159,18 @@ impl Work {
             phi_e: v(nn),
             w_e: v(nn),
             acc: v(nn),
-            gq: v(2 * n),
-            jphi: v(n * n),
-            jw: v(n * n),
-            tmp_rr: v(rmax * rmax),
-            tmp_rr_w: v(rmax * rmax),
-            piv_w: vec![0; rmax + 1],
-            lam_w: v(rmax),
+            stage_g: v(2 * n),
+            jac_phi: v(n * n),
+            jac_w: v(n * n),
+            ggt: v(rmax * rmax),
+            ggt_weighted: v(rmax * rmax),
+            piv_weighted: vec![0; rmax + 1],
+            scratch_r: v(rmax),
             lam_start: v(rmax),
-            tmp_rn: v(rmax * n),
-            tmp_nr: v(rmax * n),
-            tmp_rn_w: v(rmax * n),
-            tmp_mn: v(n * n),
+            g_rows: v(rmax * n),
+            g_cols: v(rmax * n),
+            weighted_rhs: v(rmax * n),
+            mr_inv_nt: v(n * n),
             piv: vec![0; rmax.max(n) + 1],
             lam: v(rmax),
             qp_w: v(nf * nf),
@@ -217,11 +193,11 @@ impl Work {
             new_modes: vec![FrictionMode::Free; nf],
             candidate: vec![false; nf],
             sig_end: v(net.signals.len()),
-            wp: [v(nn), v(nn), v(nn), v(nn)],
-            ud: [v(nn), v(nn), v(nn), v(nn)],
+            presc_speed: [v(nn), v(nn), v(nn), v(nn)],
+            presc_acc: [v(nn), v(nn), v(nn), v(nn)],
             aug: v(rmax * (n + rmax)),
             lmap: v(rmax * n),
-            ls_a: v(nn),
+            dep_scratch: v(nn),
             dep_tau: v(n.max(nf)),
             dependent_input: v(nf),
             qp_extra: v(nn),
@@ -235,18 +211,6 @@ impl Work {
             newton_piv: vec![0; 2 * n],
             phi_save: v(nn),
             w_save: v(nn),
-            pred_q0: v(n),
-            pred_q: v(2 * n),
-            pred_g: v(2 * n),
-            pred_ge: v(n),
-            pred_g_ok: false,
-            stage_g_ok: false,
-            force_start: true,
-            newton_eta: f64::INFINITY,
-            started_from_forces: false,
-            pred_h: 0.0,
-            pred_slot: usize::MAX,
-            pred_epoch: u64::MAX,
             law_power: [v(nl), v(nl)],
             law_diss: [v(nl), v(nl)],
             fric_power: [v(nf), v(nf)],
