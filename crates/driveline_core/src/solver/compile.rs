@@ -572,3 +572,65 @@ fn constraint_torque_maps(net: &Network, slot: &mut ModeSlot, ws: &mut Work, ran
         linalg::transpose(wm, r, n, &mut slot.tmap_w, rs);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::{Scenario, Simulation};
+
+    fn shipped(file: &str) -> Simulation {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../assets/scenarios").join(file);
+        let (_, net) = Scenario::load_network(&path).expect("shipped scenario");
+        Simulation::new(net)
+    }
+
+    /// Every mode of a network with gears and clutches compiles to a null space `N` of its
+    /// active rows `G` (`G N = 0`, `m = n - rank`), the reduced inertia `Mr = N^T M N`, and a
+    /// constraint-torque map `T` whose torques make the motion consistent: for any forces
+    /// `f`, `a = N Mr^-1 N^T f` and `lambda = T f` satisfy `M a - f = G^T lambda`.
+    #[test]
+    fn modes_compile_to_a_consistent_null_space_and_torque_map() {
+        for (file, keys) in
+            [("msl/CoupledClutches.ron", &[0u64, 1, 2, 4, 3, 5, 6, 7][..]), ("msl/SimpleGearShift.ron", &[0, 1, 2, 3])]
+        {
+            let mut sim = shipped(file);
+            let n = sim.model.net.n_dof;
+            let nf = sim.model.net.friction.len();
+            for &key in keys.iter().filter(|&&k| k < 1 << nf) {
+                sim.compile_into(1, key);
+                let s = &sim.slots[1];
+                let (m, r) = (s.m, s.r);
+                assert_eq!(s.locked.len(), key.count_ones() as usize, "{file} key {key}");
+                let g = &sim.ws.g_rows[..r * n];
+                // G N = 0: the rows have entries of order one (gear ratios up to ~4).
+                for i in 0..r {
+                    for j in 0..m {
+                        let gn: f64 = (0..n).map(|k| g[i * n + k] * s.nmat[k * n + j]).sum();
+                        assert!(gn.abs() < 1e-12, "{file} key {key}: (G N)[{i}][{j}] = {gn}");
+                    }
+                }
+                // Mr = N^T M N, symmetric.
+                let mass = &sim.model.net.mass;
+                for a in 0..m {
+                    for b in 0..m {
+                        let mr: f64 = (0..n).map(|k| s.nmat[k * n + a] * mass[k] * s.nmat[k * n + b]).sum();
+                        assert_eq!(s.mr[a * m + b], mr, "{file} key {key}");
+                        assert_eq!(s.mr[a * m + b], s.mr[b * m + a], "{file} key {key}");
+                    }
+                }
+                // M a - f = G^T lambda for a force on every node.
+                let f: Vec<f64> = (0..n).map(|k| 1.0 + k as f64 * 0.37 - (k % 3) as f64).collect();
+                let mut g_red: Vec<f64> = (0..m).map(|j| (0..n).map(|k| s.nmat[k * n + j] * f[k]).sum()).collect();
+                crate::linalg::lu_solve(&s.mr_lu, m, &s.mr_piv, &mut g_red);
+                let a: Vec<f64> = (0..n).map(|k| (0..m).map(|j| s.nmat[k * n + j] * g_red[j]).sum()).collect();
+                let lam: Vec<f64> = (0..r).map(|i| (0..n).map(|k| s.tmap[k * s.rstride + i] * f[k]).sum()).collect();
+                let scale = f.iter().fold(1.0f64, |x, v| x.max(v.abs()));
+                for k in 0..n {
+                    let gt_lam: f64 = (0..r).map(|i| g[i * n + k] * lam[i]).sum();
+                    let resid = mass[k] * a[k] - f[k] - gt_lam;
+                    // Rounding through one LU solve and two products of a few terms each.
+                    assert!(resid.abs() < 1e-10 * scale, "{file} key {key} node {k}: residual {resid}");
+                }
+            }
+        }
+    }
+}

@@ -349,3 +349,45 @@ pub(super) enum Ev {
     Group,
     Regime(usize),
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::{FrictionMode, Scenario, Simulation};
+
+    /// A shaft of `J = 2 kg m^2` spinning at `w0` rad/s, braked by a constant kinetic torque
+    /// `mu cgeo fn = 0.5 * 1 * 8 = 4 N m`.
+    fn braked_shaft(w0: f64) -> Simulation {
+        let text = format!(
+            r#"Scenario(name: "braked", t_end: 8.0, elements: [
+                (name: "fixed", kind: Fixed()),
+                (name: "shaft", kind: Inertia(J: 2.0, phi_start: 0.0, w_start: {w0})),
+                (name: "brake", kind: Brake(fn_max: 8.0, f_normalized: Constant(1.0), use_support: true)),
+            ], connections: [("shaft.flange_b", "brake.flange_a"), ("brake.support", "fixed.flange")])"#
+        );
+        let sc = Scenario::parse(&text, "braked").expect("parses");
+        Simulation::new(sc.build(&text, "braked").expect("builds"))
+    }
+
+    /// The slip reaches zero at `t* = J w0 / tau` (the speed falls linearly): the located
+    /// event lands there at every step size, and the shaft is held from then on.
+    #[test]
+    fn a_braked_shaft_locks_at_the_analytic_time() {
+        let w0 = 10.3;
+        let t_lock = 2.0 * w0 / 4.0;
+        for dt in [1e-4, 1e-3, 1.0 / 60.0, 1.0 / 30.0f64] {
+            let mut sim = braked_shaft(w0);
+            let steps = (7.0 / dt).round() as usize;
+            let mut events = Vec::new();
+            for k in 1..=steps {
+                sim.step(k as f64 * dt - sim.time()).expect("step");
+                events.extend_from_slice(sim.events());
+            }
+            let locks: Vec<_> = events.iter().filter(|e| e.to == FrictionMode::Stuck).collect();
+            assert_eq!(locks.len(), 1, "dt {dt}: {events:?}");
+            // The localisation tolerance is about 1e-12 s; the speed is linear in time, so the
+            // located zero is the analytic one to rounding.
+            assert!((locks[0].time - t_lock).abs() < 1e-9, "dt {dt}: locked at {} s, not {t_lock} s", locks[0].time);
+            assert_eq!(sim.speeds().iter().fold(0.0f64, |m, w| m.max(w.abs())), 0.0, "dt {dt}: held");
+        }
+    }
+}
