@@ -28,7 +28,7 @@
 
 use super::gearbox::{GearInfo, GearboxSpec};
 use super::hydraulics::{Piston, PistonConstants};
-use super::spec::AutomaticSpec;
+use super::spec::{AutomaticSpec, ShiftControlSpec};
 use crate::torque_map::RPM;
 
 /// Most shift elements a gearbox may have (telemetry arrays are this long).
@@ -558,281 +558,167 @@ impl Tcu {
     /// One control step: selector, schedule, shift sequence, lock-up, park; then the pistons
     /// and the element heat. `events` receives what happened.
     pub fn step(&mut self, spec: &AutomaticSpec, inp: &TcuInput, mut events: impl FnMut(TcuEvent)) -> TcuOutput {
-        let gb: &GearboxSpec = spec.gearbox().expect("validated");
-        let dt = inp.dt;
-        let t = inp.time;
-        let n = gb.elements.len();
         let want = self.wanted(spec, inp, &mut events);
         self.last_up = inp.up;
         self.last_down = inp.down;
         self.last_pedal = inp.pedal;
         self.selector = inp.selector;
-
         // P and N close the same elements (the pawl is not a shift element): moving between
         // two such gears changes nothing in the box, so it is no shift and reports none.
         if self.shift.is_none() && want != self.current && self.same_elements(self.current, want) {
             self.current = want;
         }
-        // Start a shift.
         if self.shift.is_none() && want != self.current {
-            let (from_g, to_g) = (self.numbers[self.current], self.numbers[want]);
-            let both_driving = !self.gears[self.current].neutral && !self.gears[want].neutral;
-            let swap = if both_driving { self.swap(self.current, want) } else { None };
-            let mut report = ShiftReport {
-                from: from_g,
-                to: to_g,
-                power_on: inp.input_torque > 0.0,
-                output_torque_start: inp.wheel_torque,
-                output_torque_min: inp.wheel_torque,
-                ..ShiftReport::default()
-            };
-            report.peak_temperature = self.temperature.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-            let shift = if let Some((off, on)) = swap {
-                // The input speed moves by dw towards the new gear (dir its sign). The input
-                // torque helps when dir T_in > 0; when it cannot make the change within the
-                // target inertia phase by itself (power-on upshift, coast downshift, and a coast
-                // upshift against weak engine braking), the on-coming element goes first and
-                // pulls the speed over.
-                let dw = inp.w_output * (self.gears[want].ratio - self.gears[self.current].ratio);
-                let j_in = if inp.lockup_stuck { self.j_locked } else { self.j_open };
-                // With the lock-up closed the input torque is about to become the demand (a pedal
-                // stamp has not reached the shafts yet); through the converter, the measurement.
-                let t_in = if inp.lockup_stuck { inp.demand_torque } else { inp.input_torque };
-                let helps = dw.signum() * t_in;
-                let oncoming_first = helps < j_in * dw.abs() / spec.shift.inertia_phase;
-                Shift::new(
-                    self.current,
-                    want,
-                    Some(off),
-                    [Some(on), None, None],
-                    oncoming_first,
-                    ShiftPhase::Fill,
-                    t,
-                    report,
-                    inp.accel,
-                )
-            } else {
-                // Garage shift (or a multi-element change): release what the new gear does not
-                // use, apply what it does over the garage time.
-                let mut on = [None; 3];
-                for (slot, k) in self.gears[want]
-                    .closed
-                    .iter()
-                    .filter(|k| !self.gears[self.current].closed.contains(k))
-                    .take(3)
-                    .enumerate()
-                {
-                    on[slot] = Some(*k);
-                }
-                Shift::new(self.current, want, None, on, true, ShiftPhase::Garage, t, report, inp.accel)
-            };
-            events(TcuEvent::Started { from: from_g, to: to_g });
-            self.shift = Some(shift);
+            self.start_shift(spec, inp, want, &mut events);
         }
+        let reduction = self.shift_commands(spec, inp, &mut events);
+        self.lockup_step(spec, inp);
+        let park = self.park_step(spec, inp, &mut events);
+        self.pistons_and_heat(spec, inp, TcuOutput { lockup: self.lockup, park, reduction, ..TcuOutput::default() })
+    }
 
-        // Element pressure commands.
+    /// Starts a shift from the current gear to `want`: a clutch-to-clutch swap when one element
+    /// opens and one closes between two driving gears, else a garage shift.
+    fn start_shift(&mut self, spec: &AutomaticSpec, inp: &TcuInput, want: usize, events: &mut impl FnMut(TcuEvent)) {
+        let t = inp.time;
+        let (from_g, to_g) = (self.numbers[self.current], self.numbers[want]);
+        let both_driving = !self.gears[self.current].neutral && !self.gears[want].neutral;
+        let swap = if both_driving { self.swap(self.current, want) } else { None };
+        let mut report = ShiftReport {
+            from: from_g,
+            to: to_g,
+            power_on: inp.input_torque > 0.0,
+            output_torque_start: inp.wheel_torque,
+            output_torque_min: inp.wheel_torque,
+            ..ShiftReport::default()
+        };
+        report.peak_temperature = self.temperature.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let shift = if let Some((off, on)) = swap {
+            // The input speed moves by dw towards the new gear (dir its sign). The input
+            // torque helps when dir T_in > 0; when it cannot make the change within the
+            // target inertia phase by itself (power-on upshift, coast downshift, and a coast
+            // upshift against weak engine braking), the on-coming element goes first and
+            // pulls the speed over.
+            let dw = inp.w_output * (self.gears[want].ratio - self.gears[self.current].ratio);
+            let j_in = if inp.lockup_stuck { self.j_locked } else { self.j_open };
+            // With the lock-up closed the input torque is about to become the demand (a pedal
+            // stamp has not reached the shafts yet); through the converter, the measurement.
+            let t_in = if inp.lockup_stuck { inp.demand_torque } else { inp.input_torque };
+            let helps = dw.signum() * t_in;
+            let oncoming_first = helps < j_in * dw.abs() / spec.shift.inertia_phase;
+            Shift::new(
+                self.current,
+                want,
+                Some(off),
+                [Some(on), None, None],
+                oncoming_first,
+                ShiftPhase::Fill,
+                t,
+                report,
+                inp.accel,
+            )
+        } else {
+            // Garage shift (or a multi-element change): release what the new gear does not
+            // use, apply what it does over the garage time.
+            let mut on = [None; 3];
+            for (slot, k) in self.gears[want]
+                .closed
+                .iter()
+                .filter(|k| !self.gears[self.current].closed.contains(k))
+                .take(3)
+                .enumerate()
+            {
+                on[slot] = Some(*k);
+            }
+            Shift::new(self.current, want, None, on, true, ShiftPhase::Garage, t, report, inp.accel)
+        };
+        events(TcuEvent::Started { from: from_g, to: to_g });
+        self.shift = Some(shift);
+    }
+
+    /// The element pressure commands of this step: the shift in progress through its phases,
+    /// or the current gear's elements at line pressure. Returns the engine torque reduction
+    /// asked for.
+    fn shift_commands(&mut self, spec: &AutomaticSpec, inp: &TcuInput, events: &mut impl FnMut(TcuEvent)) -> f64 {
+        let gb: &GearboxSpec = spec.gearbox().expect("validated");
+        let (dt, t, n) = (inp.dt, inp.time, gb.elements.len());
         let line = |k: usize| gb.elements[k].max_pressure;
-        let t_s = inp.input_torque.abs();
-        let j_in = if inp.lockup_stuck { self.j_locked } else { self.j_open };
-        let mut reduction = 0.0;
         let c = spec.shift;
-        let mut done = false;
         // (The shift in progress is updated in place: a copy out and back costs more than the
         // rest of the bookkeeping.)
-        if let Some(s) = self.shift.as_mut() {
-            let gears = &self.gears;
-            // Every element not involved: as in the gear shifted from (and to).
-            for k in 0..n {
-                let involved = s.off == Some(k) || s.on.contains(&Some(k));
-                if !involved {
-                    self.commands[k] = if gears[s.to].closed.contains(&k) { line(k) } else { 0.0 };
-                }
-            }
-            let elapsed = t - s.phase_start;
-            let hold = |g: usize, e: usize| c.hold_margin * factor(gears, g, e) * t_s;
-            // Input speed now, and the synchronous speed of the gear shifted to.
-            let w_target = inp.w_output * gears[s.to].ratio;
-            let w_old = inp.w_output * gears[s.from].ratio;
-            match s.phase {
-                ShiftPhase::Garage => {
-                    let ramp = (elapsed / c.garage_time).min(1.0);
-                    for k in s.on.iter().flatten() {
-                        let e = &gb.elements[*k];
-                        let kiss = Piston::kiss_pressure(e);
-                        self.commands[*k] = if self.pistons[*k].fill < 1.0 {
-                            kiss * 1.05
-                        } else {
-                            kiss + ramp * ramp * (e.max_pressure - kiss)
-                        };
-                    }
-                    let all_in = s.on.iter().flatten().all(|k| self.pistons[*k].fill >= 1.0);
-                    if (all_in && ramp >= 1.0) || elapsed > c.timeout {
-                        done = true;
-                    }
-                }
-                ShiftPhase::Fill => {
-                    let (off, on) = (s.off.unwrap_or(0), s.on[0].unwrap_or(0));
-                    let e = &gb.elements[on];
-                    self.commands[on] = Piston::kiss_pressure(e) * 1.05;
-                    let floor = 0.05 * gb.elements[off].capacity();
-                    self.commands[off] = Piston::pressure_for(&gb.elements[off], hold(s.from, off).max(floor));
-                    if self.pistons[on].fill >= 1.0 {
-                        s.report.fill = elapsed;
-                        s.phase = if s.oncoming_first { ShiftPhase::Torque } else { ShiftPhase::Inertia };
-                        s.phase_start = t;
-                        s.inertia_deadline = t + c.inertia_phase;
-                        s.dw0 = (inp.w_input - w_target).abs();
-                    }
-                }
-                ShiftPhase::Torque => {
-                    let (off, on) = (s.off.unwrap_or(0), s.on[0].unwrap_or(0));
-                    let x = (elapsed / c.torque_phase).min(1.0);
-                    // On-coming first: the handover at constant speeds, matched so that the
-                    // off-going is unloaded as it opens. Off-going first: the input is still
-                    // running to the new speed; the on-coming takes the load with margin (it
-                    // pulls the same way, then holds at synchronism) as the off-going lets go.
-                    let (on_cap, off_cap) = if s.oncoming_first {
-                        (x * factor(gears, s.to, on) * t_s, (1.0 - x) * hold(s.from, off))
-                    } else {
-                        (x * hold(s.to, on), (1.0 - x) * s.off_cap)
-                    };
-                    self.commands[on] = Piston::pressure_for(&gb.elements[on], on_cap)
-                        .max(Piston::kiss_pressure(&gb.elements[on]) * 1.05);
-                    self.commands[off] = if x >= 1.0 { 0.0 } else { Piston::pressure_for(&gb.elements[off], off_cap) };
-                    if x >= 1.0 {
-                        s.report.torque_phase = elapsed;
-                        if s.oncoming_first {
-                            s.phase = ShiftPhase::Inertia;
-                            s.inertia_deadline = t + c.inertia_phase;
-                            s.dw0 = (inp.w_input - w_target).abs();
-                        } else {
-                            s.end_floor = self.commands[on];
-                            s.phase = ShiftPhase::End;
-                        }
-                        s.phase_start = t;
-                    }
-                }
-                ShiftPhase::Inertia => {
-                    let (off, on) = (s.off.unwrap_or(0), s.on[0].unwrap_or(0));
-                    // Inertia torque that brings the input to the new speed in the time left; at
-                    // least half the mean rate of the whole phase, so it arrives in finite time.
-                    let dw = (inp.w_input - w_target).abs();
-                    let to_go = (s.inertia_deadline - t).max(0.02);
-                    let rate = (dw / to_go).max(0.5 * s.dw0 / c.inertia_phase);
-                    let j_torque = j_in * rate;
-                    // Input torque in the direction the speed must move (measured: it already
-                    // carries the effect of any torque reduction).
-                    let dir = (w_target - inp.w_input).signum();
-                    let helping = dir * inp.input_torque;
-                    if s.oncoming_first {
-                        if s.report.power_on {
-                            reduction = c.torque_reduction;
-                        }
-                        // The on-coming element pulls: J a = T_in + dir C / f.
-                        let cap = factor(gears, s.to, on) * (j_torque - helping).max(0.0);
-                        let pull = Piston::pressure_for(&gb.elements[on], cap);
-                        self.commands[off] = 0.0;
-                        if inp.stuck[on] || elapsed > c.timeout {
-                            // Locked (or out of time): hold at least the pressure that pulled
-                            // it in; the end phase ramps up from there.
-                            self.commands[on] = pull.max(self.commands[on]);
-                            s.end_floor = self.commands[on];
-                            s.report.inertia_phase = elapsed;
-                            s.phase = ShiftPhase::End;
-                            s.phase_start = t;
-                        } else {
-                            self.commands[on] = pull;
-                        }
-                    } else {
-                        // The off-going element holds back: J a = T_in - dir C / f.
-                        let cap = factor(gears, s.from, off) * (helping - j_torque).max(0.0);
-                        s.off_cap = cap;
-                        self.commands[off] = Piston::pressure_for(&gb.elements[off], cap);
-                        self.commands[on] = Piston::kiss_pressure(&gb.elements[on]) * 1.05;
-                        // The last quarter of the way: hand over while the speed still closes in,
-                        // so the on-coming holds it at synchronism instead of letting it flare.
-                        if dw < 0.25 * s.dw0 || inp.stuck[on] || elapsed > c.timeout {
-                            s.report.inertia_phase = elapsed;
-                            s.phase = ShiftPhase::Torque;
-                            s.phase_start = t;
-                        }
-                    }
-                }
-                ShiftPhase::End => {
-                    let on = s.on[0].unwrap_or(0);
-                    let x = (elapsed / c.end_phase).min(1.0);
-                    let hold = Piston::pressure_for(&gb.elements[on], factor(gears, s.to, on) * t_s * c.hold_margin);
-                    let base = hold.max(s.end_floor);
-                    self.commands[on] = base + x * (line(on) - base);
-                    if let Some(off) = s.off {
-                        self.commands[off] = 0.0;
-                    }
-                    if s.report.power_on && s.oncoming_first {
-                        reduction = c.torque_reduction * (1.0 - x);
-                    }
-                    if x >= 1.0 {
-                        s.report.end_phase = elapsed;
-                        done = true;
-                    }
-                }
-                ShiftPhase::None => {}
-            }
-            // Report: flare, torque dip and overshoot, jerk.
-            let upshift = gears[s.to].ratio.abs() < gears[s.from].ratio.abs();
-            let sync = if upshift { w_old } else { w_target };
-            let r = &mut s.report;
-            if s.off.is_some() {
-                r.flare_rpm = r.flare_rpm.max((inp.w_input - sync) * inp.w_input.signum() / RPM);
-            }
-            r.output_torque_min = r.output_torque_min.min(inp.wheel_torque);
-            r.output_torque_dip = r.output_torque_dip.max(r.output_torque_start - inp.wheel_torque);
-            r.output_torque_overshoot = r.output_torque_overshoot.max(inp.wheel_torque - r.output_torque_start);
-            // Jerk of the acceleration low-passed at 8 Hz (the ride-comfort band; the raw
-            // per-step difference is dominated by tyre and shaft ringing).
-            if dt > 0.0 {
-                if self.jerk_gain.0 != dt {
-                    self.jerk_gain = (dt, 1.0 - (-dt * 2.0 * std::f64::consts::PI * 8.0).exp());
-                }
-                let a = self.jerk_gain.1;
-                let filtered = s.accel_filtered + a * (inp.accel - s.accel_filtered);
-                r.peak_jerk = r.peak_jerk.max(((filtered - s.accel_filtered) / dt).abs());
-                s.accel_filtered = filtered;
-            }
-            for k in 0..n.min(MAX_ELEMENTS) {
-                r.energy[k] += 0.5 * (inp.power[k] + self.last_power[k]) * dt;
-            }
-            r.peak_temperature =
-                r.peak_temperature.max(self.temperature.iter().copied().fold(f64::NEG_INFINITY, f64::max));
-            if s.phase == ShiftPhase::Fill && t - s.start > c.timeout {
-                done = true;
-            }
-            if done {
-                r.duration = t + dt - s.start;
-                // Overshoot above the end value, too: the larger of start and end is the base.
-                r.output_torque_overshoot = (r.output_torque_overshoot + r.output_torque_start
-                    - inp.wheel_torque.max(r.output_torque_start))
-                .max(0.0);
-                let report = *r;
-                self.current = s.to;
-                self.shift = None;
-                self.last_shift_end = t + dt;
-                for k in 0..n {
-                    self.commands[k] = if self.gears[self.current].closed.contains(&k) { line(k) } else { 0.0 };
-                }
-                events(TcuEvent::Completed(report));
-                self.phase = ShiftPhase::None;
-            } else {
-                self.phase = s.phase;
-            }
-        } else {
+        let Some(s) = self.shift.as_mut() else {
             for k in 0..n {
                 self.commands[k] = if self.gears[self.current].closed.contains(&k) { line(k) } else { 0.0 };
             }
             self.phase = ShiftPhase::None;
+            return 0.0;
+        };
+        let gears = &self.gears;
+        // Every element not involved: as in the gear shifted from (and to).
+        for k in 0..n {
+            let involved = s.off == Some(k) || s.on.contains(&Some(k));
+            if !involved {
+                self.commands[k] = if gears[s.to].closed.contains(&k) { line(k) } else { 0.0 };
+            }
         }
+        let p = PhaseInputs {
+            gb,
+            gears,
+            pistons: &self.pistons,
+            c,
+            inp,
+            t,
+            elapsed: t - s.phase_start,
+            t_s: inp.input_torque.abs(),
+            j_in: if inp.lockup_stuck { self.j_locked } else { self.j_open },
+            // The synchronous input speed of the gear shifted to.
+            w_target: inp.w_output * gears[s.to].ratio,
+        };
+        let cmd = &mut self.commands;
+        let (mut done, reduction) = match s.phase {
+            ShiftPhase::Garage => (garage_phase(s, cmd, &p), 0.0),
+            ShiftPhase::Fill => {
+                fill_phase(s, cmd, &p);
+                (false, 0.0)
+            }
+            ShiftPhase::Torque => {
+                torque_phase(s, cmd, &p);
+                (false, 0.0)
+            }
+            ShiftPhase::Inertia => (false, inertia_phase(s, cmd, &p)),
+            ShiftPhase::End => end_phase(s, cmd, &p),
+            ShiftPhase::None => (false, 0.0),
+        };
+        s.record(&p, &self.temperature, &self.last_power, &mut self.jerk_gain);
+        if s.phase == ShiftPhase::Fill && t - s.start > c.timeout {
+            done = true;
+        }
+        if done {
+            let r = &mut s.report;
+            r.duration = t + dt - s.start;
+            // Overshoot above the end value, too: the larger of start and end is the base.
+            r.output_torque_overshoot = (r.output_torque_overshoot + r.output_torque_start
+                - inp.wheel_torque.max(r.output_torque_start))
+            .max(0.0);
+            let report = *r;
+            self.current = s.to;
+            self.shift = None;
+            self.last_shift_end = t + dt;
+            for k in 0..n {
+                self.commands[k] = if self.gears[self.current].closed.contains(&k) { line(k) } else { 0.0 };
+            }
+            events(TcuEvent::Completed(report));
+            self.phase = ShiftPhase::None;
+        } else {
+            self.phase = s.phase;
+        }
+        reduction
+    }
 
-        // Lock-up: closes in D/M from `min_gear` above `on_rpm`, opens below `off_rpm`, in
-        // neutral and during garage shifts; ramps over `apply_time`.
+    /// Lock-up: closes in D/M from `min_gear` above `on_rpm`, opens below `off_rpm`, in
+    /// neutral and during garage shifts; ramps over `apply_time`.
+    fn lockup_step(&mut self, spec: &AutomaticSpec, inp: &TcuInput) {
+        let dt = inp.dt;
         let l = &spec.lockup;
         let gear = self.gear();
         let n_in = inp.w_input / RPM;
@@ -867,8 +753,11 @@ impl Tcu {
         } else {
             (self.lockup - 4.0 * rate).max(target)
         };
+    }
 
-        // Park pawl.
+    /// The park pawl's engagement (0 or 1): engages in P at or below the pawl's speed, else
+    /// ratchets (reported once).
+    fn park_step(&mut self, spec: &AutomaticSpec, inp: &TcuInput, events: &mut impl FnMut(TcuEvent)) -> f64 {
         let mut park = 0.0;
         if inp.selector == Selector::Park {
             if inp.speed.abs() * 3.6 <= spec.park.max_engage_kmh {
@@ -879,9 +768,15 @@ impl Tcu {
                 events(TcuEvent::ParkRatchet);
             }
         }
+        park
+    }
 
-        // Pistons and heat.
-        let mut out = TcuOutput { lockup: self.lockup, park, reduction, ..TcuOutput::default() };
+    /// Steps the pistons towards their commands and the elements' temperatures with their
+    /// friction power; fills `out.force`.
+    fn pistons_and_heat(&mut self, spec: &AutomaticSpec, inp: &TcuInput, mut out: TcuOutput) -> TcuOutput {
+        let dt = inp.dt;
+        let n = spec.gearbox().expect("validated").elements.len();
+        let c = spec.shift;
         let th = spec.thermal;
         if (self.response.0, self.response.1) != (dt, c.pressure_lag) {
             self.response = (dt, c.pressure_lag, Piston::response(c.pressure_lag, dt));
@@ -896,5 +791,207 @@ impl Tcu {
                 / (1.0 + dt * th.cooling / th.heat_capacity);
         }
         out
+    }
+}
+
+/// What the phases of a shift read in one control step.
+struct PhaseInputs<'a> {
+    gb: &'a GearboxSpec,
+    gears: &'a [GearInfo],
+    pistons: &'a [Piston],
+    c: ShiftControlSpec,
+    inp: &'a TcuInput,
+    /// Time, s, and time since the phase began, s.
+    t: f64,
+    elapsed: f64,
+    /// Magnitude of the input torque, N m.
+    t_s: f64,
+    /// Inertia at the gearbox input (with the lock-up closed or open), kg m^2.
+    j_in: f64,
+    /// The synchronous input speed of the gear shifted to, rad/s.
+    w_target: f64,
+}
+
+impl PhaseInputs<'_> {
+    /// Element `k`'s line pressure, Pa.
+    fn line(&self, k: usize) -> f64 {
+        self.gb.elements[k].max_pressure
+    }
+
+    /// The capacity that holds element `e`'s share of the input torque in gear `g`, with the
+    /// hold margin, N m.
+    fn hold(&self, g: usize, e: usize) -> f64 {
+        self.c.hold_margin * factor(self.gears, g, e) * self.t_s
+    }
+}
+
+/// Garage shift: the on-coming elements filled, then ramped to line pressure over the garage
+/// time. Returns whether the shift is done.
+fn garage_phase(s: &mut Shift, cmd: &mut [f64], p: &PhaseInputs) -> bool {
+    let mut done = false;
+    let ramp = (p.elapsed / p.c.garage_time).min(1.0);
+    for k in s.on.iter().flatten() {
+        let e = &p.gb.elements[*k];
+        let kiss = Piston::kiss_pressure(e);
+        cmd[*k] = if p.pistons[*k].fill < 1.0 { kiss * 1.05 } else { kiss + ramp * ramp * (e.max_pressure - kiss) };
+    }
+    let all_in = s.on.iter().flatten().all(|k| p.pistons[*k].fill >= 1.0);
+    if (all_in && ramp >= 1.0) || p.elapsed > p.c.timeout {
+        done = true;
+    }
+    done
+}
+
+/// Fill: the on-coming piston strokes to its kiss point while the off-going holds the load.
+fn fill_phase(s: &mut Shift, cmd: &mut [f64], p: &PhaseInputs) {
+    let (off, on) = (s.off.unwrap_or(0), s.on[0].unwrap_or(0));
+    let e = &p.gb.elements[on];
+    cmd[on] = Piston::kiss_pressure(e) * 1.05;
+    let floor = 0.05 * p.gb.elements[off].capacity();
+    cmd[off] = Piston::pressure_for(&p.gb.elements[off], p.hold(s.from, off).max(floor));
+    if p.pistons[on].fill >= 1.0 {
+        s.report.fill = p.elapsed;
+        s.phase = if s.oncoming_first { ShiftPhase::Torque } else { ShiftPhase::Inertia };
+        s.phase_start = p.t;
+        s.inertia_deadline = p.t + p.c.inertia_phase;
+        s.dw0 = (p.inp.w_input - p.w_target).abs();
+    }
+}
+
+/// Torque phase: the load handed from the off-going element to the on-coming one.
+fn torque_phase(s: &mut Shift, cmd: &mut [f64], p: &PhaseInputs) {
+    let (off, on) = (s.off.unwrap_or(0), s.on[0].unwrap_or(0));
+    let x = (p.elapsed / p.c.torque_phase).min(1.0);
+    // On-coming first: the handover at constant speeds, matched so that the
+    // off-going is unloaded as it opens. Off-going first: the input is still
+    // running to the new speed; the on-coming takes the load with margin (it
+    // pulls the same way, then holds at synchronism) as the off-going lets go.
+    let (on_cap, off_cap) = if s.oncoming_first {
+        (x * factor(p.gears, s.to, on) * p.t_s, (1.0 - x) * p.hold(s.from, off))
+    } else {
+        (x * p.hold(s.to, on), (1.0 - x) * s.off_cap)
+    };
+    cmd[on] = Piston::pressure_for(&p.gb.elements[on], on_cap).max(Piston::kiss_pressure(&p.gb.elements[on]) * 1.05);
+    cmd[off] = if x >= 1.0 { 0.0 } else { Piston::pressure_for(&p.gb.elements[off], off_cap) };
+    if x >= 1.0 {
+        s.report.torque_phase = p.elapsed;
+        if s.oncoming_first {
+            s.phase = ShiftPhase::Inertia;
+            s.inertia_deadline = p.t + p.c.inertia_phase;
+            s.dw0 = (p.inp.w_input - p.w_target).abs();
+        } else {
+            s.end_floor = cmd[on];
+            s.phase = ShiftPhase::End;
+        }
+        s.phase_start = p.t;
+    }
+}
+
+/// Inertia phase: the input speed brought to the new gear's, pulled by the on-coming element
+/// or held back by the off-going one. Returns the engine torque reduction asked for.
+fn inertia_phase(s: &mut Shift, cmd: &mut [f64], p: &PhaseInputs) -> f64 {
+    let mut reduction = 0.0;
+    let (off, on) = (s.off.unwrap_or(0), s.on[0].unwrap_or(0));
+    // Inertia torque that brings the input to the new speed in the time left; at
+    // least half the mean rate of the whole phase, so it arrives in finite time.
+    let dw = (p.inp.w_input - p.w_target).abs();
+    let to_go = (s.inertia_deadline - p.t).max(0.02);
+    let rate = (dw / to_go).max(0.5 * s.dw0 / p.c.inertia_phase);
+    let j_torque = p.j_in * rate;
+    // Input torque in the direction the speed must move (measured: it already
+    // carries the effect of any torque reduction).
+    let dir = (p.w_target - p.inp.w_input).signum();
+    let helping = dir * p.inp.input_torque;
+    if s.oncoming_first {
+        if s.report.power_on {
+            reduction = p.c.torque_reduction;
+        }
+        // The on-coming element pulls: J a = T_in + dir C / f.
+        let cap = factor(p.gears, s.to, on) * (j_torque - helping).max(0.0);
+        let pull = Piston::pressure_for(&p.gb.elements[on], cap);
+        cmd[off] = 0.0;
+        if p.inp.stuck[on] || p.elapsed > p.c.timeout {
+            // Locked (or out of time): hold at least the pressure that pulled
+            // it in; the end phase ramps up from there.
+            cmd[on] = pull.max(cmd[on]);
+            s.end_floor = cmd[on];
+            s.report.inertia_phase = p.elapsed;
+            s.phase = ShiftPhase::End;
+            s.phase_start = p.t;
+        } else {
+            cmd[on] = pull;
+        }
+    } else {
+        // The off-going element holds back: J a = T_in - dir C / f.
+        let cap = factor(p.gears, s.from, off) * (helping - j_torque).max(0.0);
+        s.off_cap = cap;
+        cmd[off] = Piston::pressure_for(&p.gb.elements[off], cap);
+        cmd[on] = Piston::kiss_pressure(&p.gb.elements[on]) * 1.05;
+        // The last quarter of the way: hand over while the speed still closes in,
+        // so the on-coming holds it at synchronism instead of letting it flare.
+        if dw < 0.25 * s.dw0 || p.inp.stuck[on] || p.elapsed > p.c.timeout {
+            s.report.inertia_phase = p.elapsed;
+            s.phase = ShiftPhase::Torque;
+            s.phase_start = p.t;
+        }
+    }
+    reduction
+}
+
+/// End phase: the on-coming element ramped to line pressure. Returns whether the shift is done
+/// and the engine torque reduction asked for.
+fn end_phase(s: &mut Shift, cmd: &mut [f64], p: &PhaseInputs) -> (bool, f64) {
+    let (mut done, mut reduction) = (false, 0.0);
+    let on = s.on[0].unwrap_or(0);
+    let x = (p.elapsed / p.c.end_phase).min(1.0);
+    let hold = Piston::pressure_for(&p.gb.elements[on], factor(p.gears, s.to, on) * p.t_s * p.c.hold_margin);
+    let base = hold.max(s.end_floor);
+    cmd[on] = base + x * (p.line(on) - base);
+    if let Some(off) = s.off {
+        cmd[off] = 0.0;
+    }
+    if s.report.power_on && s.oncoming_first {
+        reduction = p.c.torque_reduction * (1.0 - x);
+    }
+    if x >= 1.0 {
+        s.report.end_phase = p.elapsed;
+        done = true;
+    }
+    (done, reduction)
+}
+
+impl Shift {
+    /// Collects the shift report's figures of this step: flare, torque dip and overshoot, jerk
+    /// (of the acceleration low-passed at 8 Hz, with the filter's gain for the step kept in
+    /// `jerk_gain` as `(dt, gain)`), element energies and peak temperature.
+    fn record(&mut self, p: &PhaseInputs, temperature: &[f64], last_power: &[f64], jerk_gain: &mut (f64, f64)) {
+        let (inp, gears, dt) = (p.inp, p.gears, p.inp.dt);
+        let n = p.gb.elements.len();
+        let s = self;
+        let w_old = inp.w_output * gears[s.from].ratio;
+        let upshift = gears[s.to].ratio.abs() < gears[s.from].ratio.abs();
+        let sync = if upshift { w_old } else { p.w_target };
+        let r = &mut s.report;
+        if s.off.is_some() {
+            r.flare_rpm = r.flare_rpm.max((inp.w_input - sync) * inp.w_input.signum() / RPM);
+        }
+        r.output_torque_min = r.output_torque_min.min(inp.wheel_torque);
+        r.output_torque_dip = r.output_torque_dip.max(r.output_torque_start - inp.wheel_torque);
+        r.output_torque_overshoot = r.output_torque_overshoot.max(inp.wheel_torque - r.output_torque_start);
+        // Jerk of the acceleration low-passed at 8 Hz (the ride-comfort band; the raw
+        // per-step difference is dominated by tyre and shaft ringing).
+        if dt > 0.0 {
+            if jerk_gain.0 != dt {
+                *jerk_gain = (dt, 1.0 - (-dt * 2.0 * std::f64::consts::PI * 8.0).exp());
+            }
+            let a = jerk_gain.1;
+            let filtered = s.accel_filtered + a * (inp.accel - s.accel_filtered);
+            r.peak_jerk = r.peak_jerk.max(((filtered - s.accel_filtered) / dt).abs());
+            s.accel_filtered = filtered;
+        }
+        for k in 0..n.min(MAX_ELEMENTS) {
+            r.energy[k] += 0.5 * (inp.power[k] + last_power[k]) * dt;
+        }
+        r.peak_temperature = r.peak_temperature.max(temperature.iter().copied().fold(f64::NEG_INFINITY, f64::max));
     }
 }
