@@ -525,26 +525,20 @@ impl GearboxSpec {
     }
 
     fn check_parts(&self) -> Result<(), GearboxError> {
+        let mut names = UniqueNames::default();
+        self.check_sets(&mut names)?;
+        self.check_shafts(&mut names)?;
+        self.check_elements(&mut names)?;
+        self.check_gears()
+    }
+
+    /// The planetary sets: at least one, names unique, teeth that fit, member inertias > 0.
+    fn check_sets(&self, names: &mut UniqueNames) -> Result<(), GearboxError> {
         if self.sets.is_empty() {
             return Err(gerr(None, Some("sets"), "`sets` is empty; a planetary gearbox has at least one set".into()));
         }
-        let mut names: Vec<String> = Vec::new();
-        let mut unique = |n: &str| -> Result<(), GearboxError> {
-            if n.is_empty() || n.contains('.') || n == HOUSING {
-                return Err(gerr(
-                    Some(n),
-                    None,
-                    format!("name `{n}` is not allowed: names are non-empty, without `.`, and not `housing`"),
-                ));
-            }
-            if names.iter().any(|x| x == n) {
-                return Err(gerr(Some(n), None, format!("the name `{n}` is used twice")));
-            }
-            names.push(n.to_string());
-            Ok(())
-        };
         for set in &self.sets {
-            unique(&set.name)?;
+            names.unique(&set.name)?;
             let teeth = |t: u32, what: &str| -> Result<(), GearboxError> {
                 if t < 8 {
                     return Err(gerr(
@@ -613,12 +607,18 @@ impl GearboxSpec {
                 ));
             }
         }
+        Ok(())
+    }
+
+    /// The shafts (members of the sets, each listed once, inertias > 0) and the input and
+    /// output shafts.
+    fn check_shafts(&self, names: &mut UniqueNames) -> Result<(), GearboxError> {
         let all_members: Vec<String> =
             self.sets.iter().flat_map(|s| s.kind.members().iter().map(move |m| format!("{}.{m}", s.name))).collect();
         let mut seen: Vec<&str> = Vec::new();
         for sh in &self.shafts {
             if sh.name != HOUSING {
-                unique(&sh.name)?;
+                names.unique(&sh.name)?;
             }
             if !(sh.inertia.is_finite() && sh.inertia > 0.0) {
                 return Err(gerr(
@@ -653,11 +653,18 @@ impl GearboxSpec {
         for (key, name) in [("input", &self.input), ("output", &self.output)] {
             self.shaft_of(&shafts, name).map_err(|m| gerr(None, Some(key), format!("`{key}`: {m}")))?;
         }
+        Ok(())
+    }
+
+    /// The clutches and brakes: at least one, each joining two shafts, with friction, geometry
+    /// and piston parameters in range.
+    fn check_elements(&self, names: &mut UniqueNames) -> Result<(), GearboxError> {
+        let shafts = self.shafts_resolved();
         if self.elements.is_empty() {
             return Err(gerr(None, Some("elements"), "`elements` is empty; give the clutches and brakes".into()));
         }
         for e in &self.elements {
-            unique(&e.name)?;
+            names.unique(&e.name)?;
             let a = self.shaft_of(&shafts, &e.connects.0).map_err(|m| gerr(Some(&e.name), None, m))?;
             let b = self.shaft_of(&shafts, &e.connects.1).map_err(|m| gerr(Some(&e.name), None, m))?;
             if a == b {
@@ -715,6 +722,12 @@ impl GearboxSpec {
                 ));
             }
         }
+        Ok(())
+    }
+
+    /// The shift matrix: gears named 1, 2, ... (in order), R.., N or P, each closing elements
+    /// that exist, each once.
+    fn check_gears(&self) -> Result<(), GearboxError> {
         if self.gears.is_empty() {
             return Err(gerr(None, Some("gears"), "`gears` is empty; give the shift matrix".into()));
         }
@@ -973,4 +986,26 @@ pub fn null_space(rows: &[Vec<f64>], n: usize) -> Vec<Vec<f64>> {
             v
         })
         .collect()
+}
+
+/// The names of a gearbox's sets, shafts and elements seen so far: each must be unique.
+#[derive(Default)]
+struct UniqueNames(Vec<String>);
+
+impl UniqueNames {
+    /// Takes `n` as a name: non-empty, without `.`, not `housing`, not seen before.
+    fn unique(&mut self, n: &str) -> Result<(), GearboxError> {
+        if n.is_empty() || n.contains('.') || n == HOUSING {
+            return Err(gerr(
+                Some(n),
+                None,
+                format!("name `{n}` is not allowed: names are non-empty, without `.`, and not `housing`"),
+            ));
+        }
+        if self.0.iter().any(|x| x == n) {
+            return Err(gerr(Some(n), None, format!("the name `{n}` is used twice")));
+        }
+        self.0.push(n.to_string());
+        Ok(())
+    }
 }
