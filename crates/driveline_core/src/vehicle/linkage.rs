@@ -175,10 +175,6 @@ impl Sleeve {
         let n = (dt / MAX_SUBSTEP).ceil().max(1.0);
         let h = dt / n;
         let n = n as usize;
-        let full = p.full();
-        let gap = p.dog.clearance;
-        let half = p.dog.backlash_deg.to_radians() / 2.0;
-        let pitch = std::f64::consts::TAU / p.dog.teeth as f64;
         // Actuator position gain: saturates 0.5 mm from the target; critically damped.
         let kp = p.force / 5e-4;
         let cp = 2.0 * (kp * l.mass).sqrt();
@@ -186,99 +182,9 @@ impl Sleeve {
         for k in 0..n {
             let t = k as f64 * h;
             let (z, v) = (self.z, self.v);
-            let (mut f, mut kz, mut kv) = (0.0, 0.0, -l.damping);
-            f -= l.damping * v;
-            // Actuator.
-            let fa = kp * (target - z) - cp * v;
-            if fa.abs() > p.force {
-                f += p.force * fa.signum();
-            } else {
-                f += fa;
-                kz -= kp;
-                kv -= cp;
-            }
-            // Coulomb friction of the rail.
-            let th = (4.0 * v / l.v_threshold).tanh();
-            f -= l.coulomb * th;
-            kv -= l.coulomb * 4.0 / l.v_threshold * (1.0 - th * th);
-            // Loaded dog faces resist being pulled out (back-cut dogs are drawn in by their load,
-            // so they do not resist going in).
-            for (s, side) in view.iter().enumerate() {
-                let dir = if s == 0 { 1.0 } else { -1.0 };
-                let out = -dir * v;
-                if self.passed[s] && out > 0.0 {
-                    let ff = p.dog.face_friction * side.torque.abs() / p.dog.face_radius;
-                    let th = (4.0 * out / l.v_threshold).tanh();
-                    f += dir * ff * th;
-                    kv -= ff * 4.0 / l.v_threshold * (1.0 - th * th);
-                }
-            }
-            // Detent around neutral.
-            if z.abs() < l.detent_width {
-                let a = std::f64::consts::PI * z / l.detent_width;
-                f -= l.detent_force * a.sin();
-                let dk = -l.detent_force * std::f64::consts::PI / l.detent_width * a.cos();
-                if dk < 0.0 {
-                    kz += dk;
-                }
-            }
-            // Stops, per side.
-            for s in 0..2 {
-                let dir = if s == 0 { 1.0 } else { -1.0 };
-                let (zs, vs) = (dir * z, dir * v);
-                let side = &view[s];
-                if zs < gap {
-                    self.passed[s] = false;
-                }
-                if let Some(sy) = &p.synchro
-                    && zs < 0.5 * sy.blocker_position
-                {
-                    self.indexed[s] = false;
-                }
-                let mut stop = full;
-                if side.present {
-                    if let Some(sy) = &p.synchro
-                        && !self.indexed[s]
-                        && zs >= sy.blocker_position - 1e-6
-                    {
-                        if side.slip.abs() <= sy.index_speed {
-                            self.indexed[s] = true;
-                            event(LinkageEvent::Indexed(s));
-                        } else {
-                            stop = sy.blocker_position;
-                        }
-                    }
-                    if stop == full && !self.passed[s] && zs >= gap - 1e-6 {
-                        let angle = side.angle + side.slip * t;
-                        let aligned = p.dog.model == DogModel::Friction || wrap_pitch(angle, pitch).abs() <= half;
-                        if side.slip.abs() < p.dog.max_engage_speed && aligned {
-                            self.passed[s] = true;
-                            self.blocked[s] = false;
-                            event(LinkageEvent::Passed(s));
-                        } else {
-                            stop = gap;
-                            if !self.blocked[s] {
-                                self.blocked[s] = true;
-                                event(LinkageEvent::Blocked(s));
-                            }
-                        }
-                    }
-                } else {
-                    stop = gap; // no gear on this side: the sleeve stops at the hub
-                }
-                if self.blocked[s] && zs < gap - 1e-4 {
-                    self.blocked[s] = false;
-                }
-                let (fs, contact) = p.stop_force(zs - stop, vs);
-                if contact {
-                    f -= dir * fs;
-                    kz -= l.stop_stiffness;
-                    kv -= l.stop_damping;
-                    if p.synchro.is_some_and(|sy| stop == sy.blocker_position) {
-                        impulse[s] += fs * h;
-                    }
-                }
-            }
+            let mut force = self.smooth_forces(p, target, &view, z, v, kp, cp);
+            self.stop_forces(p, &view, (z, v), (t, h), &mut force, &mut impulse, &mut event);
+            let (f, kz, kv) = force;
             let v1 = v + h * f / (l.mass - h * kv - h * h * kz);
             self.v = v1;
             self.z = z + h * v1;
@@ -289,6 +195,155 @@ impl Sleeve {
             self.z = 0.0;
             self.v = 0.0;
         }
+        let out = self.output(p, &impulse, dt);
+        let toward = if target > 0.0 { 0 } else { 1 };
+        if target != 0.0
+            && self.passed[toward]
+            && !fired
+            && self.v.abs() <= REST_SPEED
+            && (self.z - z0).abs() <= REST_TRAVEL
+        {
+            self.rest = Some((target, self.z, self.v, out));
+        }
+        out
+    }
+
+    /// The smooth forces on the sleeve at `(z, v)`, N: rail damping, the actuator (towards
+    /// `target`, saturating at the linkage's force), rail friction, loaded dog faces resisting
+    /// being pulled out, the detent around neutral. Returns `(f, df/dz, df/dv)` for the
+    /// implicit sub-step.
+    fn smooth_forces(
+        &self,
+        p: &SleeveParams,
+        target: f64,
+        view: &[SideView; 2],
+        z: f64,
+        v: f64,
+        kp: f64,
+        cp: f64,
+    ) -> (f64, f64, f64) {
+        let l = &p.linkage;
+        let (mut f, mut kz, mut kv) = (0.0, 0.0, -l.damping);
+        f -= l.damping * v;
+        // Actuator.
+        let fa = kp * (target - z) - cp * v;
+        if fa.abs() > p.force {
+            f += p.force * fa.signum();
+        } else {
+            f += fa;
+            kz -= kp;
+            kv -= cp;
+        }
+        // Coulomb friction of the rail.
+        let th = (4.0 * v / l.v_threshold).tanh();
+        f -= l.coulomb * th;
+        kv -= l.coulomb * 4.0 / l.v_threshold * (1.0 - th * th);
+        // Loaded dog faces resist being pulled out (back-cut dogs are drawn in by their load,
+        // so they do not resist going in).
+        for (s, side) in view.iter().enumerate() {
+            let dir = if s == 0 { 1.0 } else { -1.0 };
+            let out = -dir * v;
+            if self.passed[s] && out > 0.0 {
+                let ff = p.dog.face_friction * side.torque.abs() / p.dog.face_radius;
+                let th = (4.0 * out / l.v_threshold).tanh();
+                f += dir * ff * th;
+                kv -= ff * 4.0 / l.v_threshold * (1.0 - th * th);
+            }
+        }
+        // Detent around neutral.
+        if z.abs() < l.detent_width {
+            let a = std::f64::consts::PI * z / l.detent_width;
+            f -= l.detent_force * a.sin();
+            let dk = -l.detent_force * std::f64::consts::PI / l.detent_width * a.cos();
+            if dk < 0.0 {
+                kz += dk;
+            }
+        }
+        (f, kz, kv)
+    }
+
+    /// The stops of both sides at `(z, v)`, a time `t` into the step (sub-step `h`): the
+    /// synchroniser's blocker until the side indexes, the dog tips until they pass (aligned and
+    /// slow enough), the full-travel stop. Adds their force to `force` (`(f, df/dz, df/dv)`)
+    /// and the blocker's impulse to `impulse`; reports indexing, passing and blocking.
+    fn stop_forces(
+        &mut self,
+        p: &SleeveParams,
+        view: &[SideView; 2],
+        (z, v): (f64, f64),
+        (t, h): (f64, f64),
+        force: &mut (f64, f64, f64),
+        impulse: &mut [f64; 2],
+        event: &mut impl FnMut(LinkageEvent),
+    ) {
+        let l = &p.linkage;
+        let full = p.full();
+        let gap = p.dog.clearance;
+        let half = p.dog.backlash_deg.to_radians() / 2.0;
+        let pitch = std::f64::consts::TAU / p.dog.teeth as f64;
+        let (f, kz, kv) = force;
+        for s in 0..2 {
+            let dir = if s == 0 { 1.0 } else { -1.0 };
+            let (zs, vs) = (dir * z, dir * v);
+            let side = &view[s];
+            if zs < gap {
+                self.passed[s] = false;
+            }
+            if let Some(sy) = &p.synchro
+                && zs < 0.5 * sy.blocker_position
+            {
+                self.indexed[s] = false;
+            }
+            let mut stop = full;
+            if side.present {
+                if let Some(sy) = &p.synchro
+                    && !self.indexed[s]
+                    && zs >= sy.blocker_position - 1e-6
+                {
+                    if side.slip.abs() <= sy.index_speed {
+                        self.indexed[s] = true;
+                        event(LinkageEvent::Indexed(s));
+                    } else {
+                        stop = sy.blocker_position;
+                    }
+                }
+                if stop == full && !self.passed[s] && zs >= gap - 1e-6 {
+                    let angle = side.angle + side.slip * t;
+                    let aligned = p.dog.model == DogModel::Friction || wrap_pitch(angle, pitch).abs() <= half;
+                    if side.slip.abs() < p.dog.max_engage_speed && aligned {
+                        self.passed[s] = true;
+                        self.blocked[s] = false;
+                        event(LinkageEvent::Passed(s));
+                    } else {
+                        stop = gap;
+                        if !self.blocked[s] {
+                            self.blocked[s] = true;
+                            event(LinkageEvent::Blocked(s));
+                        }
+                    }
+                }
+            } else {
+                stop = gap; // no gear on this side: the sleeve stops at the hub
+            }
+            if self.blocked[s] && zs < gap - 1e-4 {
+                self.blocked[s] = false;
+            }
+            let (fs, contact) = p.stop_force(zs - stop, vs);
+            if contact {
+                *f -= dir * fs;
+                *kz -= l.stop_stiffness;
+                *kv -= l.stop_damping;
+                if p.synchro.is_some_and(|sy| stop == sy.blocker_position) {
+                    impulse[s] += fs * h;
+                }
+            }
+        }
+    }
+
+    /// The sleeve's output after a step: each side's dog engagement (0 out .. 1 full overlap)
+    /// and the synchroniser cone's mean force over the step, N.
+    fn output(&self, p: &SleeveParams, impulse: &[f64; 2], dt: f64) -> SleeveOutput {
+        let gap = p.dog.clearance;
         let mut out = SleeveOutput::default();
         for s in 0..2 {
             let zs = if s == 0 { self.z } else { -self.z };
@@ -301,15 +356,6 @@ impl Sleeve {
                 (over / (p.dog.tooth_height - p.dog.min_overlap)).min(1.0)
             };
             out.cone_force[s] = impulse[s] / dt;
-        }
-        let toward = if target > 0.0 { 0 } else { 1 };
-        if target != 0.0
-            && self.passed[toward]
-            && !fired
-            && self.v.abs() <= REST_SPEED
-            && (self.z - z0).abs() <= REST_TRAVEL
-        {
-            self.rest = Some((target, self.z, self.v, out));
         }
         out
     }
