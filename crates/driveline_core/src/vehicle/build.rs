@@ -1,7 +1,7 @@
 //! Vehicle description -> rotational network. Every part becomes core elements solved by the
 //! same coupled step; the controllers only write the network's run-time inputs.
 
-use super::spec::{ClutchSpec, DifferentialSpec, DogModel, Drive, GearboxSpec, VehicleSpec};
+use super::spec::{BodySpec, ClutchSpec, DifferentialSpec, DogModel, Drive, DrivelineLayout, GearboxSpec, VehicleSpec};
 use crate::automatic::AutomaticSpec;
 use crate::model::{ElementKind, ElementSpec, NetworkSpec};
 use crate::torque_map::RPM;
@@ -100,8 +100,29 @@ pub fn layout(v: &VehicleSpec, road: Road) -> Layout {
     let mut e: Vec<ElementSpec> = Vec::new();
     let mut c: Vec<(String, String)> = Vec::new();
     let mut join = |a: &str, b: &str| c.push((a.to_string(), b.to_string()));
+    engine(&mut e, &mut join, v);
+    let mut gears = Vec::new();
+    let mut automatic = None;
+    if let (Some(cl), Some(gb)) = (&v.clutch, &v.gearbox) {
+        gears = manual(&mut e, &mut join, cl, gb);
+    } else if let Some(at) = &v.automatic {
+        automatic = Some(planetary(&mut e, &mut join, at));
+    }
+    let sleeves = gears.iter().map(|g| g.sleeve + 1).max().unwrap_or(0);
 
-    // Engine: crankshaft, torque map, starter.
+    let driven = final_drives(&mut e, &mut join, &v.driveline);
+    // Wheels: inertia, optional half shaft, brake, rolling resistance, tyre on the body.
+    if road == Road::Body {
+        body(&mut e, &mut join, &v.body);
+    }
+    for (k, name) in WHEELS.iter().enumerate() {
+        wheel(&mut e, &mut join, v, (k, name), driven[k], road);
+    }
+    Layout { spec: NetworkSpec { elements: e, connections: c }, gears, sleeves, driven, automatic }
+}
+
+/// Engine: crankshaft (with an automatic's impeller), torque map, starter.
+fn engine(e: &mut Vec<ElementSpec>, join: &mut dyn FnMut(&str, &str), v: &VehicleSpec) {
     let eng = &v.engine;
     // An automatic's impeller turns with the crankshaft.
     let pump = v.automatic.as_ref().map_or(0.0, |a| a.pump_inertia);
@@ -113,18 +134,11 @@ pub fn layout(v: &VehicleSpec, road: Road) -> Layout {
     e.push(el("starter", ElementKind::Torque { tau: input("starter.torque"), use_support: false }));
     join("engine_torque.flange", "engine.flange_a");
     join("starter.flange", "engine.flange_a");
+}
 
-    let mut gears = Vec::new();
-    let mut automatic = None;
-    if let (Some(cl), Some(gb)) = (&v.clutch, &v.gearbox) {
-        gears = manual(&mut e, &mut join, cl, gb);
-    } else if let Some(at) = &v.automatic {
-        automatic = Some(planetary(&mut e, &mut join, at));
-    }
-    let sleeves = gears.iter().map(|g| g.sleeve + 1).max().unwrap_or(0);
-
-    // Final drive, centre and axle differentials.
-    let d = &v.driveline;
+/// Final drive, centre and axle differentials from the gearbox's `output` shaft to the axle
+/// shafts. Returns which wheels are driven (front left, front right, rear left, rear right).
+fn final_drives(e: &mut Vec<ElementSpec>, join: &mut dyn FnMut(&str, &str), d: &DrivelineLayout) -> [bool; 4] {
     let fd_ratio = d.final_drive;
     let axle = |e: &mut Vec<ElementSpec>,
                 join: &mut dyn FnMut(&str, &str),
@@ -145,13 +159,13 @@ pub fn layout(v: &VehicleSpec, road: Road) -> Layout {
     };
     let shaft = |w: &str| format!("axle_{w}");
     let (fl, fr, rl, rr) = (shaft("fl"), shaft("fr"), shaft("rl"), shaft("rr"));
-    let driven = match &d.drive {
+    match &d.drive {
         Drive::Rear => {
-            axle(&mut e, &mut join, "r", "output.flange_b", d.differential, (&rl, &rr));
+            axle(e, join, "r", "output.flange_b", d.differential, (&rl, &rr));
             [false, false, true, true]
         }
         Drive::Front => {
-            axle(&mut e, &mut join, "f", "output.flange_b", d.differential, (&fl, &fr));
+            axle(e, join, "f", "output.flange_b", d.differential, (&fl, &fr));
             [true, true, false, false]
         }
         Drive::All { front_share, centre } => {
@@ -160,106 +174,115 @@ pub fn layout(v: &VehicleSpec, road: Road) -> Layout {
             let s = 1.0 / d.final_drive;
             let input = vec![("final_drive_f".to_string(), s), ("final_drive_r".to_string(), s)];
             let ends = ("output.flange_b", "output");
-            split(&mut e, &mut join, "centre", ends, input, *centre, ("prop_f", "prop_r"), *front_share);
-            axle(&mut e, &mut join, "f", "prop_f.flange_b", d.differential, (&fl, &fr));
-            axle(&mut e, &mut join, "r", "prop_r.flange_b", d.differential, (&rl, &rr));
+            split(e, join, "centre", ends, input, *centre, ("prop_f", "prop_r"), *front_share);
+            axle(e, join, "f", "prop_f.flange_b", d.differential, (&fl, &fr));
+            axle(e, join, "r", "prop_r.flange_b", d.differential, (&rl, &rr));
             [true; 4]
         }
-    };
+    }
+}
 
-    // Wheels: inertia, optional half shaft, brake, rolling resistance, tyre on the body.
-    let w = &v.wheels;
-    let b = &v.body;
-    if road == Road::Body {
-        e.push(el("body", ElementKind::Mass { m: b.mass, s_start: Some(0.0), v_start: Some(0.0) }));
-        let v_nom = 10.0;
-        e.push(el(
-            "drag",
-            ElementKind::QuadraticSpeedDependentForce {
-                f_nominal: -0.5 * b.air_density * b.drag_area * v_nom * v_nom,
-                v_nominal: v_nom,
-                force_direction: false,
-            },
-        ));
-        e.push(el("grade", ElementKind::Force { f: input("grade.force") }));
-        join("drag.flange", "body.flange_a");
-        join("grade.flange", "body.flange_a");
-    }
-    for (k, name) in WHEELS.iter().enumerate() {
-        let front = k < 2;
-        let wheel = format!("wheel_{name}");
-        e.push(inertia(&wheel, w.inertia, Some((0.0, 0.0))));
-        if driven[k] {
-            let from = shaft(name);
-            if let Some(kh) = w.half_shaft_stiffness {
-                // 1 % of critical damping against the wheel inertia.
-                let dh = 0.02 * (kh * w.inertia).sqrt();
-                let hs = format!("half_shaft_{name}");
-                e.push(el(
-                    &hs,
-                    ElementKind::SpringDamper {
-                        c: kh,
-                        d: dh,
-                        phi_rel0: 0.0,
-                        phi_rel_start: Some(0.0),
-                        w_rel_start: Some(0.0),
-                    },
-                ));
-                join(&format!("{hs}.flange_a"), &format!("{from}.flange_b"));
-                join(&format!("{hs}.flange_b"), &format!("{wheel}.flange_a"));
-            } else {
-                // A rigid hub (ratio 1): its constraint torque is the drive torque on the wheel.
-                let hub = format!("hub_{name}");
-                e.push(el(&hub, ElementKind::IdealGear { ratio: 1.0, use_support: false }));
-                join(&format!("{hub}.flange_a"), &format!("{from}.flange_b"));
-                join(&format!("{hub}.flange_b"), &format!("{wheel}.flange_a"));
-            }
-        }
-        let t_max = if front { w.front_brake } else { w.rear_brake + w.parking_brake };
-        let brake = format!("brake_{name}");
-        e.push(el(
-            &brake,
-            ElementKind::Brake {
-                mu_pos: Table1D::constant(1.0),
-                peak: w.brake_peak,
-                cgeo: 1.0,
-                fn_max: t_max.max(0.0),
-                f_normalized: input(&format!("{brake}.command")),
-                use_support: false,
-            },
-        ));
-        join(&format!("{brake}.flange_a"), &format!("{wheel}.flange_b"));
-        let axle_share = if front { b.front_weight } else { 1.0 - b.front_weight };
-        let fz = 0.5 * axle_share * b.mass * G;
-        let roll = format!("rolling_{name}");
-        e.push(el(
-            &roll,
-            ElementKind::BearingFriction {
-                tau_pos: Table1D::constant(w.rolling_resistance * fz * w.radius),
-                peak: 1.0,
-                use_support: false,
-            },
-        ));
-        join(&format!("{roll}.flange_a"), &format!("{wheel}.flange_b"));
-        let tyre = format!("tyre_{name}");
-        e.push(el(
-            &tyre,
-            ElementKind::Tyre { radius: w.radius, mf: w.tyre, load: input(&format!("{tyre}.load")), v_low: 1.0 },
-        ));
-        join(&format!("{tyre}.wheel"), &format!("{wheel}.flange_b"));
-        match road {
-            Road::Body => join(&format!("{tyre}.ground"), "body.flange_a"),
-            Road::External => {
-                let ground = format!("ground_{name}");
-                e.push(el(
-                    &ground,
-                    ElementKind::LinearSpeed { v_ref: input(&format!("{ground}.speed")), s_start: Some(0.0) },
-                ));
-                join(&format!("{tyre}.ground"), &format!("{ground}.flange"));
-            }
+/// The body on its 1-D road, with aerodynamic drag and the grade's force.
+fn body(e: &mut Vec<ElementSpec>, join: &mut dyn FnMut(&str, &str), b: &BodySpec) {
+    e.push(el("body", ElementKind::Mass { m: b.mass, s_start: Some(0.0), v_start: Some(0.0) }));
+    let v_nom = 10.0;
+    e.push(el(
+        "drag",
+        ElementKind::QuadraticSpeedDependentForce {
+            f_nominal: -0.5 * b.air_density * b.drag_area * v_nom * v_nom,
+            v_nominal: v_nom,
+            force_direction: false,
+        },
+    ));
+    e.push(el("grade", ElementKind::Force { f: input("grade.force") }));
+    join("drag.flange", "body.flange_a");
+    join("grade.flange", "body.flange_a");
+}
+
+/// Wheel `k` (`name`): inertia, half shaft or rigid hub when `driven`, brake, rolling
+/// resistance and tyre, on the body or on its own external ground.
+fn wheel(
+    e: &mut Vec<ElementSpec>,
+    join: &mut dyn FnMut(&str, &str),
+    v: &VehicleSpec,
+    (k, name): (usize, &str),
+    driven: bool,
+    road: Road,
+) {
+    let (w, b) = (&v.wheels, &v.body);
+    let shaft = |w: &str| format!("axle_{w}");
+    let front = k < 2;
+    let wheel = format!("wheel_{name}");
+    e.push(inertia(&wheel, w.inertia, Some((0.0, 0.0))));
+    if driven {
+        let from = shaft(name);
+        if let Some(kh) = w.half_shaft_stiffness {
+            // 1 % of critical damping against the wheel inertia.
+            let dh = 0.02 * (kh * w.inertia).sqrt();
+            let hs = format!("half_shaft_{name}");
+            e.push(el(
+                &hs,
+                ElementKind::SpringDamper {
+                    c: kh,
+                    d: dh,
+                    phi_rel0: 0.0,
+                    phi_rel_start: Some(0.0),
+                    w_rel_start: Some(0.0),
+                },
+            ));
+            join(&format!("{hs}.flange_a"), &format!("{from}.flange_b"));
+            join(&format!("{hs}.flange_b"), &format!("{wheel}.flange_a"));
+        } else {
+            // A rigid hub (ratio 1): its constraint torque is the drive torque on the wheel.
+            let hub = format!("hub_{name}");
+            e.push(el(&hub, ElementKind::IdealGear { ratio: 1.0, use_support: false }));
+            join(&format!("{hub}.flange_a"), &format!("{from}.flange_b"));
+            join(&format!("{hub}.flange_b"), &format!("{wheel}.flange_a"));
         }
     }
-    Layout { spec: NetworkSpec { elements: e, connections: c }, gears, sleeves, driven, automatic }
+    let t_max = if front { w.front_brake } else { w.rear_brake + w.parking_brake };
+    let brake = format!("brake_{name}");
+    e.push(el(
+        &brake,
+        ElementKind::Brake {
+            mu_pos: Table1D::constant(1.0),
+            peak: w.brake_peak,
+            cgeo: 1.0,
+            fn_max: t_max.max(0.0),
+            f_normalized: input(&format!("{brake}.command")),
+            use_support: false,
+        },
+    ));
+    join(&format!("{brake}.flange_a"), &format!("{wheel}.flange_b"));
+    let axle_share = if front { b.front_weight } else { 1.0 - b.front_weight };
+    let fz = 0.5 * axle_share * b.mass * G;
+    let roll = format!("rolling_{name}");
+    e.push(el(
+        &roll,
+        ElementKind::BearingFriction {
+            tau_pos: Table1D::constant(w.rolling_resistance * fz * w.radius),
+            peak: 1.0,
+            use_support: false,
+        },
+    ));
+    join(&format!("{roll}.flange_a"), &format!("{wheel}.flange_b"));
+    let tyre = format!("tyre_{name}");
+    e.push(el(
+        &tyre,
+        ElementKind::Tyre { radius: w.radius, mf: w.tyre, load: input(&format!("{tyre}.load")), v_low: 1.0 },
+    ));
+    join(&format!("{tyre}.wheel"), &format!("{wheel}.flange_b"));
+    match road {
+        Road::Body => join(&format!("{tyre}.ground"), "body.flange_a"),
+        Road::External => {
+            let ground = format!("ground_{name}");
+            e.push(el(
+                &ground,
+                ElementKind::LinearSpeed { v_ref: input(&format!("{ground}.speed")), s_start: Some(0.0) },
+            ));
+            join(&format!("{tyre}.ground"), &format!("{ground}.flange"));
+        }
+    }
 }
 
 /// Driver's clutch (with its disc and optional torsional damper) and a layshaft gearbox: one
