@@ -1,5 +1,5 @@
 //! Element behaviour beyond the MSL examples, against hand calculations: the unified elastic
-//! clutch of seed 002, and run-time inputs.
+//! clutch of Hung Nguyen Quang (1998), and run-time inputs.
 
 mod common;
 use common::*;
@@ -85,7 +85,7 @@ fn kinematic_clutch_follows_its_prescribed_ramps() {
         let t = sim.time();
         let (_, w_rel) = sim.element_relative(c).unwrap();
         let tau = sim.element_torque(c);
-        // Hand calculation (seed 000): engaging from 0.1 s the slip -10.5 rad/s falls linearly to
+        // Hand calculation (Tiller's kinematic clutch): engaging from 0.1 s the slip -10.5 rad/s falls linearly to
         // zero in 0.5 s; the torque is then -4/3 (21 + 5) = -19.5 N m. Engaged, J2 takes 3/4 of
         // the 5 N m drive: tau = -3.75 N m. Released at 1.0 s, the torque ramps to zero in 0.5 s.
         // Piecewise-linear and constant laws are integrated to rounding: 1e-9 margins.

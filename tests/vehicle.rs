@@ -399,7 +399,7 @@ fn external_chassis_coupling_reproduces_the_built_in_body() {
 }
 
 #[test]
-fn backlash_dog_model_engages_aligned_and_carries_the_seed_004_law() {
+fn backlash_dog_model_engages_aligned_and_carries_the_dog_clutch_law() {
     use driveline::core::elements::wrap_pitch;
     use driveline::core::vehicle::DogModel;
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/vehicles/race_sequential.ron");
@@ -423,7 +423,7 @@ fn backlash_dog_model_engages_aligned_and_carries_the_seed_004_law() {
             }
         },
     );
-    // Seed 004: the ring drops in only with a hub gap in front of it, |phi| <= delta / 2 from a
+    // The Simscape Driveline Dog Clutch: the ring drops in only with a hub gap in front of it, |phi| <= delta / 2 from a
     // gap centre (checked at the start of the step it went in, up to that step's rotation).
     let phi = engaged_angle.expect("first never went in");
     assert!(wrap_pitch(phi, pitch).abs() <= half + 0.05, "engaged at {phi} rad");

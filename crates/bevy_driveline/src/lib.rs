@@ -64,16 +64,15 @@
 //! its drivelines (the write-back: their parts) over the compute task pool, and a vehicle's
 //! control, coupled step and telemetry run back to back on one thread. Handing whole systems to
 //! workers costs more than it gains here: with one car, most of a tick on a multi-threaded
-//! executor is threads waking each other (about 60 µs a tick on two threads against 4 µs on
-//! one), and a fleet of 100 to 1,000 cars on two threads runs 6 to 30 % faster when the fixed
-//! schedule is single-threaded (its systems still spread their loops over the pool):
+//! executor is threads waking each other, and a fleet on two threads runs faster when the fixed
+//! schedule is single-threaded (its systems still spread their loops over the pool; the figures
+//! are in docs/performance.md):
 //! `app.edit_schedule(FixedUpdate, |s| { s.set_executor(SingleThreadedExecutor::new()); })`.
 //!
 //! Every part's state is written after every step: some 50 entities per vehicle. A fleet that
 //! reads only [`vehicle::VehicleTelemetry`] marks the parts [`SkipWriteBack`] (all of a
 //! driveline's at once with [`skip_write_back`]); `driveline bench --no-part-states` measures
-//! the difference (8HP sedans in traffic on two threads, 10 simulated seconds: 100 sedans 5.3
-//! against 3.1 µs per vehicle-step, 1,000 sedans 4.3 to 5.6 against 2.7 µs).
+//! the difference (docs/performance.md has the figures).
 //!
 //! ## Plugins
 //! | plugin | what it adds |

@@ -106,8 +106,8 @@ fn fleet(o: &BenchOptions, threads: usize) -> Result<BenchResult, String> {
     app.add_systems(FixedUpdate, drive.in_set(DrivelineSystems::Control));
     // The fixed schedule is a short chain (drivers, then the solve): its systems run where the
     // tick runs, without hand-offs to a worker, and spread their vehicles over the `threads`
-    // compute threads themselves (6 to 30 % more vehicle-steps per second on two threads than a
-    // multi-threaded executor, 100 to 1,000 vehicles; far more with one).
+    // compute threads themselves (more vehicle-steps per second than a multi-threaded executor;
+    // see docs/performance.md).
     app.edit_schedule(FixedUpdate, |s| {
         s.set_executor(bevy_ecs::schedule::SingleThreadedExecutor::new());
     });

@@ -170,9 +170,9 @@
 //! - *Why does my dog box refuse a gear?* The dogs drop in only below `max_engage_speed` (and,
 //!   with the backlash model, when a dog faces a gap); otherwise the sleeve is blocked at the
 //!   tips and a `ShiftBlocked` event says so. Match the speeds (clutch, blip) and it goes in.
-//! - *How fast is a step, and how do I make many cars cheaper?* A cruising car takes 1.1 to
-//!   1.4 µs a step, a clutch-to-clutch shift about 2.0 µs (2-core VMs; the README's
-//!   "Performance" section has the figures, the machines and how they were measured). For fleets: write
+//! - *How fast is a step, and how do I make many cars cheaper?* A car steps in a microsecond or
+//!   two (the README's figures table and docs/performance.md have the figures, the machine and
+//!   how they were measured). For fleets: write
 //!   inputs with [`Simulation::set_input_id`] (an unchanged value costs nothing); keep
 //!   `track_energy` off if you do not read the energy ledger (a [`Vehicle`] steps without it
 //!   unless [`Vehicle::set_track_energy`] asks; up to a fifth on the MSL examples, a sixth of a

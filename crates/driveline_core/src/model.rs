@@ -100,7 +100,8 @@ pub enum ElementKind {
         #[serde(default)]
         use_support: bool,
     },
-    /// Kinematic (functional) clutch of seed 000 between `flange_a` and `flange_b`. Commanded by
+    /// Kinematic (functional) clutch of Michael Tiller's "Clutch Modeling - Part II: Kinematic
+    /// Clutches" between `flange_a` and `flange_b`. Commanded by
     /// a Boolean signal (`> 0.5` engage): engaging prescribes the relative speed to fall linearly
     /// to zero over `shift_time` (whatever torque that takes), engaged holds it at zero,
     /// disengaging ramps the last torque down to zero over `shift_time`. Modes: Engaged 0,
@@ -287,7 +288,7 @@ pub enum ElementKind {
         #[serde(default)]
         w_rel_start: Option<f64>,
     },
-    /// Unified elastic clutch (seed 002) between `flange_a` and `flange_b`: a shear spring `S`
+    /// Unified elastic clutch (Hung Nguyen Quang, 1998) between `flange_a` and `flange_b`: a shear spring `S`
     /// and damper `D` (shafts, discs, tangential springs reduced to the clutch) in series with a
     /// torque limiter `T_s(t)`, the sliding torque of the plates. It sticks while
     /// `|S (phi_rel - anchor) + D w_rel| <= T_s`, slides at `+-T_s` otherwise, and sticks again
@@ -405,7 +406,7 @@ pub enum ElementKind {
         #[serde(default)]
         use_support: bool,
     },
-    /// Dog clutch, dynamic model with backlash (seed 004). Flanges `flange_a` (hub) and
+    /// Dog clutch, dynamic model with backlash (after the Simscape Driveline Dog Clutch). Flanges `flange_a` (hub) and
     /// `flange_b` (ring). While `engaged > 0.5` the dogs are in: inside the free play
     /// `|phi| <= backlash/2` no torque, beyond it `tau = c (phi -+ backlash/2) + d w_rel`, with `phi`
     /// the relative angle from the nearest gap centre (pitch `360/teeth` deg). Whether the dogs
@@ -419,7 +420,7 @@ pub enum ElementKind {
         d: f64,
         /// Total angular free play, rad (in [0, 2 pi / teeth)).
         backlash: f64,
-        /// Relative angle at which a ring dog sits centred in a hub gap, rad; seed 004 allows
+        /// Relative angle at which a ring dog sits centred in a hub gap, rad; the Simscape Driveline Dog Clutch allows
         /// `|offset| <= pi / teeth`. Default 0.
         #[serde(default)]
         offset: f64,

@@ -76,7 +76,7 @@ pub enum Law {
         /// Unstretched angle, rad.
         phi_rel0: f64,
     },
-    /// Unified elastic clutch (seed 002): a shear spring `S` and damper `D` in series with a
+    /// Unified elastic clutch (Hung Nguyen Quang, 1998): a shear spring `S` and damper `D` in series with a
     /// torque limiter `T_s(t)`. Sticking: `tau = S (phi_rel - anchor) + D w_rel` while
     /// `|tau| <= T_s`; sliding: `tau = +-T_s` until the relative speed reverses, when it sticks
     /// again with the anchor placed so that the torque is continuous. `xi = tau / T_s`.
@@ -92,7 +92,7 @@ pub enum Law {
         /// Index of the torque-limit signal `T_s`, N m.
         limit: usize,
     },
-    /// Dog clutch, dynamic model with backlash (seed 004): while `engaged > 0.5`,
+    /// Dog clutch, dynamic model with backlash (after the Simscape Driveline Dog Clutch): while `engaged > 0.5`,
     /// `tau = c x + d w_rel` with `x` the overlap of the relative angle (wrapped to the nearest
     /// gap centre, pitch `2 pi / teeth`) beyond the half backlash; 0 inside the free play and
     /// while disengaged.

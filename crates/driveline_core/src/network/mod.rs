@@ -221,7 +221,7 @@ pub struct Network {
     /// Right-hand side of each permanent row: `None` for `row . w = 0`, or the signal whose
     /// value the row prescribes (speed sources).
     pub row_rhs: Vec<Option<Prescribed>>,
-    /// Kinematic clutches (seed 000).
+    /// Kinematic clutches (Tiller's functional clutch).
     pub kinematic: Vec<KinematicElement>,
     /// Friction elements.
     pub friction: Vec<FrictionElement>,

@@ -130,7 +130,7 @@ pub fn validate_element(name: &str, kind: &ElementKind) -> Result<(), BuildError
             check(name, "c", *c, *c > 0.0, "> 0 N m/rad")?;
             check(name, "d", *d, *d >= 0.0, ">= 0 N m s/rad")?;
             check(name, "backlash", *backlash, *backlash >= 0.0 && *backlash < pitch, "in [0, 2 pi / teeth) rad")?;
-            check(name, "offset", *offset, offset.abs() <= pitch / 2.0, "within +-pi/teeth rad (seed 004)")?;
+            check(name, "offset", *offset, offset.abs() <= pitch / 2.0, "within +-pi/teeth rad (half a dog pitch)")?;
             engaged.validate().map_err(|m| BuildError::Signal { element: name.into(), message: m })
         }
         LinearSpeed { v_ref, s_start } => {

@@ -97,8 +97,7 @@ impl ModeSlot {
     /// from -0.0 in ascending columns (so a row of one term is that term, sign of zero kept).
     #[inline]
     pub(super) fn n_times(&self, q: &[f64], w: &mut [f64]) {
-        // (Not `n_times_each::<1>`: its arrays of slices cost CoupledClutches 2 % of its
-        // instructions.)
+        // (Not `n_times_each::<1>`: its arrays of slices cost more instructions than they save.)
         if self.nz_single {
             // (-0.0 + x is x for every x: the one term is the row's sum.)
             for (w, &(j, c)) in w.iter_mut().zip(&self.gather) {

@@ -90,11 +90,10 @@
 //!   taken while the first corrections are not far inside the tolerance (see
 //!   [`NewtonStart::Forces`]).
 //!
-//! On the 8HP sedan's full-throttle 1-2 upshift the first correction then drops from 1e-4 ..
-//! 1e-3 rad/s to 1e-7 (the tolerance is 7e-8) and Newton needs 1.86 iterations a step instead
-//! of 2.68 (2.27 following the inputs alone). Only the start changes: the converged stages are
-//! the same to the Newton tolerance ([`IntegrationParameters::newton_start`] chooses, for
-//! comparison).
+//! Through a shift the first correction then lands near the tolerance instead of orders of
+//! magnitude above it, and Newton needs fewer iterations (docs/performance.md has the figures).
+//! Only the start changes: the converged stages are the same to the Newton tolerance
+//! ([`IntegrationParameters::newton_start`] chooses, for comparison).
 //!
 //! # When Newton stops
 //! With the energy ledger on (the default of a [`Simulation`]), an iteration ends when a
@@ -108,13 +107,13 @@
 //! two successive corrections on the same Jacobian; measured when a step takes a second
 //! iteration, grown by 5 % a step while none measures it. The iteration ends when
 //! `eta |dQ|` is below a tenth of the tolerance, for corrections within a thousand tolerances
-//! (Newton's linear range). The 1-2 upshift then takes 1.08 iterations a step instead of 1.85,
-//! a sixth less work, with the same shifts and events (vehicle drives agree to the tolerance
-//! except where a 1e-10 difference tips a controller's threshold by a step).
+//! (Newton's linear range). A shift then mostly takes one iteration a step, with the same shifts
+//! and events (vehicle drives agree to the tolerance except where a 1e-10 difference tips a
+//! controller's threshold by a step).
 //!
 //! # Ambiguous locks
-//! Two friction elements that lock the same relative motion (seed 001, section 6) make the stuck
-//! torques non-unique. The solver takes the **minimum-norm split** (the limit of a Tikhonov
+//! Two friction elements that lock the same relative motion (the Modelica Rotational
+//! library's "Requirements for simulation tools") make the stuck torques non-unique. The solver takes the **minimum-norm split** (the limit of a Tikhonov
 //! regularisation of the complementarity problem), so two equal clutches in parallel share the
 //! torque equally. An element breaks away when no split within all static limits exists.
 

@@ -412,7 +412,7 @@ impl Simulation {
         })
     }
 
-    /// Kinematic clutches (seed 000): a rising command starts engagement (the relative speed is
+    /// Kinematic clutches (Tiller's functional clutch): a rising command starts engagement (the relative speed is
     /// prescribed to fall linearly to zero over the shift time, then held), a falling one starts
     /// the release (the last torque ramps down to zero over the shift time). Both ramps are
     /// signals rewritten here, so their ends are ordinary time events.

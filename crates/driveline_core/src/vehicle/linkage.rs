@@ -1,4 +1,4 @@
-//! Shift linkage dynamics of one double-sided sleeve (seed 004), with the engagement gates of
+//! Shift linkage dynamics of one double-sided sleeve (after the Simscape Driveline Dog Clutch), with the engagement gates of
 //! its dog clutches and synchronisers.
 //!
 //! # The law

@@ -322,7 +322,7 @@ pub enum GearboxKind {
     Sequential,
 }
 
-/// Torque transmission model of the dog clutches (seed 004).
+/// Torque transmission model of the dog clutches (after the Simscape Driveline Dog Clutch).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum DogModel {
     /// Friction approximation: capacity grows with overlap; locks at full engagement and
@@ -333,7 +333,7 @@ pub enum DogModel {
     Backlash,
 }
 
-/// Dog clutch geometry and engagement limits (seed 004; defaults are documented choices, no
+/// Dog clutch geometry and engagement limits (after the Simscape Driveline Dog Clutch; defaults are documented choices, no
 /// public source gives them, see clutches_and_dogs.md section 5).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -454,14 +454,14 @@ fn default_index() -> f64 {
     0.5
 }
 
-/// Shift linkage dynamics of one sleeve (seed 004): mass, viscous and Coulomb friction
+/// Shift linkage dynamics of one sleeve (after the Simscape Driveline Dog Clutch): mass, viscous and Coulomb friction
 /// (`tanh(4 v / v_th)`-smoothed), compliant end stops, detent.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LinkageSpec {
     /// Moving mass of sleeve, fork and rail (reflected), kg (> 0).
     pub mass: f64,
-    /// Viscous damping, N s/m (>= 0). Default 100 (seed 004).
+    /// Viscous damping, N s/m (>= 0). Default 100 (the Simscape Driveline Dog Clutch's).
     #[serde(default = "default_visc")]
     pub damping: f64,
     /// Coulomb friction of the rail, N (>= 0). Default 5.
@@ -470,10 +470,10 @@ pub struct LinkageSpec {
     /// Velocity threshold of the tanh smoothing, m/s (> 0). Default 0.01.
     #[serde(default = "default_vth")]
     pub v_threshold: f64,
-    /// End-stop stiffness, N/m (> 0). Default 1e6 (seed 004).
+    /// End-stop stiffness, N/m (> 0). Default 1e6 (the Simscape Driveline Dog Clutch's).
     #[serde(default = "default_stop_k")]
     pub stop_stiffness: f64,
-    /// End-stop damping, N s/m (>= 0). Default 1000 (seed 004).
+    /// End-stop damping, N s/m (>= 0). Default 1000 (the Simscape Driveline Dog Clutch's).
     #[serde(default = "default_stop_d")]
     pub stop_damping: f64,
     /// Detent peak force holding neutral, N (>= 0). Default 20.
