@@ -5,7 +5,7 @@
 //! every shift element's force, torque and slip every 50 ms, every 10 ms during shifts).
 
 use driveline::core::automatic::Selector;
-use driveline::core::vehicle::VehicleEventKind;
+use driveline::core::vehicle::{VehicleEventKind, gear_name};
 use driveline::core::{DriverInput, Vehicle};
 use std::path::Path;
 
@@ -48,28 +48,17 @@ fn main() {
         }
         for e in car.events() {
             match e.kind {
-                VehicleEventKind::ShiftCompleted { report: Some(r), .. } => println!(
-                    "{:6.3} s  {} -> {}: {:.0} ms (fill {:.0}, torque {:.0}, inertia {:.0}, end {:.0}); output torque {:.0} -> min {:.0} (dip {:.0}, overshoot {:.0}) N m; flare {:.0} rpm; jerk {:.0} m/s^3; peak {:.0} C",
+                VehicleEventKind::ShiftCompleted { report: Some(r), duration, .. } => println!(
+                    "{:6.3} s  {} -> {} in {:.0} ms: {r}",
                     e.time,
-                    r.from,
-                    r.to,
-                    r.duration * 1e3,
-                    r.fill * 1e3,
-                    r.torque_phase * 1e3,
-                    r.inertia_phase * 1e3,
-                    r.end_phase * 1e3,
-                    r.output_torque_start,
-                    r.output_torque_min,
-                    r.output_torque_dip,
-                    r.output_torque_overshoot,
-                    r.flare_rpm,
-                    r.peak_jerk,
-                    r.peak_temperature
+                    gear_name(r.from),
+                    gear_name(r.to),
+                    duration * 1e3
                 ),
                 VehicleEventKind::ShiftCompleted { .. } => {}
                 // The limiter cuts every few tens of ms in first gear: counted, not printed.
                 VehicleEventKind::LimiterCut => cuts += 1,
-                k => println!("{:6.3} s  {k:?}", e.time),
+                k => println!("{:6.3} s  {k}", e.time),
             }
         }
         if car.telemetry().engaged_gear == 8 && t > 5.0 {

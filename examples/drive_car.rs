@@ -17,7 +17,7 @@ fn report(v: &Vehicle) {
     for e in v.events() {
         match e.kind {
             VehicleEventKind::InputRejected => {}
-            k => println!("  {:8.4} s  {k:?}", e.time),
+            k => println!("  {:8.4} s  {k}", e.time),
         }
     }
 }

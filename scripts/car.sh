@@ -18,7 +18,8 @@ if command -v apt-get >/dev/null && [ "$(id -u)" = 0 ] && ! dpkg -s $need >/dev/
   apt-get update -qq && apt-get install -y -qq $need >/dev/null
 fi
 cargo build --locked -p driveline_car
+target=$(cargo metadata --locked --format-version 1 --no-deps | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')
 if [ $headless = 1 ]; then
-  exec xvfb-run -a -s "-screen 0 1280x720x24" ./target/debug/car "$@"
+  exec xvfb-run -a -s "-screen 0 1280x720x24" "$target/debug/car" "$@"
 fi
-exec ./target/debug/car "$@"
+exec "$target/debug/car" "$@"

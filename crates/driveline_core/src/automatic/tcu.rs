@@ -194,6 +194,27 @@ pub struct ShiftReport {
     pub peak_temperature: f64,
 }
 
+impl std::fmt::Display for ShiftReport {
+    /// The shift's figures on one line in ms, N m, rpm, m/s^3 and deg C.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "fill {:.0} ms, torque phase {:.0} ms, inertia phase {:.0} ms, end {:.0} ms; output torque {:.0} N m, \
+             dip {:.0} N m, overshoot {:.0} N m; flare {:.0} rpm; peak jerk {:.0} m/s^3; plates up to {:.0} C",
+            self.fill * 1e3,
+            self.torque_phase * 1e3,
+            self.inertia_phase * 1e3,
+            self.end_phase * 1e3,
+            self.output_torque_start,
+            self.output_torque_dip,
+            self.output_torque_overshoot,
+            self.flare_rpm,
+            self.peak_jerk,
+            self.peak_temperature
+        )
+    }
+}
+
 /// Share of the input torque element `e` carries in gear `g` of `gears` (0 if it is open there).
 fn factor(gears: &[GearInfo], g: usize, e: usize) -> f64 {
     let gi = &gears[g];

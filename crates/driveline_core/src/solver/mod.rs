@@ -24,6 +24,23 @@
 //!    at the stage points and the step end, located on the collocation polynomial by a safeguarded
 //!    secant/bisection search, and the sub-step is recomputed to end exactly there.
 //!
+//! # The modules, in the order of a step
+//! | module | what it holds |
+//! |---|---|
+//! | `params`, `report` | the solver's parameters; what a step reports (modes, events, counters, the energy ledger, errors) |
+//! | `setup` | building a simulation: the [`Network`] and what is derived from it once (`Model`), kept apart from the per-simulation state |
+//! | `work` | the workspaces a step writes and reads back within itself, sized once |
+//! | `signals` | the signal cache: signal values at the stages and the end, evaluated once per change |
+//! | `inputs` | run-time inputs, and the force steps they make for the start-of-step lock test and the predictor |
+//! | `compile` | mode compilation: null space, reduced inertia, constraint-torque maps, cached per lock pattern |
+//! | `forces` | element torques at the stages and the end, constraint torques, Jacobians |
+//! | `collocation`, `predictor` | the Gauss stage solve (Newton factors, stage guess, Newton, end values) and where Newton starts |
+//! | `events` | event detection and location on the collocation polynomial |
+//! | `modes`, `box_qp` | mode selection: the coupled complementarity problem (a box QP, a pure function) and the tests that skip it |
+//! | `step` | one step: sub-steps between events, the time-only kernel, the step's end |
+//! | `outputs` | element torques, speeds and modes, and the energy ledger, read after a step |
+//! | `time_only`, `lanes`, `support` | the time-only kernel; dense kernels; small helpers |
+//!
 //! # Cheap steps
 //! A run-time input change (a pedal, a load) is a time event, but when every mode and regime
 //! provably stays (the current stuck torques are strictly inside their new limits, no force

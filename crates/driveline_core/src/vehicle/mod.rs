@@ -164,6 +164,49 @@ pub enum VehicleEventKind {
     InputRejected,
 }
 
+/// A gear as a driver reads it: `R` (`R2`, ...) for reverse, `N` for neutral, else its number.
+pub fn gear_name(gear: i32) -> String {
+    match gear {
+        0 => "N".into(),
+        -1 => "R".into(),
+        g if g < 0 => format!("R{}", -g),
+        g => g.to_string(),
+    }
+}
+
+impl std::fmt::Display for VehicleEventKind {
+    /// One line in a driver's words and human units, e.g. `shift to 2 completed in 412 ms`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            VehicleEventKind::Stalled => write!(f, "engine stalled"),
+            VehicleEventKind::Started => write!(f, "engine started"),
+            VehicleEventKind::LimiterCut => write!(f, "rev limiter cut"),
+            VehicleEventKind::ShiftStarted { from, to } => {
+                write!(f, "shift {} -> {} started", gear_name(*from), gear_name(*to))
+            }
+            VehicleEventKind::ShiftBlocked { gear } => {
+                write!(f, "shift to {} blocked at the dog tips", gear_name(*gear))
+            }
+            VehicleEventKind::SynchroIndexed { gear } => write!(f, "synchroniser of {} indexed", gear_name(*gear)),
+            VehicleEventKind::DogEngaged { gear } => write!(f, "dogs of {} dropped in", gear_name(*gear)),
+            VehicleEventKind::ShiftCompleted { gear, duration, report } => {
+                write!(f, "shift to {} completed in {:.0} ms", gear_name(*gear), duration * 1e3)?;
+                match report {
+                    Some(r) => write!(f, ": {r}"),
+                    None => Ok(()),
+                }
+            }
+            VehicleEventKind::ParkRatchet => write!(f, "park pawl ratchets (too fast to engage)"),
+            VehicleEventKind::ShiftRefused { gear } => write!(f, "shift to {} refused", gear_name(*gear)),
+            VehicleEventKind::ShiftAborted { gear } => {
+                write!(f, "shift to {} aborted (timeout; in neutral)", gear_name(*gear))
+            }
+            VehicleEventKind::NoSuchGear { gear } => write!(f, "no gear {}", gear_name(*gear)),
+            VehicleEventKind::InputRejected => write!(f, "non-finite driver input replaced"),
+        }
+    }
+}
+
 /// Per-step outputs, all SI unless named otherwise.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Telemetry {

@@ -1,5 +1,5 @@
 //! Holds a shipped vehicle in a steady state and steps it many times at dt = 1 ms: a target for
-//! profilers (`cargo run --release --example prof_vehicle -- sedan_8hp.ron 300000`; under
+//! profilers (`cargo run --release -p driveline_tools --bin prof_vehicle -- sedan_8hp.ron 300000`; under
 //! callgrind, `--toggle-collect='*prof_vehicle::measure*'` counts only the measured steps).
 //!
 //! Automatics (file names containing `8hp`) pull away at 30 % throttle and cruise for 25 s first;
@@ -8,8 +8,8 @@
 //! (its modes compiled). Manuals launch in first and shift to third. Prints the time per step, the engaged gear and the
 //! solver's counters.
 
-use driveline::core::automatic::Selector;
-use driveline::core::{DriverInput, Vehicle};
+use driveline_core::automatic::Selector;
+use driveline_core::{DriverInput, Vehicle};
 use std::path::Path;
 
 /// The measured loop, kept out of line so a profiler can isolate it. With `shift`, it stops
@@ -83,7 +83,7 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let file = args.next().unwrap_or_else(|| "sedan_8hp.ron".into());
     let n: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(300_000);
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/vehicles").join(&file);
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../assets/vehicles").join(&file);
     let mut v = Vehicle::load(&path).expect("vehicle");
     let how = args.next().unwrap_or_default();
     let input = warm_up(&mut v, file.contains("8hp"), &how);
@@ -100,7 +100,7 @@ fn main() {
     );
     println!("{per_step:.2} us/step over {n} steps; gear {}; {:?}", v.telemetry().engaged_gear, v.simulation().stats());
     let net = v.simulation().network();
-    let varying = net.signals.iter().filter(|s| !matches!(s, driveline::core::Signal::Constant(_))).count();
+    let varying = net.signals.iter().filter(|s| !matches!(s, driveline_core::Signal::Constant(_))).count();
     println!(
         "network: {} dof ({} nodes), {} laws, {} constraint rows, {} friction elements, {} signals ({} not constant)",
         net.n_dof,

@@ -1,8 +1,8 @@
 //! Runs a scenario many times at dt = 1 ms; a target for profilers
-//! (`cargo run --release --example profile_step -- CoupledClutches 200`; a third argument
+//! (`cargo run --release -p driveline_tools --bin profile_step -- CoupledClutches 200`; a third argument
 //! `energy` keeps the energy ledger on, as `Simulation::new` does).
 
-use driveline::core::{IntegrationParameters, Scenario, Simulation};
+use driveline_core::{IntegrationParameters, Scenario, Simulation};
 use std::path::Path;
 
 fn main() {
@@ -10,7 +10,7 @@ fn main() {
     let name = args.next().unwrap_or_else(|| "CoupledClutches".into());
     let reps: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(100);
     let track_energy = args.next().is_some_and(|a| a == "energy");
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/scenarios/msl").join(format!("{name}.ron"));
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../assets/scenarios/msl").join(format!("{name}.ron"));
     let (sc, net) = Scenario::load_network(&path).expect("scenario");
     let fresh = Simulation::with_parameters(net, IntegrationParameters { track_energy, ..Default::default() });
     let steps = (sc.t_end / 1e-3).round() as usize;

@@ -3,18 +3,18 @@
 //! `driveline bench`: what the solver alone reaches on this machine, so the cost of the Bevy
 //! App around it (executor, task hand-offs, part write-back) can be read off the difference.
 //!
-//! `cargo run --release --example fleet_threads -- 400 2 [2000]` (vehicles, threads, steps). The sedans pull
+//! `cargo run --release -p driveline_tools --bin fleet_threads -- 400 2 [2000]` (vehicles, threads, steps). The sedans pull
 //! away in D at 30 % throttle (not the bench's traffic cycle), after 0.1 s on their own.
 
-use driveline::core::automatic::Selector;
-use driveline::core::{DriverInput, Vehicle};
+use driveline_core::automatic::Selector;
+use driveline_core::{DriverInput, Vehicle};
 use std::path::Path;
 
 fn main() {
     let mut args = std::env::args().skip(1).map(|a| a.parse::<usize>());
     let n = args.next().and_then(Result::ok).unwrap_or(100).max(1);
     let threads = args.next().and_then(Result::ok).unwrap_or(2).max(1);
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/vehicles/sedan_8hp.ron");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../assets/vehicles/sedan_8hp.ron");
     let mut cars: Vec<Vehicle> = match (0..n).map(|_| Vehicle::load(&path)).collect() {
         Ok(cars) => cars,
         Err(e) => return eprintln!("{e}"),
