@@ -75,6 +75,18 @@
 //! | `LimitedSlip` | clutch pack, limit `(preload + ramp |T_in|)/2`, `T_in` from gear constraint torques |
 //! | `TorqueConverter` | `T_p = (w_p/K(SR))^2`, `T_t = TR(SR) T_p`, housing takes `T_p - T_t`; coupling in coast (see [`converter`]) |
 //!
+//! ### Sources
+//! - The elements up to `OneWayClutch` above, their sign conventions and the friction theory
+//!   (static and kinetic friction, stuck and sliding modes, the requirements on the simulation
+//!   tool): the Modelica Standard Library, `Modelica.Mechanics.Rotational` (MSL 4.0.0), and its
+//!   newer `Clutch`.
+//! - `KinematicClutch`: Michael Tiller, "Clutch Modeling - Part II: Kinematic Clutches".
+//! - `ElasticClutch`: Hung Nguyen Quang, "Dynamic modelling of friction clutches and application
+//!   of this model in simulation of drive systems", Technical University of Budapest, 1998.
+//! - `DogClutch` and the shift linkage: the Simscape Driveline Dog Clutch documentation.
+//! - `Tyre`: the Magic Formula of Pacejka (see [`tyre`]); `TorqueConverter`: maps with
+//!   NREL's ADVISOR data (see [`converter`]).
+//!
 //! ## Vehicles
 //! [`vehicle`] builds a whole car from a `Vehicle(...)` file (engine, driver clutch, manual or
 //! sequential gearbox with dog clutches, shift linkages and synchronisers, differentials, wheels,
