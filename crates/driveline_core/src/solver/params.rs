@@ -12,7 +12,7 @@ pub struct IntegrationParameters {
     /// where every third step otherwise needs a fresh Jacobian).
     pub newton_tolerance: f64,
     /// Newton iteration cap per sub-step (default 20). Reaching it is reported in
-    /// [`StepStats::newton_failures`], never a panic.
+    /// [`StepStats::newton_failures`](super::StepStats::newton_failures), never a panic.
     pub max_newton_iterations: usize,
     /// Event-time resolution, s (default 1e-13). Root finding stops when the bracket is smaller.
     pub event_time_tolerance: f64,
@@ -54,7 +54,7 @@ pub enum NewtonStart {
     Extrapolate,
     /// The extrapolated stages moved by the linear response, through the Newton matrix, to the
     /// inputs that stepped at the step start (2.27 iterations a step). Inputs set by id
-    /// ([`Simulation::set_input_id`]) or by name hold their value over a step, so a controller
+    /// ([`Simulation::set_input_id`](super::Simulation::set_input_id)) or by name hold their value over a step, so a controller
     /// that moves them (clutch pressures through a shift, a throttle cut, a driver's pedal)
     /// changes the accelerations from the step start on, which no extrapolation sees. A
     /// sliding clutch, brake or tyre scales its last stage torques by the ratio of its signal
