@@ -4,7 +4,7 @@
 //!
 //! `cargo run --release --example drive_car`
 
-use driveline::core::vehicle::{Telemetry, VehicleEventKind};
+use driveline::core::vehicle::{Telemetry, VehicleEventKind, gear_name};
 use driveline::core::{DriverInput, Vehicle};
 use std::path::Path;
 
@@ -25,11 +25,12 @@ fn report(v: &Vehicle) {
 fn status(v: &Vehicle) {
     let t = v.telemetry();
     println!(
-        "  t {:5.2} s  gear {:2}  {:5.0} rpm  {:5.1} km/h  clutch {:4.0} N m at {:5.1} C  rear slip {:5.2} m/s",
+        "  t {:5.2} s  gear {:>2}  {:5.0} rpm  {:5.1} km/h  clutch {:4.0} N m at {:5.1} C  rear slip {:5.2} m/s",
         t.time,
-        t.engaged_gear,
+        gear_name(t.engaged_gear),
         t.engine_rpm,
-        t.speed * 3.6,
+        // (+ 0.0: a car at rest reads 0.0, not -0.0.)
+        t.speed * 3.6 + 0.0,
         t.clutch_torque.abs(),
         t.clutch_temperature,
         t.tyre_slip[2]

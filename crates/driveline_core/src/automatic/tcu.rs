@@ -197,6 +197,14 @@ pub struct ShiftReport {
 impl std::fmt::Display for ShiftReport {
     /// The shift's figures on one line in ms, N m, rpm, m/s^3 and deg C.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.fill == 0.0 && self.torque_phase == 0.0 && self.inertia_phase == 0.0 && self.end_phase == 0.0 {
+            // A garage shift (from or to neutral) has no clutch-to-clutch phases.
+            return write!(
+                f,
+                "garage shift; output torque {:.0} N m; plates up to {:.0} C",
+                self.output_torque_start, self.peak_temperature
+            );
+        }
         write!(
             f,
             "fill {:.0} ms, torque phase {:.0} ms, inertia phase {:.0} ms, end {:.0} ms; output torque {:.0} N m, \
