@@ -281,6 +281,7 @@ impl Simulation {
 
     /// Forces and per-element powers at stage `i` of the current sub-step (its angles, speeds
     /// and signals), into the stage-force cache, torque-dependent friction corrected.
+    #[inline(always)]
     pub(super) fn stage_force(&mut self, i: usize) {
         let Work { phi_st, w_st, sig, f_st, law_power, law_diss, fric_power, fric_tau, .. } = &mut self.ws;
         Self::forces(
