@@ -113,19 +113,19 @@ impl Simulation {
             let cap = fe.law.capacity(&self.ws.sig[2]);
             self.ws.caps[i] = cap;
             let wr = fe.row.dot(&self.w);
-            self.ws.candidate[i] = false;
-            self.ws.new_modes[i] = if cap.free {
+            self.ws.qp.candidate[i] = false;
+            self.ws.qp.new_modes[i] = if cap.free {
                 FrictionMode::Free
             } else if forced & (1 << i) != 0 || wr.abs() <= tol_w || (self.modes[i] == FrictionMode::Stuck && !initial)
             {
-                self.ws.candidate[i] = true;
+                self.ws.qp.candidate[i] = true;
                 any_candidate = true;
                 FrictionMode::Stuck
             } else if wr > 0.0 {
                 FrictionMode::Forward
             } else if cap.one_way {
                 // A freewheel never slides backwards: it locks (the projection is the impact).
-                self.ws.candidate[i] = true;
+                self.ws.qp.candidate[i] = true;
                 any_candidate = true;
                 FrictionMode::Stuck
             } else {
@@ -137,9 +137,9 @@ impl Simulation {
         if any_candidate {
             // Forces with the sliding torques of the non-candidates, none from candidates.
             let saved = std::mem::take(&mut self.modes);
-            let mut tmp_modes = std::mem::take(&mut self.ws.new_modes);
+            let mut tmp_modes = std::mem::take(&mut self.ws.qp.new_modes);
             {
-                let Work { sig, f, candidate, .. } = &mut self.ws;
+                let Work { sig, f, qp: QpWork { candidate, .. }, .. } = &mut self.ws;
                 // Candidates carry no torque in b: give them Free for the force evaluation.
                 for i in 0..nf {
                     if candidate[i] {
@@ -164,15 +164,15 @@ impl Simulation {
                     }
                 }
             }
-            self.ws.new_modes = tmp_modes;
+            self.ws.qp.new_modes = tmp_modes;
             self.modes = saved;
             // The problem is posed under the base constraints: permanent rows and engaged
             // kinematic clutches (with their prescribed accelerations).
             let base_key = Self::lock_key(&[], &self.kin_engaged) << self.model.net.friction.len();
             let base = self.slot_for(base_key);
-            let dependent = self.model.torque_dependent & sliding_mask(&self.ws.new_modes);
+            let dependent = self.model.torque_dependent & sliding_mask(&self.ws.qp.new_modes);
             if dependent != 0 {
-                let Work { f, dep_scratch: ls_a, dep_tau, new_modes, .. } = &mut self.ws;
+                let Work { f, dep_scratch: ls_a, dep_tau, qp: QpWork { new_modes, .. }, .. } = &mut self.ws;
                 Self::torque_dependent_correct(
                     &self.model.net,
                     &self.slots[base],
@@ -190,7 +190,7 @@ impl Simulation {
             self.resolve_candidates(base);
         }
         // Apply: compile/fetch the mode, project speeds onto new locks, record events.
-        let new_key = Self::lock_key(&self.ws.new_modes, &self.kin_engaged);
+        let new_key = Self::lock_key(&self.ws.qp.new_modes, &self.kin_engaged);
         let old_key = if self.slots[self.cur].valid { self.slots[self.cur].key } else { 0 };
         if new_key != self.slots[self.cur].key || !self.slots[self.cur].valid || initial {
             self.cur = self.slot_for(new_key);
@@ -199,7 +199,7 @@ impl Simulation {
             self.project();
         }
         for i in 0..nf {
-            let (from, to) = (self.modes[i], self.ws.new_modes[i]);
+            let (from, to) = (self.modes[i], self.ws.qp.new_modes[i]);
             if from != to || initial {
                 if !initial && self.events.has_room() {
                     self.events.push(ModeEvent { time: self.t, element: self.model.net.friction[i].element, from, to });
@@ -499,42 +499,42 @@ impl Simulation {
         }
     }
 
-    /// Solves the boxed complementarity problem of the `k` candidates in `ws.qp_idx` under the
+    /// Solves the boxed complementarity problem of the `k` candidates in `ws.qp.idx` under the
     /// base slot (LossyGear bounds iterated with the transmitted torque). Returns the Tikhonov
     /// regularisation used, so callers can recover the unregularised accelerations.
     pub(super) fn qp_solve(&mut self, base: usize, k: usize) -> f64 {
         let n = self.model.net.n_dof;
         let nf = self.model.net.friction.len();
-        let dependent_candidates = (0..k).any(|a| self.model.torque_dependent & 1 << self.ws.qp_idx[a] != 0);
+        let dependent_candidates = (0..k).any(|a| self.model.torque_dependent & 1 << self.ws.qp.idx[a] != 0);
         // LossyGear bounds depend on the transmitted torque, which depends on the solution:
         // first solve with them open, then iterate bounds <- torque to a fixed point.
         let passes = if dependent_candidates { 10 } else { 1 };
         // The matrix W (with its Tikhonov term) is rebuilt, and its free-block factors dropped,
         // only when the base mode or the candidate set change.
-        let mask = (0..k).fold(0u64, |m, a| m | 1 << self.ws.qp_idx[a]);
+        let mask = (0..k).fold(0u64, |m, a| m | 1 << self.ws.qp.idx[a]);
         let id = (self.slots[base].key, self.slots[base].generation, mask);
-        if self.ws.qp_matrix != id {
-            self.ws.qp_matrix = id;
-            self.ws.qp_factored = u64::MAX;
+        if self.ws.qp.matrix != id {
+            self.ws.qp.matrix = id;
+            self.ws.qp.factored = u64::MAX;
             let mut dmax: f64 = 0.0;
             for a in 0..k {
-                let ia = self.ws.qp_idx[a];
+                let ia = self.ws.qp.idx[a];
                 for b in 0..k {
-                    let ib = self.ws.qp_idx[b];
-                    self.ws.qp_w[a * k + b] = self.qp.w[ia * nf + ib];
+                    let ib = self.ws.qp.idx[b];
+                    self.ws.qp.w[a * k + b] = self.qp.w[ia * nf + ib];
                 }
                 dmax = dmax.max(self.qp.w[ia * nf + ia]);
             }
-            self.ws.qp_eps = 1e-12 * dmax.max(1e-300);
+            self.ws.qp.eps = 1e-12 * dmax.max(1e-300);
             for a in 0..k {
-                self.ws.qp_w[a * k + a] += self.ws.qp_eps;
+                self.ws.qp.w[a * k + a] += self.ws.qp.eps;
             }
         }
-        let eps = self.ws.qp_eps;
+        let eps = self.ws.qp.eps;
         for pass in 0..passes {
             for a in 0..k {
-                let ia = self.ws.qp_idx[a];
-                self.ws.qp_rhs[a] = self.ws.qp_b[ia];
+                let ia = self.ws.qp.idx[a];
+                self.ws.qp.rhs[a] = self.ws.qp.b[ia];
                 let (lo, hi) = match &self.model.net.friction[ia].law {
                     crate::elements::FrictionLaw::Lossy { table, .. } => {
                         if pass == 0 {
@@ -555,38 +555,38 @@ impl Simulation {
                         (-tm, if self.ws.caps[ia].one_way { f64::INFINITY } else { tm })
                     }
                 };
-                self.ws.qp_lo[a] = lo;
-                self.ws.qp_hi[a] = hi;
+                self.ws.qp.lo[a] = lo;
+                self.ws.qp.hi[a] = hi;
             }
             // Warm start from the last solution when every candidate has one (the active set
             // rarely changes from one solve to the next); the optimum is unique either way.
-            let warm = (0..k).all(|a| self.ws.warm_ok[self.ws.qp_idx[a]]);
+            let warm = (0..k).all(|a| self.ws.qp.warm_ok[self.ws.qp.idx[a]]);
             if warm {
                 for a in 0..k {
-                    let ia = self.ws.qp_idx[a];
-                    self.ws.qp_x[a] = self.ws.warm_x[ia];
-                    self.ws.qp_state[a] = self.ws.warm_state[ia];
+                    let ia = self.ws.qp.idx[a];
+                    self.ws.qp.x[a] = self.ws.qp.warm_x[ia];
+                    self.ws.qp.state[a] = self.ws.qp.warm_state[ia];
                 }
             }
             box_qp(
                 k,
-                &self.ws.qp_w,
-                &self.ws.qp_rhs,
-                &self.ws.qp_lo,
-                &self.ws.qp_hi,
-                &mut self.ws.qp_x,
-                &mut self.ws.qp_state,
-                &mut self.ws.qp_fact,
-                &mut self.ws.qp_piv,
-                &mut self.ws.qp_factored,
+                &self.ws.qp.w,
+                &self.ws.qp.rhs,
+                &self.ws.qp.lo,
+                &self.ws.qp.hi,
+                &mut self.ws.qp.x,
+                &mut self.ws.qp.state,
+                &mut self.ws.qp.fact,
+                &mut self.ws.qp.piv,
+                &mut self.ws.qp.factored,
                 &mut self.ws.lam,
                 warm,
             );
             for a in 0..k {
-                let ia = self.ws.qp_idx[a];
-                self.ws.warm_x[ia] = self.ws.qp_x[a];
-                self.ws.warm_state[ia] = self.ws.qp_state[a];
-                self.ws.warm_ok[ia] = true;
+                let ia = self.ws.qp.idx[a];
+                self.ws.qp.warm_x[ia] = self.ws.qp.x[a];
+                self.ws.qp.warm_state[ia] = self.ws.qp.state[a];
+                self.ws.qp.warm_ok[ia] = true;
             }
             if !dependent_candidates {
                 break;
@@ -595,9 +595,7 @@ impl Simulation {
             // with the candidate torques applied.
             let Work {
                 f,
-                qp_extra,
-                qp_x,
-                qp_idx,
+                qp: QpWork { extra: qp_extra, x: qp_x, idx: qp_idx, .. },
                 dep_scratch: ls_a,
                 acc,
                 xnz,
@@ -650,7 +648,7 @@ impl Simulation {
                 b += self.model.net.friction[i].row.dot(u)
                     - (0..n).map(|k| self.qp.bmap[i * n + k] * self.model.net.mass[k] * u[k]).sum::<f64>();
             }
-            self.ws.qp_b[i] = b;
+            self.ws.qp.b[i] = b;
         }
     }
 
@@ -767,7 +765,7 @@ impl Simulation {
         let mut k = 0;
         for i in 0..nf {
             if self.modes[i] == FrictionMode::Stuck {
-                self.ws.qp_idx[k] = i;
+                self.ws.qp.idx[k] = i;
                 k += 1;
             }
         }
@@ -780,12 +778,12 @@ impl Simulation {
         let mut xmax: f64 = 0.0;
         for a in 0..k {
             let acc: f64 = (0..k)
-                .map(|b| (self.ws.qp_w[a * k + b] - if a == b { eps } else { 0.0 }) * self.ws.qp_x[b])
+                .map(|b| (self.ws.qp.w[a * k + b] - if a == b { eps } else { 0.0 }) * self.ws.qp.x[b])
                 .sum::<f64>()
-                + self.ws.qp_rhs[a];
+                + self.ws.qp.rhs[a];
             worst = worst.max(acc.abs());
-            bscale = bscale.max(self.ws.qp_rhs[a].abs());
-            xmax = xmax.max(self.ws.qp_x[a].abs());
+            bscale = bscale.max(self.ws.qp.rhs[a].abs());
+            xmax = xmax.max(self.ws.qp.x[a].abs());
         }
         // The minimum-norm split leaves each relative acceleration `eps x` short of zero (the
         // Tikhonov term); that is not a violation.
@@ -796,14 +794,14 @@ impl Simulation {
     pub(super) fn resolve_candidates(&mut self, base: usize) {
         let prescribed = !self.slots[base].rhs.is_empty();
         let nf = self.model.net.friction.len();
-        self.ws.qp_extra.fill(0.0);
+        self.ws.qp.extra.fill(0.0);
         self.qp_rhs(prescribed, false);
         for _round in 0..=nf {
             // Gather the candidate subproblem.
             let mut k = 0;
             for i in 0..nf {
-                if self.ws.candidate[i] {
-                    self.ws.qp_idx[k] = i;
+                if self.ws.qp.candidate[i] {
+                    self.ws.qp.idx[k] = i;
                     k += 1;
                 }
             }
@@ -812,37 +810,37 @@ impl Simulation {
             }
             let eps = self.qp_solve(base, k);
             // Relative accelerations and break-away.
-            let bscale = (0..k).fold(1e-300f64, |s, a| s.max(self.ws.qp_rhs[a].abs()));
+            let bscale = (0..k).fold(1e-300f64, |s, a| s.max(self.ws.qp.rhs[a].abs()));
             let tol_a = 1e-9 * bscale + 1e-12;
             let mut released = false;
             for a in 0..k {
-                let i = self.ws.qp_idx[a];
-                let x = self.ws.qp_x[a];
+                let i = self.ws.qp.idx[a];
+                let x = self.ws.qp.x[a];
                 // A break-away located by the event search: the excess over the static limit is
                 // of rounding size here, so the element goes when its torque is at the limit to
                 // within 1e-6, whatever side of it rounding put the complementarity solution
                 // (the state here is the re-integrated one, not the dense output the search
                 // sampled: they differ by about 1e-7 of the limit).
                 let at_located_breakaway = self.friction.breaking & (1 << i) != 0
-                    && (self.ws.qp_state[a] != 0 || x.abs() >= (1.0 - 1e-6) * self.ws.caps[i].tau_max);
-                if self.ws.qp_state[a] == 0 && !at_located_breakaway {
+                    && (self.ws.qp.state[a] != 0 || x.abs() >= (1.0 - 1e-6) * self.ws.caps[i].tau_max);
+                if self.ws.qp.state[a] == 0 && !at_located_breakaway {
                     continue;
                 }
                 let acc: f64 = (0..k)
-                    .map(|b| (self.ws.qp_w[a * k + b] - if a == b { eps } else { 0.0 }) * self.ws.qp_x[b])
+                    .map(|b| (self.ws.qp.w[a * k + b] - if a == b { eps } else { 0.0 }) * self.ws.qp.x[b])
                     .sum::<f64>()
-                    + self.ws.qp_rhs[a];
+                    + self.ws.qp.rhs[a];
                 if acc.abs() > tol_a || at_located_breakaway {
                     // At the bound the acceleration points against the torque's sign.
                     let dir = if acc.abs() > tol_a {
                         acc.signum()
-                    } else if self.ws.qp_state[a] != 0 {
-                        -(self.ws.qp_state[a] as f64)
+                    } else if self.ws.qp.state[a] != 0 {
+                        -(self.ws.qp.state[a] as f64)
                     } else {
                         -x.signum()
                     };
-                    self.ws.candidate[i] = false;
-                    self.ws.new_modes[i] = if dir > 0.0 { FrictionMode::Forward } else { FrictionMode::Backward };
+                    self.ws.qp.candidate[i] = false;
+                    self.ws.qp.new_modes[i] = if dir > 0.0 { FrictionMode::Forward } else { FrictionMode::Backward };
                     // Kinetic torque at zero slip acts from now on: lambda = -dir tau0.
                     // A lossy gear starts rolling with the loss at its standstill bound.
                     let lam = match &self.model.net.friction[i].law {
@@ -850,9 +848,9 @@ impl Simulation {
                         _ => -dir * self.ws.caps[i].tau0,
                     };
                     for j in 0..nf {
-                        self.ws.qp_b[j] += self.qp.w[j * nf + i] * lam;
+                        self.ws.qp.b[j] += self.qp.w[j * nf + i] * lam;
                     }
-                    self.model.net.friction[i].row.add_scaled(&mut self.ws.qp_extra, lam);
+                    self.model.net.friction[i].row.add_scaled(&mut self.ws.qp.extra, lam);
                     released = true;
                 }
             }

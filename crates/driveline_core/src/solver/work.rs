@@ -55,32 +55,7 @@ pub(super) struct Work {
     pub(super) mr_inv_nt: Vec<f64>,
     pub(super) piv: Vec<usize>,
     pub(super) lam: Vec<f64>,
-    // complementarity problem
-    pub(super) qp_w: Vec<f64>,
-    pub(super) qp_b: Vec<f64>,
-    pub(super) qp_x: Vec<f64>,
-    pub(super) qp_lo: Vec<f64>,
-    pub(super) qp_hi: Vec<f64>,
-    pub(super) qp_state: Vec<i8>,
-    /// Last complementarity solution per friction element (warm start of the next solve).
-    pub(super) warm_x: Vec<f64>,
-    pub(super) warm_state: Vec<i8>,
-    pub(super) warm_ok: Vec<bool>,
-    pub(super) qp_idx: Vec<usize>,
-    pub(super) qp_fact: Vec<f64>,
-    pub(super) qp_rhs: Vec<f64>,
-    pub(super) qp_piv: Vec<usize>,
-    /// What `qp_fact`/`qp_piv` hold: the LU factors of the free block (mask over positions in
-    /// `qp_idx`, `u64::MAX` when none) of the matrix identified by `qp_matrix`
-    /// (base slot key, its generation, candidate mask). A solve on the same matrix and free set
-    /// reuses them: bitwise the factors a fresh factorisation would give.
-    pub(super) qp_factored: u64,
-    pub(super) qp_matrix: (u64, u64, u64),
-    /// The Tikhonov term on the diagonal of `qp_w`.
-    pub(super) qp_eps: f64,
     pub(super) caps: Vec<Capacity>,
-    pub(super) new_modes: Vec<FrictionMode>,
-    pub(super) candidate: Vec<bool>,
     /// Left-limit signal values at the end of the integrated sub-step.
     pub(super) sig_end: Vec<f64>,
     /// Prescribed-motion parts of the speeds (`P rho`) and accelerations (`P rho'`) at the two
@@ -98,8 +73,6 @@ pub(super) struct Work {
     pub(super) dep_scratch: Vec<f64>,
     pub(super) dep_tau: Vec<f64>,
     pub(super) dependent_input: Vec<f64>,
-    /// Generalised forces of the elements released during one mode selection.
-    pub(super) qp_extra: Vec<f64>,
     /// Forces at the converged stages and at the sub-step end (valid while `cache` says so).
     pub(super) f_st: [Vec<f64>; 2],
     pub(super) f_end: Vec<f64>,
@@ -131,6 +104,8 @@ pub(super) struct Work {
     pub(super) law_tau_end: Vec<f64>,
     pub(super) law_diss_end: Vec<f64>,
     pub(super) fric_tau_end: Vec<f64>,
+    /// The mode selection's complementarity problem and its warm start.
+    pub(super) qp: QpWork,
 }
 
 impl Work {
@@ -173,25 +148,7 @@ impl Work {
             mr_inv_nt: v(n * n),
             piv: vec![0; rmax.max(n) + 1],
             lam: v(rmax),
-            qp_w: v(nf * nf),
-            qp_b: v(nf),
-            qp_x: v(nf),
-            qp_lo: v(nf),
-            qp_hi: v(nf),
-            qp_state: vec![0; nf],
-            warm_x: vec![0.0; nf],
-            warm_state: vec![0; nf],
-            warm_ok: vec![false; nf],
-            qp_idx: vec![0; nf],
-            qp_fact: v(nf * nf),
-            qp_rhs: v(nf),
-            qp_piv: vec![0; nf],
-            qp_factored: u64::MAX,
-            qp_matrix: (u64::MAX, 0, 0),
-            qp_eps: 0.0,
             caps: vec![Capacity { free: true, tau0: 0.0, tau_max: 0.0, one_way: false }; nf],
-            new_modes: vec![FrictionMode::Free; nf],
-            candidate: vec![false; nf],
             sig_end: v(net.signals.len()),
             presc_speed: [v(nn), v(nn), v(nn), v(nn)],
             presc_acc: [v(nn), v(nn), v(nn), v(nn)],
@@ -200,12 +157,12 @@ impl Work {
             dep_scratch: v(nn),
             dep_tau: v(n.max(nf)),
             dependent_input: v(nf),
-            qp_extra: v(nn),
             f_st: [v(nn), v(nn)],
             f_end: v(nn),
             lam_st: [v(rmax), v(rmax)],
             lam_end: v(rmax),
             cached: Cached::NONE,
+            qp: QpWork::new(nf, nn),
             newton_inv: v(4 * n * n),
             newton_tmp: v(4 * n * n + 2 * n),
             newton_piv: vec![0; 2 * n],
@@ -273,5 +230,65 @@ impl BufferSet {
     #[inline]
     pub(super) fn remove(&mut self, b: usize) {
         self.0 &= !(1 << b);
+    }
+}
+
+/// The box QP of a mode selection (`k` candidates of `nf` friction elements), its warm start
+/// and the reuse of its factors.
+#[derive(Debug, Clone)]
+pub(super) struct QpWork {
+    pub(super) w: Vec<f64>,
+    pub(super) b: Vec<f64>,
+    pub(super) x: Vec<f64>,
+    pub(super) lo: Vec<f64>,
+    pub(super) hi: Vec<f64>,
+    pub(super) state: Vec<i8>,
+    /// Last complementarity solution per friction element (warm start of the next solve).
+    pub(super) warm_x: Vec<f64>,
+    pub(super) warm_state: Vec<i8>,
+    pub(super) warm_ok: Vec<bool>,
+    pub(super) idx: Vec<usize>,
+    pub(super) fact: Vec<f64>,
+    pub(super) rhs: Vec<f64>,
+    pub(super) piv: Vec<usize>,
+    /// What `qp_fact`/`qp_piv` hold: the LU factors of the free block (mask over positions in
+    /// `qp_idx`, `u64::MAX` when none) of the matrix identified by `qp_matrix`
+    /// (base slot key, its generation, candidate mask). A solve on the same matrix and free set
+    /// reuses them: bitwise the factors a fresh factorisation would give.
+    pub(super) factored: u64,
+    pub(super) matrix: (u64, u64, u64),
+    /// The Tikhonov term on the diagonal of `qp_w`.
+    pub(super) eps: f64,
+    pub(super) new_modes: Vec<FrictionMode>,
+    pub(super) candidate: Vec<bool>,
+    /// Generalised forces of the elements released during one mode selection.
+    pub(super) extra: Vec<f64>,
+}
+
+impl QpWork {
+    /// Buffers for `nf` friction elements in a network of `nn` nodes.
+    fn new(nf: usize, nn: usize) -> Self {
+        let v = |k: usize| vec![0.0; k];
+        QpWork {
+            w: v(nf * nf),
+            b: v(nf),
+            x: v(nf),
+            lo: v(nf),
+            hi: v(nf),
+            state: vec![0; nf],
+            warm_x: vec![0.0; nf],
+            warm_state: vec![0; nf],
+            warm_ok: vec![false; nf],
+            idx: vec![0; nf],
+            fact: v(nf * nf),
+            rhs: v(nf),
+            piv: vec![0; nf],
+            factored: u64::MAX,
+            matrix: (u64::MAX, 0, 0),
+            eps: 0.0,
+            extra: v(nn),
+            new_modes: vec![FrictionMode::Free; nf],
+            candidate: vec![false; nf],
+        }
     }
 }
