@@ -420,11 +420,11 @@ impl ModeSlot {
     }
 }
 
-/// The constraint matrix `G` (`r x n`, dense, into `ws.g_rows`), the null space of the active
+/// The constraint matrix `G` (`r x n`, dense, into `ws.compile.g_rows`), the null space of the active
 /// rows and the particular solutions of the prescribed ones. Returns the rank of `G`.
 fn null_space(net: &Network, slot: &mut ModeSlot, ws: &mut Work) -> usize {
     let (n, r) = (net.n_dof, slot.r);
-    let g = &mut ws.g_rows;
+    let g = &mut ws.compile.g_rows;
     g[..r * n].fill(0.0);
     for i in 0..r {
         for &(k, c) in &slot.row_at(net, i).entries {
@@ -438,7 +438,7 @@ fn null_space(net: &Network, slot: &mut ModeSlot, ws: &mut Work) -> usize {
     // prescribed rows the right block is left out: RREF works column by column, so the
     // left block and its pivots come out the same either way.
     let cols = if slot.rhs.is_empty() { n } else { n + r };
-    let e = &mut ws.aug;
+    let e = &mut ws.compile.aug;
     e[..r * cols].fill(0.0);
     for i in 0..r {
         e[i * cols..i * cols + n].copy_from_slice(&g[i * n..(i + 1) * n]);
@@ -483,18 +483,18 @@ fn null_space(net: &Network, slot: &mut ModeSlot, ws: &mut Work) -> usize {
 }
 
 /// The constraint-torque maps of a mode with `r > 0` active rows of rank `rank`: `L = (G G^T +
-/// eps I)^-1 G` (minimum-norm constraint torques, into `ws.lmap`), `T = L (M N Mr^-1 N^T - I)`
+/// eps I)^-1 G` (minimum-norm constraint torques, into `ws.compile.lmap`), `T = L (M N Mr^-1 N^T - I)`
 /// into `slot.tmap`, and for a redundant mode the capacity-weighted copy `slot.tmap_w`.
 fn constraint_torque_maps(net: &Network, slot: &mut ModeSlot, ws: &mut Work, rank: usize) {
     let (n, m, r) = (net.n_dof, slot.m, slot.r);
     let (np, nl) = (net.rows.len(), slot.locked.len());
-    let g = &ws.g_rows;
+    let g = &ws.compile.g_rows;
     // G by columns: the products below run over G's rows all at once, each sum as
     // `linalg::dot` forms it (`columns_dot`).
-    let gt = &mut ws.g_cols;
+    let gt = &mut ws.compile.g_cols;
     linalg::transpose(g, r, n, gt, r);
     let gt = &gt[..n * r];
-    let ggt = &mut ws.ggt;
+    let ggt = &mut ws.compile.ggt;
     let mut tr: f64 = 0.0;
     for a in 0..r {
         // (g_b . g_a: each product is g_a . g_b's, the sum in the same order.)
@@ -513,14 +513,14 @@ fn constraint_torque_maps(net: &Network, slot: &mut ModeSlot, ws: &mut Work, ran
             }
         };
         let cmax = (np..np + nl).map(cap).fold(0.0f64, f64::max).max(1e-300);
-        let gw = &mut ws.ggt_weighted;
+        let gw = &mut ws.compile.ggt_weighted;
         gw[..r * r].copy_from_slice(&ggt[..r * r]);
         for a in 0..r {
             let c = cap(a).min(cmax);
             let f = if c > 0.0 { (cmax / c).powi(2).clamp(1.0, 1e6) } else { 1e6 };
             gw[a * r + a] += eps * f;
         }
-        let _ = linalg::lu_factor(gw, r, &mut ws.piv_weighted);
+        let _ = linalg::lu_factor(gw, r, &mut ws.compile.piv_weighted);
     }
     for a in 0..r {
         ggt[a * r + a] += eps;
@@ -528,14 +528,14 @@ fn constraint_torque_maps(net: &Network, slot: &mut ModeSlot, ws: &mut Work, ran
     let rp = &mut ws.piv;
     let _ = linalg::lu_factor(ggt, r, rp);
     // L = (G G^T)^-1 G, all of G's columns solved at once, then stored by columns.
-    let x = &mut ws.aug[..r * n];
+    let x = &mut ws.compile.aug[..r * n];
     x.copy_from_slice(&g[..r * n]);
     linalg::lu_solve_many(ggt, r, rp, x, n);
-    linalg::transpose(x, r, n, &mut ws.lmap, r);
+    linalg::transpose(x, r, n, &mut ws.compile.lmap, r);
     // T column k = L (M N Mr^-1 N^T e_k - e_k). The solves for all k at once: Q =
     // Mr^-1 N^T by rows (`Q[j][k]`), and the weighted copy's right-hand sides gathered
     // by rows and solved after the loop (each column as one solve would give it).
-    let qm = &mut ws.mr_inv_nt[..m * n];
+    let qm = &mut ws.compile.mr_inv_nt[..m * n];
     for (k, nk) in slot.nmat[..n * n].chunks_exact(n).enumerate() {
         for (j, &x) in nk[..m].iter().enumerate() {
             qm[j * n + k] = x;
@@ -545,7 +545,7 @@ fn constraint_torque_maps(net: &Network, slot: &mut ModeSlot, ws: &mut Work, ran
         linalg::lu_solve_many(&slot.mr_lu, m, &slot.mr_piv, qm, n);
     }
     let v = &mut ws.acc;
-    let wm = &mut ws.weighted_rhs[..r * n];
+    let wm = &mut ws.compile.weighted_rhs[..r * n];
     let rs = slot.rstride;
     for k in 0..n {
         for (i, vi) in v[..n].iter_mut().enumerate() {
@@ -557,7 +557,7 @@ fn constraint_torque_maps(net: &Network, slot: &mut ModeSlot, ws: &mut Work, ran
             *vi = net.mass[i] * d;
         }
         v[k] -= 1.0;
-        columns_dot(&ws.lmap[..n * r], r, &v[..n], &mut slot.tmap[k * rs..k * rs + r]);
+        columns_dot(&ws.compile.lmap[..n * r], r, &v[..n], &mut slot.tmap[k * rs..k * rs + r]);
         if rank < r {
             let col = &mut ws.scratch_r;
             columns_dot(gt, r, &v[..n], &mut col[..r]);
@@ -567,7 +567,7 @@ fn constraint_torque_maps(net: &Network, slot: &mut ModeSlot, ws: &mut Work, ran
         }
     }
     if rank < r {
-        linalg::lu_solve_many(&ws.ggt_weighted, r, &ws.piv_weighted, wm, n);
+        linalg::lu_solve_many(&ws.compile.ggt_weighted, r, &ws.compile.piv_weighted, wm, n);
         linalg::transpose(wm, r, n, &mut slot.tmap_w, rs);
     }
 }
@@ -599,7 +599,7 @@ mod tests {
                 let s = &sim.slots[1];
                 let (m, r) = (s.m, s.r);
                 assert_eq!(s.locked.len(), key.count_ones() as usize, "{file} key {key}");
-                let g = &sim.ws.g_rows[..r * n];
+                let g = &sim.ws.compile.g_rows[..r * n];
                 // G N = 0: the rows have entries of order one (gear ratios up to ~4).
                 for i in 0..r {
                     for j in 0..m {

@@ -18,77 +18,83 @@ impl Work {
 /// Preallocated scratch buffers.
 #[derive(Debug, Clone)]
 pub(super) struct Work {
+    // Signals.
+    /// Signal values at the two stages and the end of the sub-step being integrated (see
+    /// [`Work::signal_buffers`]).
     pub(super) sig: [Vec<f64>; 3],
-    pub(super) f: Vec<f64>,
-    pub(super) scratch_n: Vec<f64>,
-    /// The non-zero entries of a force vector, `(node, value)` ascending (`n` slots).
-    pub(super) xnz: Vec<(u32, f64)>,
-    /// Located slip-reversal and break-away thetas of the sub-step being searched (valid where
-    /// its masks say).
-    pub(super) slip_theta: Vec<f64>,
-    pub(super) phi_st: [Vec<f64>; 2],
-    pub(super) w_st: [Vec<f64>; 2],
-    pub(super) q0: Vec<f64>,
-    pub(super) q: Vec<f64>,
-    pub(super) res: Vec<f64>,
-    pub(super) phi1: Vec<f64>,
-    pub(super) w1: Vec<f64>,
-    pub(super) phi_e: Vec<f64>,
-    pub(super) w_e: Vec<f64>,
-    pub(super) acc: Vec<f64>,
-    pub(super) stage_g: Vec<f64>,
-    pub(super) jac_phi: Vec<f64>,
-    pub(super) jac_w: Vec<f64>,
-    pub(super) ggt: Vec<f64>,
-    pub(super) ggt_weighted: Vec<f64>,
-    pub(super) piv_weighted: Vec<usize>,
-    pub(super) scratch_r: Vec<f64>,
-    /// Constraint torques at a step start right after an input change (`r`).
-    pub(super) lam_start: Vec<f64>,
-    pub(super) g_rows: Vec<f64>,
-    /// `G` transposed (`n x r`) during a mode compilation.
-    pub(super) g_cols: Vec<f64>,
-    /// The weighted constraint-torque map's right-hand sides (`r x n`) during a mode
-    /// compilation.
-    pub(super) weighted_rhs: Vec<f64>,
-    /// `Mr^-1 N^T` (`m x n`, `m <= n`) during a mode compilation.
-    pub(super) mr_inv_nt: Vec<f64>,
-    pub(super) piv: Vec<usize>,
-    pub(super) lam: Vec<f64>,
-    pub(super) caps: Vec<Capacity>,
     /// Left-limit signal values at the end of the integrated sub-step.
     pub(super) sig_end: Vec<f64>,
     /// Prescribed-motion parts of the speeds (`P rho`) and accelerations (`P rho'`) at the two
     /// stages and the end of the sub-step, and at a dense/now point (index 3).
     pub(super) presc_speed: [Vec<f64>; 4],
     pub(super) presc_acc: [Vec<f64>; 4],
-    /// Augmented matrix for the mode compilation `[G | I]`.
-    pub(super) aug: Vec<f64>,
-    /// The compiled mode's constraint-force map `L` (`r x n`, `lambda = L (M a - f)`), stored
-    /// by columns (`n x r`), from which the compilation derives the slot's `tmap`.
-    pub(super) lmap: Vec<f64>,
-    /// Scratch of the torque-dependent correction (LossyGear, limited slip), the friction torque
-    /// it solved per element, and the estimates of the torque each limit depends on (a lossy
-    /// gear's transmitted torque, a limited-slip pack's input torque), per friction element.
-    pub(super) dep_scratch: Vec<f64>,
-    pub(super) dep_tau: Vec<f64>,
-    pub(super) dependent_input: Vec<f64>,
-    /// Forces at the converged stages and at the sub-step end (valid while `cache` says so).
-    pub(super) f_st: [Vec<f64>; 2],
-    pub(super) f_end: Vec<f64>,
-    /// Constraint torques at the stages and the end.
-    pub(super) lam_st: [Vec<f64>; 2],
-    pub(super) lam_end: Vec<f64>,
-    /// Which of the per-sub-step caches are filled.
-    pub(super) cached: Cached,
+
+    // The Gauss stage solve (`n` free coordinates at the most, `m` in the current mode).
+    /// Node angles and speeds at the two stages.
+    pub(super) phi_st: [Vec<f64>; 2],
+    pub(super) w_st: [Vec<f64>; 2],
+    /// Reduced speeds at the sub-step start (`m`), the stage unknowns `Q1 Q2` (`2m`), and the
+    /// Newton residual or correction (`2m`).
+    pub(super) q0: Vec<f64>,
+    pub(super) q: Vec<f64>,
+    pub(super) res: Vec<f64>,
+    /// Reduced stage forces `N^T f` at the two stages (`2m`).
+    pub(super) stage_g: Vec<f64>,
+    /// Node angles and speeds at the sub-step end, and at an event or dense point.
+    pub(super) phi1: Vec<f64>,
+    pub(super) w1: Vec<f64>,
+    pub(super) phi_e: Vec<f64>,
+    pub(super) w_e: Vec<f64>,
+    /// The state at the step start, restored when the step produces a non-finite value.
+    pub(super) phi_save: Vec<f64>,
+    pub(super) w_save: Vec<f64>,
+    /// Jacobians of the node forces by the angles and by the speeds (`n x n`).
+    pub(super) jac_phi: Vec<f64>,
+    pub(super) jac_w: Vec<f64>,
     /// A sub-step's own inverse Newton matrix (an event-cut size), as in [`ModeSlot`].
     pub(super) newton_inv: Vec<f64>,
     pub(super) newton_piv: Vec<usize>,
     /// The inverse of a Newton matrix being formed, then a column of the identity
     /// (`4 n^2 + 2 n`).
     pub(super) newton_tmp: Vec<f64>,
-    pub(super) phi_save: Vec<f64>,
-    pub(super) w_save: Vec<f64>,
+
+    // Forces and constraint torques.
+    /// Node forces of the evaluation at hand.
+    pub(super) f: Vec<f64>,
+    /// Node accelerations, or a force-sized scratch vector.
+    pub(super) acc: Vec<f64>,
+    /// The non-zero entries of a force vector, `(node, value)` ascending (`n` slots).
+    pub(super) xnz: Vec<(u32, f64)>,
+    /// Constraint torques (`r`), a row-sized scratch vector, and the constraint torques at a
+    /// step start right after an input change.
+    pub(super) lam: Vec<f64>,
+    pub(super) scratch_r: Vec<f64>,
+    pub(super) lam_start: Vec<f64>,
+    /// A coordinate-sized scratch vector, and LU pivots (rows or coordinates).
+    pub(super) scratch_n: Vec<f64>,
+    pub(super) piv: Vec<usize>,
+    /// Scratch of the torque-dependent correction (LossyGear, limited slip), the friction torque
+    /// it solved per element, and the estimates of the torque each limit depends on (a lossy
+    /// gear's transmitted torque, a limited-slip pack's input torque), per friction element.
+    pub(super) dep_scratch: Vec<f64>,
+    pub(super) dep_tau: Vec<f64>,
+    pub(super) dependent_input: Vec<f64>,
+    /// Each friction element's capacity (static and kinetic limits) under the signals at hand.
+    pub(super) caps: Vec<Capacity>,
+    /// Located slip-reversal and break-away thetas of the sub-step being searched (valid where
+    /// its masks say).
+    pub(super) slip_theta: Vec<f64>,
+
+    // The integrated sub-step's force caches (valid while `cached` says so).
+    /// Which of the per-sub-step caches are filled.
+    pub(super) cached: Cached,
+    /// Forces at the converged stages and at the sub-step end.
+    pub(super) f_st: [Vec<f64>; 2],
+    pub(super) f_end: Vec<f64>,
+    /// Constraint torques at the stages and the end.
+    pub(super) lam_st: [Vec<f64>; 2],
+    pub(super) lam_end: Vec<f64>,
+    /// Per law at the stages: power and dissipation, W; per friction element: power, W.
     pub(super) law_power: [Vec<f64>; 2],
     pub(super) law_diss: [Vec<f64>; 2],
     pub(super) fric_power: [Vec<f64>; 2],
@@ -104,8 +110,11 @@ pub(super) struct Work {
     pub(super) law_tau_end: Vec<f64>,
     pub(super) law_diss_end: Vec<f64>,
     pub(super) fric_tau_end: Vec<f64>,
+
     /// The mode selection's complementarity problem and its warm start.
     pub(super) qp: QpWork,
+    /// The mode compilation's matrices.
+    pub(super) compile: CompileWork,
 }
 
 impl Work {
@@ -137,23 +146,14 @@ impl Work {
             stage_g: v(2 * n),
             jac_phi: v(n * n),
             jac_w: v(n * n),
-            ggt: v(rmax * rmax),
-            ggt_weighted: v(rmax * rmax),
-            piv_weighted: vec![0; rmax + 1],
             scratch_r: v(rmax),
             lam_start: v(rmax),
-            g_rows: v(rmax * n),
-            g_cols: v(rmax * n),
-            weighted_rhs: v(rmax * n),
-            mr_inv_nt: v(n * n),
             piv: vec![0; rmax.max(n) + 1],
             lam: v(rmax),
             caps: vec![Capacity { free: true, tau0: 0.0, tau_max: 0.0, one_way: false }; nf],
             sig_end: v(net.signals.len()),
             presc_speed: [v(nn), v(nn), v(nn), v(nn)],
             presc_acc: [v(nn), v(nn), v(nn), v(nn)],
-            aug: v(rmax * (n + rmax)),
-            lmap: v(rmax * n),
             dep_scratch: v(nn),
             dep_tau: v(n.max(nf)),
             dependent_input: v(nf),
@@ -163,6 +163,7 @@ impl Work {
             lam_end: v(rmax),
             cached: Cached::NONE,
             qp: QpWork::new(nf, nn),
+            compile: CompileWork::new(n, rmax),
             newton_inv: v(4 * n * n),
             newton_tmp: v(4 * n * n + 2 * n),
             newton_piv: vec![0; 2 * n],
@@ -289,6 +290,46 @@ impl QpWork {
             extra: v(nn),
             new_modes: vec![FrictionMode::Free; nf],
             candidate: vec![false; nf],
+        }
+    }
+}
+
+/// The matrices of a mode compilation (`r` active rows of `rmax` at the most, `n` coordinates):
+/// the constraint matrix and its products, the row-echelon form, the constraint-force map.
+#[derive(Debug, Clone)]
+pub(super) struct CompileWork {
+    pub(super) ggt: Vec<f64>,
+    pub(super) ggt_weighted: Vec<f64>,
+    pub(super) piv_weighted: Vec<usize>,
+    pub(super) g_rows: Vec<f64>,
+    /// `G` transposed (`n x r`) during a mode compilation.
+    pub(super) g_cols: Vec<f64>,
+    /// The weighted constraint-torque map's right-hand sides (`r x n`) during a mode
+    /// compilation.
+    pub(super) weighted_rhs: Vec<f64>,
+    /// `Mr^-1 N^T` (`m x n`, `m <= n`) during a mode compilation.
+    pub(super) mr_inv_nt: Vec<f64>,
+    /// Augmented matrix for the mode compilation `[G | I]`.
+    pub(super) aug: Vec<f64>,
+    /// The compiled mode's constraint-force map `L` (`r x n`, `lambda = L (M a - f)`), stored
+    /// by columns (`n x r`), from which the compilation derives the slot's `tmap`.
+    pub(super) lmap: Vec<f64>,
+}
+
+impl CompileWork {
+    /// Buffers for `n` coordinates and at most `rmax` active rows.
+    fn new(n: usize, rmax: usize) -> Self {
+        let v = |k: usize| vec![0.0; k];
+        CompileWork {
+            g_rows: v(rmax * n),
+            g_cols: v(rmax * n),
+            ggt: v(rmax * rmax),
+            ggt_weighted: v(rmax * rmax),
+            piv_weighted: vec![0; rmax + 1],
+            weighted_rhs: v(rmax * n),
+            mr_inv_nt: v(n * n),
+            aug: v(rmax * (n + rmax)),
+            lmap: v(rmax * n),
         }
     }
 }
