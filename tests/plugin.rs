@@ -281,3 +281,53 @@ fn a_spawned_automatic_shifts_like_the_core_one_and_reports_its_shifts() {
     // The garage shift into 1st and the 1-2 upshift, with their figures.
     assert!(reports.iter().any(|r| r.from == 1 && r.to == 2 && r.duration > 0.0), "{reports:?}");
 }
+
+/// At a game's 60 Hz the plugin steps a vehicle exactly as the core `Vehicle` does, shifts
+/// (sub-stepped at 1 ms inside the frame) included: the 350Z through 1-2 and 2-3, the 8HP sedan
+/// through its first upshifts.
+#[test]
+fn at_60_hz_the_plugin_shifts_like_the_core_vehicle_bit_for_bit() {
+    use driveline::core::automatic::Selector;
+    use driveline::core::vehicle::{Road, Vehicle};
+    let frame = Duration::from_nanos(16_666_667);
+    let dt = frame.as_secs_f64();
+    for file in ["nissan_350z.ron", "sedan_8hp.ron"] {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/vehicles").join(file);
+        let mut core = Vehicle::load(&path).unwrap();
+        let mut app = create_app();
+        let root = spawn_vehicle(app.world_mut(), core.spec().clone(), Road::Body).unwrap();
+        let automatic = core.tcu().is_some();
+        let mut input = driveline::core::DriverInput { selector: Selector::Drive, ..Default::default() };
+        let mut gears = Vec::new();
+        for k in 0..600 {
+            let t = k as f64 * dt;
+            if automatic {
+                input.throttle = if t < 0.5 { 0.0 } else { 1.0 };
+            } else {
+                // First, away, then second at 4 s and third at 7 s, the clutch down for each.
+                let (gear, at) = if t < 4.0 {
+                    (1, 0.0)
+                } else if t < 7.0 {
+                    (2, 4.0)
+                } else {
+                    (3, 7.0)
+                };
+                let since = t - at;
+                input.gear = gear;
+                let (down, up) = if gear == 1 { (1.2, 1.2) } else { (0.5, 0.4) };
+                input.clutch = if since < down { 1.0 } else { (1.0 - (since - down) / up).max(0.0) };
+                input.throttle = if since < down { 0.0 } else { 0.4 };
+            }
+            core.step(&input, dt).unwrap();
+            app.world_mut().get_mut::<VehicleInput>(root).unwrap().0 = input;
+            fixed_step(&mut app, frame);
+            let (ecs, c) = (app.world().get::<VehicleTelemetry>(root).unwrap().0, core.telemetry());
+            assert_eq!(ecs.speed.to_bits(), c.speed.to_bits(), "{file} at {t} s");
+            assert_eq!(ecs.engine_rpm.to_bits(), c.engine_rpm.to_bits(), "{file} at {t} s");
+            if gears.last() != Some(&c.engaged_gear) {
+                gears.push(c.engaged_gear);
+            }
+        }
+        assert!(gears.contains(&3), "{file}: gears {gears:?}");
+    }
+}

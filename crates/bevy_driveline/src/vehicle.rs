@@ -111,15 +111,11 @@ pub(crate) fn step_vehicles(
             return;
         }
         let control = vc.control.as_mut().expect("created above");
-        let pending = match control.before_step(sim, &input.0, dt) {
-            Ok(p) => p,
-            Err(e) => return fail(root, e),
-        };
-        // A refused step leaves the state where it was; the controllers still see its end.
-        if let Err(e) = sim.step(dt) {
+        // The same step as the core `Vehicle`'s (shifts sub-stepped at game steps); a refused
+        // step leaves the state where it was, and the controllers still see its end.
+        if let Err(e) = control.step(sim, &input.0, dt) {
             fail(root, e);
         }
-        control.after_step(sim, pending, dt);
         tele.0 = *control.telemetry();
     });
     crate::flush_failures(&mut failures, &mut failed);

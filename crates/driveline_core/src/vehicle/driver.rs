@@ -150,6 +150,8 @@ pub struct Driver {
     top: i32,
     idle_rpm: f64,
     redline: f64,
+    /// Forward gear ratios, first first (manual and sequential boxes).
+    ratios: Vec<f64>,
     last_shift: f64,
     pulse: bool,
 }
@@ -168,6 +170,7 @@ impl Driver {
             top,
             idle_rpm: spec.engine.idle_rpm,
             redline: spec.engine.rev_limiter.rpm,
+            ratios: spec.gearbox.as_ref().map_or_else(Vec::new, |g| g.ratios.clone()),
             last_shift: f64::NEG_INFINITY,
             pulse: false,
         }
@@ -241,14 +244,17 @@ impl Driver {
                         self.phase = Phase::Driving;
                     }
                 }
-                let settled = t - self.last_shift > 1.0;
+                // A driver shifts again with the clutch fully up, and not within a second of the
+                // last shift: a decision taken while letting the clutch out would read the engine
+                // speed of a slipping clutch.
+                let settled = self.phase == Phase::Driving && t - self.last_shift > 1.0;
                 if !want_move && tel.speed < 2.5 || (rpm < 0.95 * self.idle_rpm && self.gear == 1) {
                     self.phase = Phase::Stopped;
                     input.clutch = 1.0;
                 } else if settled && rpm > up_rpm && self.gear < self.top {
                     self.gear += 1;
                     self.start_shift(t, input);
-                } else if settled && rpm < p.downshift_rpm && self.gear > 1 {
+                } else if settled && rpm < p.downshift_rpm && self.gear > 1 && self.rpm_in(rpm, -1) < up_rpm {
                     self.gear -= 1;
                     self.start_shift(t, input);
                 }
@@ -288,6 +294,18 @@ impl Driver {
             }
         } else {
             input.gear = self.gear;
+        }
+    }
+
+    /// The engine speed, rpm, that `rpm` in the present gear becomes `step` gears up (down for a
+    /// negative `step`): a driver does not shift into a gear that would call for the opposite
+    /// shift at once (a truck at full throttle short of the power to pull the next gear would
+    /// hunt between the two).
+    fn rpm_in(&self, rpm: f64, step: i32) -> f64 {
+        let ratio = |g: i32| if g >= 1 { self.ratios.get(g as usize - 1).copied() } else { None };
+        match (ratio(self.gear), ratio(self.gear + step)) {
+            (Some(from), Some(to)) if from != 0.0 => rpm * to / from,
+            _ => rpm,
         }
     }
 

@@ -135,6 +135,11 @@ impl Sleeve {
         self.rest.filter(|&(t, z, v, _)| t == target && z == self.z && v == self.v).map(|r| r.3)
     }
 
+    /// At rest in neutral, or settled in gear: the sleeve does not move while its target stays.
+    pub fn is_still(&self) -> bool {
+        (self.z == 0.0 && self.v == 0.0) || self.rest.is_some()
+    }
+
     /// Side held at its tips right now, if any.
     pub fn blocked_side(&self) -> Option<usize> {
         self.blocked.iter().position(|&b| b)

@@ -14,6 +14,8 @@ pub(crate) struct ManualIds {
     pub clutch_force: InputId,
     pub dog_in: Vec<InputId>,
     pub synchro_in: Vec<Option<InputId>>,
+    /// Each gear's synchroniser cone element, if the box has synchros.
+    pub synchros: Vec<Option<usize>>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -37,6 +39,9 @@ pub(crate) struct Manual {
     pub temperature: f64,
     last_clutch_power: f64,
     engagement: Vec<f64>,
+    /// Energy each gear's synchroniser has dissipated, J, and its power at the last step end, W.
+    pub synchro_energy: Vec<f64>,
+    last_synchro_power: Vec<f64>,
 }
 
 /// What the gear selection hands to the engine controller.
@@ -58,6 +63,7 @@ impl Manual {
                 .iter()
                 .map(|g| g.synchro.as_ref().map(|s| id(sim, &format!("{s}.force"))))
                 .collect(),
+            synchros: layout.gears.iter().map(|g| g.synchro.as_ref().map(|s| find(s))).collect(),
         };
         Self {
             ids,
@@ -71,6 +77,8 @@ impl Manual {
             temperature: cl.thermal.ambient,
             last_clutch_power: 0.0,
             engagement: vec![0.0; layout.gears.len()],
+            synchro_energy: vec![0.0; layout.gears.len()],
+            last_synchro_power: vec![0.0; layout.gears.len()],
         }
     }
 
@@ -85,6 +93,16 @@ impl Manual {
     /// Gear whose dogs are fully in, 0 if none.
     pub fn engaged_gear(&self, layout: &Layout) -> i32 {
         self.engagement.iter().position(|&e| e >= 1.0).map_or(0, |k| layout.gears[k].gear)
+    }
+
+    /// A shift is asked for by `inp`, in progress, or a sleeve still moves: the linkage is
+    /// working.
+    pub fn shifting(&self, gb: Option<&GearboxSpec>, inp: &DriverInput) -> bool {
+        let asked = match gb.map(|g| g.kind) {
+            Some(GearboxKind::Sequential) => (inp.shift_up && !self.last_up) || (inp.shift_down && !self.last_down),
+            _ => inp.gear != self.selected,
+        };
+        asked || self.shift.is_some() || self.sleeves.iter().any(|s| !s.is_still())
     }
 
     /// Control: the gear asked for, the shift it starts, and the engine torque requests
@@ -279,8 +297,17 @@ impl Manual {
         clamp
     }
 
-    /// Clutch heat after the step: `C dT/dt = P - h (T - T_a)`, implicit in the cooling term.
+    /// Clutch heat after the step: `C dT/dt = P - h (T - T_a)`, implicit in the cooling term;
+    /// the synchronisers' dissipated energy (trapezoidal in their power).
     pub fn after_step(&mut self, cl: &ClutchSpec, sim: &Simulation, dt: f64) {
+        for ((e, last), el) in self.synchro_energy.iter_mut().zip(&mut self.last_synchro_power).zip(&self.ids.synchros)
+        {
+            if let Some(el) = *el {
+                let p = sim.element_dissipation(el);
+                *e += 0.5 * (p + *last) * dt;
+                *last = p;
+            }
+        }
         let th = &cl.thermal;
         let p1 = sim.element_dissipation(self.ids.clutch);
         let p = 0.5 * (p1 + self.last_clutch_power);

@@ -164,6 +164,11 @@ pub enum VehicleEventKind {
     InputRejected,
 }
 
+/// The longest step a vehicle takes while its box shifts, s: the shift linkage (or the
+/// automatic's controller and pistons) and the driveline exchange their state at this interval
+/// (see [`VehicleControl::step`]).
+pub const SHIFT_SUBSTEP: f64 = 1e-3;
+
 /// A gear as a driver reads it: `R` (`R2`, ...) for reverse, `N` for neutral, else its number.
 pub fn gear_name(gear: i32) -> String {
     match gear {
@@ -484,6 +489,11 @@ impl Vehicle {
     pub fn clutch_mode(&self) -> Option<FrictionMode> {
         self.control.clutch_mode(&self.sim)
     }
+    /// Energy the synchroniser of `gear` has dissipated since the start, J (`None` for a gear
+    /// without one, or an automatic).
+    pub fn synchro_energy(&self, gear: i32) -> Option<f64> {
+        self.control.synchro_energy(gear)
+    }
     /// The automatic's transmission controller, if the vehicle has one.
     pub fn tcu(&self) -> Option<&crate::automatic::Tcu> {
         self.control.tcu()
@@ -492,10 +502,7 @@ impl Vehicle {
     /// Advances the vehicle by `dt` seconds with the driver's `input`: controllers, the coupled
     /// solve, heat and telemetry (see the module docs for the order).
     pub fn step(&mut self, input: &DriverInput, dt: f64) -> Result<(), StepError> {
-        let pending = self.control.before_step(&mut self.sim, input, dt)?;
-        self.sim.step(dt)?;
-        self.control.after_step(&self.sim, pending, dt);
-        Ok(())
+        self.control.step(&mut self.sim, input, dt)
     }
 }
 
@@ -651,18 +658,64 @@ impl VehicleControl {
         [front, front, rear, rear]
     }
 
+    /// One step of `dt` seconds of the vehicle in `sim`: input, control and actuation, the
+    /// coupled solve, heat, fuel and telemetry. [`Vehicle::step`] and the Bevy plugin both take
+    /// their steps here.
+    ///
+    /// While a box shifts (a manual or sequential box: a gear is asked for, a shift is in
+    /// progress, or a sleeve still moves; an automatic: its controller's shift is in progress),
+    /// a step longer than [`SHIFT_SUBSTEP`] is taken as equal sub-steps of at most that length,
+    /// each with the whole chain of control, actuation and the coupled solve. The shift linkage,
+    /// which sees the driveline at a sub-step's start, and the driveline, which feels the
+    /// synchroniser cone and the dogs the linkage sets, then exchange their state every
+    /// millisecond as in a 1 kHz run, whatever the caller's step; so do the transmission
+    /// controller's phases and the clutch pistons of an automatic. Outside shifts a step is one
+    /// solve. The driver's input holds over the whole step.
+    ///
+    /// A refused solve leaves the simulation where it was; the controllers still see its end,
+    /// and the error is returned.
+    pub fn step(&mut self, sim: &mut Simulation, input: &DriverInput, dt: f64) -> Result<(), StepError> {
+        let n = self.substeps(input, dt);
+        self.events.clear();
+        let t0 = sim.time();
+        for k in 1..=n {
+            let end = if k == n { t0 + dt } else { t0 + dt * (k as f64 / n as f64) };
+            let h = if n == 1 { dt } else { end - sim.time() };
+            let pending = self.before_substep(sim, input, h)?;
+            let solved = sim.step(h);
+            self.after_step(sim, pending, h);
+            solved?;
+        }
+        Ok(())
+    }
+
+    /// How many sub-steps a step of `dt` takes (see [`VehicleControl::step`]).
+    fn substeps(&self, input: &DriverInput, dt: f64) -> usize {
+        let shifting = match &self.trans {
+            Trans::Manual(m) => m.shifting(self.spec.gearbox.as_ref(), input),
+            Trans::Automatic(a) => a.tcu.target().is_some(),
+        };
+        if shifting && dt > SHIFT_SUBSTEP && dt.is_finite() { (dt / SHIFT_SUBSTEP).ceil().min(1e6) as usize } else { 1 }
+    }
+
     /// Input, control and actuation for a step of `dt` seconds: writes the simulation's inputs.
-    /// Follow it with [`Simulation::step`] and [`VehicleControl::after_step`].
+    /// Follow it with [`Simulation::step`] and [`VehicleControl::after_step`]. (This is one
+    /// solve of [`VehicleControl::step`], which also sub-steps shifts.)
     pub fn before_step(
         &mut self,
         sim: &mut Simulation,
         input: &DriverInput,
         dt: f64,
     ) -> Result<PendingStep, StepError> {
+        self.events.clear();
+        self.before_substep(sim, input, dt)
+    }
+
+    /// [`VehicleControl::before_step`] without clearing the events of the step.
+    fn before_substep(&mut self, sim: &mut Simulation, input: &DriverInput, dt: f64) -> Result<PendingStep, StepError> {
         if !(dt.is_finite() && dt > 0.0) {
             return Err(StepError::BadStep(dt));
         }
-        self.events.clear();
         let t = sim.time();
         self.now = t;
         // 1. Input.
@@ -794,6 +847,14 @@ impl VehicleControl {
             Trans::Manual(m) => m.engaged_gear(&self.layout),
             Trans::Automatic(a) => a.tcu.gear(),
         }
+    }
+
+    /// Energy the synchroniser of `gear` has dissipated since the start, J (`None` for a gear
+    /// without one, or an automatic).
+    pub fn synchro_energy(&self, gear: i32) -> Option<f64> {
+        let Trans::Manual(m) = &self.trans else { return None };
+        let k = self.layout.gears.iter().position(|g| g.gear == gear)?;
+        m.ids.synchros[k].map(|_| m.synchro_energy[k])
     }
 
     /// Mode of the driver's clutch, or of an automatic's lock-up clutch.
