@@ -9,9 +9,13 @@
 //!   saturates). The trace is read `preview` ahead, as a human driver reads the road.
 //! - **Manual gearbox**: clutch down and neutral while stopped; first gear and a clutch release
 //!   that follows the engine speed for the launch (no stall); upshift above `upshift_rpm`
-//!   (raised with the pedal), downshift below `downshift_rpm`; each shift is clutch down,
-//!   throttle off, the lever, wait for the dogs, clutch up over `clutch_release`; clutch down
-//!   again below walking pace.
+//!   (raised with the pedal), downshift below `downshift_rpm`, but not into a gear whose engine
+//!   speed would already call for the upshift back (a truck short of power would hunt); each
+//!   shift is clutch down, throttle off, the lever, wait for the dogs, clutch up over
+//!   `clutch_release`; the next shift only with the clutch up and a second after the last;
+//!   clutch down again below walking pace.
+//! - **Time**: every rate is per second and every delay in seconds, so the driver decides the
+//!   same at any step; its input holds over a step.
 //! - **Sequential gearbox**: the same choices, given as shift pulses; the box's auto-clutch does
 //!   launches and stops.
 

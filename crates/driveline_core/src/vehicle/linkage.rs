@@ -22,8 +22,25 @@
 //! - `s = z_gap + h` (full engagement): the end stop.
 //!
 //! Stops are compliant spring-dampers that only push. The sleeve is integrated with linearly
-//! implicit Euler sub-steps of at most 0.1 ms (stable for any stop stiffness), seeing the
-//! driveline speeds of the step start (a one-step lag, far below the linkage time scales).
+//! implicit Euler sub-steps of at most 0.1 ms (stable for any stop stiffness).
+//!
+//! # Coupling to the driveline
+//! The linkage and the driveline exchange their state once per vehicle step: the linkage sees
+//! the dog slips, angles and torques at the step's start, and hands the driveline the dogs'
+//! engagement and the synchroniser cones' mean axial force over the step (the blocker's impulse
+//! divided by the step). The exchange lags by one step, so its length matters: a synchroniser's
+//! cone torque acts for a whole step on the slip it saw at the start, and a loaded dog resists
+//! being pulled out with the torque of the last step. While a box shifts the vehicle therefore
+//! steps at most [`SHIFT_SUBSTEP`](super::SHIFT_SUBSTEP) (1 ms) at a time whatever the
+//! caller's step ([`VehicleControl::step`](super::VehicleControl::step)): the lag is then a
+//! millisecond, against shift phases of tens to hundreds of milliseconds, and a game at 60 or
+//! 30 Hz shifts as a 1 kHz run does. Stability: the sleeve's own sub-steps are implicit in its
+//! stiff terms, and the cone's friction torque (its direction, and its lock at zero slip) is
+//! solved in the coupled step with the other friction elements; only the cone's normal force
+//! and the dogs' engagement are exchanged explicitly. That is accurate while the exchange
+//! interval is short against the synchronisation (`J |dw| / T_cone`: hundreds of milliseconds
+//! for the shipped boxes) and the dogs' engagement ramp (the sleeve crosses the tooth height in
+//! several milliseconds), which 1 ms is.
 
 use super::spec::{DogModel, DogSpec, LinkageSpec, SynchroSpec};
 use crate::elements::wrap_pitch;
