@@ -244,3 +244,88 @@ fn bench_times_a_fleet_and_a_scenario_and_writes_its_json() {
     let bad = driveline(&["bench", "--vehicles", "0"]);
     assert_eq!(bad.status.code(), Some(2));
 }
+
+/// `drive` paced at 1 kHz from a recorded input file gives the same run, bit for bit, as the same
+/// inputs stepped without pacing; its recording replays bit for bit; the health is reported.
+#[test]
+fn drive_in_real_time_equals_the_unpaced_run_bit_for_bit() {
+    let dir = std::env::temp_dir().join(format!("driveline_drive_{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let input = dir.join("in.csv");
+    std::fs::write(&input, "time,throttle,brake,selector\n0,0,1,D\n0.3,0.5,0,D\n1.2,1.0,0,D\n2.2,0.2,0.3,D\n").unwrap();
+    let s = |p: &Path| p.to_str().unwrap().to_string();
+    let run = |extra: &[&str], record: &Path, summary: &Path| {
+        let mut args = vec!["drive", "assets/vehicles/sedan_8hp.ron", "--duration", "2.5"];
+        args.extend_from_slice(extra);
+        let (rec, sum) = (s(record), s(summary));
+        args.extend_from_slice(&["--record", &rec, "--summary-json", &sum]);
+        let out = driveline(&args);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let summary: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(summary).unwrap()).unwrap();
+        (std::fs::read_to_string(record).unwrap(), summary)
+    };
+    let inp = s(&input);
+    let (paced, ps) = run(&["--input-csv", &inp], &dir.join("a.csv"), &dir.join("a.json"));
+    let (fast, fs) = run(&["--input-csv", &inp, "--no-pacing"], &dir.join("b.csv"), &dir.join("b.json"));
+    assert_eq!(paced, fast, "the paced run differs from the unpaced one");
+    assert_eq!(ps["final"], fs["final"]);
+    assert_eq!(ps["steps"], 2500);
+    assert!(ps["final"]["speed"].as_f64().unwrap() > 1.0, "{ps}");
+    // Paced: 2.5 s of wall time for 2.5 s simulated, with the health figures.
+    let wall = ps["wall_s"].as_f64().unwrap();
+    assert!((2.4..10.0).contains(&wall), "wall {wall} s");
+    for key in ["p50_us", "p99_us", "max_us"] {
+        assert!(ps["lateness"][key].as_f64().is_some() && ps["compute"][key].as_f64().is_some(), "{ps}");
+    }
+    assert!(ps["missed_deadlines"].as_u64().is_some());
+    // The recording replays bit for bit.
+    let rec = s(&dir.join("a.csv"));
+    let (replay, rs) = run(&["--input-csv", &rec, "--no-pacing"], &dir.join("c.csv"), &dir.join("c.json"));
+    assert_eq!(replay, paced);
+    assert_eq!(rs["final"], ps["final"]);
+}
+
+/// `drive` from UDP applies well-formed input packets, drops and counts malformed ones, and
+/// refuses nonsense options with a message.
+#[test]
+fn drive_from_udp_drops_malformed_packets_and_counts_them() {
+    let port = std::net::UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let addr = format!("127.0.0.1:{port}");
+    let child = Command::new(env!("CARGO_BIN_EXE_driveline"))
+        .args(["drive", "assets/vehicles/nissan_350z.ron", "--input-udp", &addr, "--duration", "1.5"])
+        .current_dir(root())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let sender = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    // A valid packet: clutch floored, first gear, ignition on (version 1, 32 bytes).
+    let packet = |seq: u32, clutch: f32| {
+        let mut b = [0u8; 32];
+        b[0..4].copy_from_slice(b"DRVI");
+        b[4..6].copy_from_slice(&1u16.to_le_bytes());
+        b[6..8].copy_from_slice(&32u16.to_le_bytes());
+        b[8..12].copy_from_slice(&seq.to_le_bytes());
+        b[20..24].copy_from_slice(&clutch.to_le_bytes());
+        b[28] = 1;
+        b[29] = 3;
+        b[30..32].copy_from_slice(&4u16.to_le_bytes());
+        b
+    };
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    for seq in 1..=10u32 {
+        sender.send_to(&packet(seq, 1.0), &addr).unwrap();
+        sender.send_to(&packet(seq, f32::NAN), &addr).unwrap(); // non-finite: dropped
+        sender.send_to(&[0u8; 7], &addr).unwrap(); // wrong size: dropped
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(summary["udp_in"], 10, "{summary}");
+    assert_eq!(summary["udp_dropped"], 20, "{summary}");
+    assert!(summary["input_age"]["max_us"].as_f64().is_some(), "{summary}");
+    let bad = driveline(&["drive", "assets/vehicles/nissan_350z.ron", "--hz", "-1", "--input-udp", &addr]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("--hz"), "{}", String::from_utf8_lossy(&bad.stderr));
+}
