@@ -105,10 +105,12 @@ impl Histogram {
         self.max
     }
     fn json(&self) -> serde_json::Value {
+        // Whole microseconds (the buckets' resolution); the largest to the nanosecond.
+        let us = |s: f64| (s * 1e6).round();
         serde_json::json!({
-            "p50_us": self.quantile(0.5) * 1e6,
-            "p99_us": self.quantile(0.99) * 1e6,
-            "max_us": self.max * 1e6,
+            "p50_us": us(self.quantile(0.5)),
+            "p99_us": us(self.quantile(0.99)),
+            "max_us": (self.max * 1e9).round() / 1e3,
         })
     }
 }
