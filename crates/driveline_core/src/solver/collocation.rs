@@ -189,7 +189,7 @@ impl Simulation {
             // q0 = w on the free columns.
             let Work { q0, q, .. } = &mut self.ws;
             let (q0, q) = (&mut q0[..m], &mut q[..2 * m]);
-            for (q0, &c) in q0.iter_mut().zip(&self.slots[slot].free_cols[..m]) {
+            for (q0, &c) in q0.iter_mut().zip(&self.slots[slot].basis.free_cols[..m]) {
                 *q0 = self.w[c];
             }
             if !predicted {

@@ -13,27 +13,8 @@ pub(super) struct ModeSlot {
     pub(super) m: usize,
     /// Active rows: permanent rows then locked friction rows; `r` of them.
     pub(super) r: usize,
-    /// Null-space basis `n x m` (stride `n_dof`), identity on the free columns.
-    pub(super) nmat: Vec<f64>,
-    /// The non-zeros of `nmat` as `(row, column, value)`, by ascending rows, then columns. Gear
-    /// chains make `N` sparse: most dependent speeds follow one free speed, so the per-step
-    /// product `N q` runs over this list (in this order, which fixes the rounding); `N^T f`
-    /// runs over the dense rows of `nmat` for up to eight free coordinates and over `nzt`
-    /// beyond ([`ModeSlot::nt_times`]), to the same sums.
-    pub(super) nz: CapVec<(u32, u32, f64)>,
-    /// Row `k` of `N` is `nz[nz_row[k]..nz_row[k + 1]]` (`n + 1` offsets).
-    pub(super) nz_row: Vec<u32>,
-    /// The same non-zeros by columns, `(row, value)` by ascending rows within a column:
-    /// column `j` is `nzt[nzt_col[j]..nzt_col[j + 1]]`. `N^T f` sums each of its entries over
-    /// this list, in the order a pass over `nz` would add to it, and keeps it in a register.
-    pub(super) nzt: CapVec<(u32, f64)>,
-    pub(super) nzt_col: Vec<u32>,
-    /// Every row of `N` has at most one non-zero (no planetary set or differential ties a
-    /// speed to two free ones): `gather[k]` is row `k`'s `(column, value)`, `u32::MAX` for an
-    /// empty row.
-    pub(super) nz_single: bool,
-    pub(super) gather: Vec<(u32, f64)>,
-    pub(super) free_cols: Vec<usize>,
+    /// The null-space basis `N` of the active rows and its sparse forms.
+    pub(super) basis: NullSpace,
     /// Reduced inertia `Mr = N^T M N` (`m x m`) and its LU factors.
     pub(super) mr: Vec<f64>,
     pub(super) mr_lu: Vec<f64>,
@@ -98,15 +79,15 @@ impl ModeSlot {
     #[inline]
     pub(super) fn n_times(&self, q: &[f64], w: &mut [f64]) {
         // (Not `n_times_each::<1>`: its arrays of slices cost more instructions than they save.)
-        if self.nz_single {
+        if self.basis.nz_single {
             // (-0.0 + x is x for every x: the one term is the row's sum.)
-            for (w, &(j, c)) in w.iter_mut().zip(&self.gather) {
+            for (w, &(j, c)) in w.iter_mut().zip(&self.basis.gather) {
                 *w = q.get(j as usize).map_or(-0.0, |q| c * q);
             }
             return;
         }
         w.fill(-0.0);
-        for &(k, j, c) in self.nz.iter() {
+        for &(k, j, c) in self.basis.nz.iter() {
             w[k as usize] += c * q[j as usize];
         }
     }
@@ -117,10 +98,11 @@ impl ModeSlot {
     pub(super) fn n_times3(&self, q: [&[f64]; 3], w: [&mut [f64]; 3]) {
         let [q0, q1, q2] = q;
         let [w0, w1, w2] = w;
-        if self.nz_single {
+        if self.basis.nz_single {
             let m = q0.len().min(q1.len()).min(q2.len());
             let (q0, q1, q2) = (&q0[..m], &q1[..m], &q2[..m]);
-            for (((w0, w1), w2), &(j, c)) in w0.iter_mut().zip(w1.iter_mut()).zip(w2.iter_mut()).zip(&self.gather) {
+            for (((w0, w1), w2), &(j, c)) in w0.iter_mut().zip(w1.iter_mut()).zip(w2.iter_mut()).zip(&self.basis.gather)
+            {
                 let j = j as usize;
                 (*w0, *w1, *w2) = if j < m { (c * q0[j], c * q1[j], c * q2[j]) } else { (-0.0, -0.0, -0.0) };
             }
@@ -136,10 +118,10 @@ impl ModeSlot {
     #[inline]
     pub(super) fn n_times_each<const K: usize>(&self, q: [&[f64]; K], w: [&mut [f64]; K]) {
         let mut w = w;
-        if self.nz_single {
+        if self.basis.nz_single {
             // (-0.0 + x is x for every x: the one term is the row's sum.)
             let n = w[0].len();
-            for (k, &(j, c)) in self.gather[..n].iter().enumerate() {
+            for (k, &(j, c)) in self.basis.gather[..n].iter().enumerate() {
                 for (w, q) in w.iter_mut().zip(q) {
                     w[k] = q.get(j as usize).map_or(-0.0, |q| c * q);
                 }
@@ -149,7 +131,7 @@ impl ModeSlot {
         for w in w.iter_mut() {
             w.fill(-0.0);
         }
-        for &(k, j, c) in self.nz.iter() {
+        for &(k, j, c) in self.basis.nz.iter() {
             for (w, q) in w.iter_mut().zip(q) {
                 w[k as usize] += c * q[j as usize];
             }
@@ -172,7 +154,7 @@ impl ModeSlot {
             _ => {}
         }
         for (j, g) in g[..self.m].iter_mut().enumerate() {
-            let col = &self.nzt[self.nzt_col[j] as usize..self.nzt_col[j + 1] as usize];
+            let col = &self.basis.nzt[self.basis.nzt_col[j] as usize..self.basis.nzt_col[j + 1] as usize];
             *g = col.iter().fold(0.0, |acc, &(k, c)| acc + c * x[k as usize]);
         }
     }
@@ -183,9 +165,9 @@ impl ModeSlot {
     /// is the sparse sum, bit for bit.
     #[inline]
     pub(super) fn nt_times_dense<const M: usize>(&self, x: &[f64], g: &mut [f64]) {
-        let n = self.nz_row.len() - 1;
+        let n = self.basis.nz_row.len() - 1;
         let mut acc = [0.0; M];
-        for (row, &xk) in self.nmat.chunks_exact(n).zip(&x[..n]) {
+        for (row, &xk) in self.basis.nmat.chunks_exact(n).zip(&x[..n]) {
             let row = &row[..M];
             for j in 0..M {
                 acc[j] += row[j] * xk;
@@ -217,14 +199,16 @@ impl ModeSlot {
             age: 0,
             m: 0,
             r: 0,
-            nmat: vec![0.0; n * n],
-            nz: CapVec::new(n * mmax),
-            nz_row: vec![0; n + 1],
-            nzt: CapVec::new(n * mmax),
-            nzt_col: vec![0; n + 1],
-            nz_single: false,
-            gather: vec![(u32::MAX, 0.0); n],
-            free_cols: vec![0; n],
+            basis: NullSpace {
+                nmat: vec![0.0; n * n],
+                nz: CapVec::new(n * mmax),
+                nz_row: vec![0; n + 1],
+                nzt: CapVec::new(n * mmax),
+                nzt_col: vec![0; n + 1],
+                nz_single: false,
+                gather: vec![(u32::MAX, 0.0); n],
+                free_cols: vec![0; n],
+            },
             mr: vec![0.0; mmax * mmax],
             mr_lu: vec![0.0; mmax * mmax],
             mr_piv: vec![0; mmax],
@@ -350,7 +334,8 @@ impl ModeSlot {
         let (n, m) = (net.n_dof, self.m);
         for a in 0..m {
             for b in 0..m {
-                self.mr[a * m + b] = (0..n).map(|k| self.nmat[k * n + a] * net.mass[k] * self.nmat[k * n + b]).sum();
+                self.mr[a * m + b] =
+                    (0..n).map(|k| self.basis.nmat[k * n + a] * net.mass[k] * self.basis.nmat[k * n + b]).sum();
             }
         }
         self.mr_lu[..m * m].copy_from_slice(&self.mr[..m * m]);
@@ -390,31 +375,31 @@ impl ModeSlot {
     /// one non-zero, as a gather list.
     fn sparse_forms(&mut self, n: usize) {
         let m = self.m;
-        self.nz.clear();
+        self.basis.nz.clear();
         for k in 0..n {
-            self.nz_row[k] = self.nz.len() as u32;
+            self.basis.nz_row[k] = self.basis.nz.len() as u32;
             for j in 0..m {
-                let c = self.nmat[k * n + j];
+                let c = self.basis.nmat[k * n + j];
                 if c != 0.0 {
-                    self.nz.push((k as u32, j as u32, c));
+                    self.basis.nz.push((k as u32, j as u32, c));
                 }
             }
         }
-        self.nz_row[n] = self.nz.len() as u32;
+        self.basis.nz_row[n] = self.basis.nz.len() as u32;
         // The same entries by columns (rows ascending within each).
-        self.nzt.clear();
+        self.basis.nzt.clear();
         for j in 0..m {
-            self.nzt_col[j] = self.nzt.len() as u32;
-            for &(k, col, c) in self.nz.iter() {
+            self.basis.nzt_col[j] = self.basis.nzt.len() as u32;
+            for &(k, col, c) in self.basis.nz.iter() {
                 if col as usize == j {
-                    self.nzt.push((k, c));
+                    self.basis.nzt.push((k, c));
                 }
             }
         }
-        self.nzt_col[m] = self.nzt.len() as u32;
-        self.nz_single = self.nz_row.windows(2).all(|r| r[1] - r[0] <= 1);
-        for (k, g) in self.gather.iter_mut().enumerate() {
-            let row = &self.nz[self.nz_row[k] as usize..self.nz_row[k + 1] as usize];
+        self.basis.nzt_col[m] = self.basis.nzt.len() as u32;
+        self.basis.nz_single = self.basis.nz_row.windows(2).all(|r| r[1] - r[0] <= 1);
+        for (k, g) in self.basis.gather.iter_mut().enumerate() {
+            let row = &self.basis.nz[self.basis.nz_row[k] as usize..self.basis.nz_row[k + 1] as usize];
             *g = row.first().map_or((u32::MAX, 0.0), |&(_, j, c)| (j, c));
         }
     }
@@ -460,16 +445,16 @@ fn null_space(net: &Network, slot: &mut ModeSlot, ws: &mut Work) -> usize {
     let mut fc = 0;
     for c in 0..n {
         if !piv[..rank].contains(&c) {
-            slot.free_cols[fc] = c;
+            slot.basis.free_cols[fc] = c;
             fc += 1;
         }
     }
-    slot.nmat[..n * n].fill(0.0);
+    slot.basis.nmat[..n * n].fill(0.0);
     for j in 0..m {
-        let c = slot.free_cols[j];
-        slot.nmat[c * n + j] = 1.0;
+        let c = slot.basis.free_cols[j];
+        slot.basis.nmat[c * n + j] = 1.0;
         for i in 0..rank {
-            slot.nmat[piv[i] * n + j] = -e[i * cols + c];
+            slot.basis.nmat[piv[i] * n + j] = -e[i * cols + c];
         }
     }
     slot.sparse_forms(n);
@@ -536,7 +521,7 @@ fn constraint_torque_maps(net: &Network, slot: &mut ModeSlot, ws: &mut Work, ran
     // Mr^-1 N^T by rows (`Q[j][k]`), and the weighted copy's right-hand sides gathered
     // by rows and solved after the loop (each column as one solve would give it).
     let qm = &mut ws.compile.mr_inv_nt[..m * n];
-    for (k, nk) in slot.nmat[..n * n].chunks_exact(n).enumerate() {
+    for (k, nk) in slot.basis.nmat[..n * n].chunks_exact(n).enumerate() {
         for (j, &x) in nk[..m].iter().enumerate() {
             qm[j * n + k] = x;
         }
@@ -551,7 +536,7 @@ fn constraint_torque_maps(net: &Network, slot: &mut ModeSlot, ws: &mut Work, ran
         for (i, vi) in v[..n].iter_mut().enumerate() {
             // M_i (N_i . q_k), the sum as `linalg::dot` forms it.
             let mut d = -0.0;
-            for (j, &x) in slot.nmat[i * n..i * n + m].iter().enumerate() {
+            for (j, &x) in slot.basis.nmat[i * n..i * n + m].iter().enumerate() {
                 d += x * qm[j * n + k];
             }
             *vi = net.mass[i] * d;
@@ -603,7 +588,7 @@ mod tests {
                 // G N = 0: the rows have entries of order one (gear ratios up to ~4).
                 for i in 0..r {
                     for j in 0..m {
-                        let gn: f64 = (0..n).map(|k| g[i * n + k] * s.nmat[k * n + j]).sum();
+                        let gn: f64 = (0..n).map(|k| g[i * n + k] * s.basis.nmat[k * n + j]).sum();
                         assert!(gn.abs() < 1e-12, "{file} key {key}: (G N)[{i}][{j}] = {gn}");
                     }
                 }
@@ -611,16 +596,17 @@ mod tests {
                 let mass = &sim.model.net.mass;
                 for a in 0..m {
                     for b in 0..m {
-                        let mr: f64 = (0..n).map(|k| s.nmat[k * n + a] * mass[k] * s.nmat[k * n + b]).sum();
+                        let mr: f64 = (0..n).map(|k| s.basis.nmat[k * n + a] * mass[k] * s.basis.nmat[k * n + b]).sum();
                         assert_eq!(s.mr[a * m + b], mr, "{file} key {key}");
                         assert_eq!(s.mr[a * m + b], s.mr[b * m + a], "{file} key {key}");
                     }
                 }
                 // M a - f = G^T lambda for a force on every node.
                 let f: Vec<f64> = (0..n).map(|k| 1.0 + k as f64 * 0.37 - (k % 3) as f64).collect();
-                let mut g_red: Vec<f64> = (0..m).map(|j| (0..n).map(|k| s.nmat[k * n + j] * f[k]).sum()).collect();
+                let mut g_red: Vec<f64> =
+                    (0..m).map(|j| (0..n).map(|k| s.basis.nmat[k * n + j] * f[k]).sum()).collect();
                 crate::linalg::lu_solve(&s.mr_lu, m, &s.mr_piv, &mut g_red);
-                let a: Vec<f64> = (0..n).map(|k| (0..m).map(|j| s.nmat[k * n + j] * g_red[j]).sum()).collect();
+                let a: Vec<f64> = (0..n).map(|k| (0..m).map(|j| s.basis.nmat[k * n + j] * g_red[j]).sum()).collect();
                 let lam: Vec<f64> = (0..r).map(|i| (0..n).map(|k| s.tmap[k * s.rstride + i] * f[k]).sum()).collect();
                 let scale = f.iter().fold(1.0f64, |x, v| x.max(v.abs()));
                 for k in 0..n {
@@ -632,4 +618,31 @@ mod tests {
             }
         }
     }
+}
+
+/// The null-space basis `N` of a mode's active rows (`n x m`, stride `n`, identity on the free
+/// columns) and the sparse forms the per-step products run over.
+#[derive(Debug, Clone)]
+pub(super) struct NullSpace {
+    /// Null-space basis `n x m` (stride `n_dof`), identity on the free columns.
+    pub(super) nmat: Vec<f64>,
+    /// The non-zeros of `nmat` as `(row, column, value)`, by ascending rows, then columns. Gear
+    /// chains make `N` sparse: most dependent speeds follow one free speed, so the per-step
+    /// product `N q` runs over this list (in this order, which fixes the rounding); `N^T f`
+    /// runs over the dense rows of `nmat` for up to eight free coordinates and over `nzt`
+    /// beyond ([`ModeSlot::nt_times`]), to the same sums.
+    pub(super) nz: CapVec<(u32, u32, f64)>,
+    /// Row `k` of `N` is `nz[nz_row[k]..nz_row[k + 1]]` (`n + 1` offsets).
+    pub(super) nz_row: Vec<u32>,
+    /// The same non-zeros by columns, `(row, value)` by ascending rows within a column:
+    /// column `j` is `nzt[nzt_col[j]..nzt_col[j + 1]]`. `N^T f` sums each of its entries over
+    /// this list, in the order a pass over `nz` would add to it, and keeps it in a register.
+    pub(super) nzt: CapVec<(u32, f64)>,
+    pub(super) nzt_col: Vec<u32>,
+    /// Every row of `N` has at most one non-zero (no planetary set or differential ties a
+    /// speed to two free ones): `gather[k]` is row `k`'s `(column, value)`, `u32::MAX` for an
+    /// empty row.
+    pub(super) nz_single: bool,
+    pub(super) gather: Vec<(u32, f64)>,
+    pub(super) free_cols: Vec<usize>,
 }

@@ -39,7 +39,7 @@ impl Simulation {
         let m = s.m;
         s.dr[..m * m].fill(0.0);
         s.kr[..m * m].fill(0.0);
-        let row = |k: usize| &s.nz[s.nz_row[k] as usize..s.nz_row[k + 1] as usize];
+        let row = |k: usize| &s.basis.nz[s.basis.nz_row[k] as usize..s.basis.nz_row[k + 1] as usize];
         for i in 0..n {
             let ni = row(i);
             if ni.is_empty() {

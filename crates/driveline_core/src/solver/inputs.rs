@@ -182,7 +182,7 @@ impl Simulation {
         // Both stages at once: each sum still adds its terms in the order of the changes.
         let mut add = |node: usize, v0: f64, v1: f64| {
             if node < n {
-                for &(_, a, na) in &s.nz[s.nz_row[node] as usize..s.nz_row[node + 1] as usize] {
+                for &(_, a, na) in &s.basis.nz[s.basis.nz_row[node] as usize..s.basis.nz_row[node + 1] as usize] {
                     g0[a as usize] += na * v0;
                     g1[a as usize] += na * v1;
                 }

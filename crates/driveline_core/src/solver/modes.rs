@@ -22,12 +22,15 @@ impl Simulation {
         for i in 0..nf {
             let row = self.model.net.friction[i].row;
             for j in 0..m {
-                col[j] =
-                    row.entries.iter().map(|&(k, c)| if c != 0.0 && k < n { c * s.nmat[k * n + j] } else { 0.0 }).sum();
+                col[j] = row
+                    .entries
+                    .iter()
+                    .map(|&(k, c)| if c != 0.0 && k < n { c * s.basis.nmat[k * n + j] } else { 0.0 })
+                    .sum();
             }
             linalg::lu_solve(&s.mr_lu, m, &s.mr_piv, &mut col[..m]); // symmetric: row vector
             for k in 0..n {
-                self.qp.bmap[i * n + k] = (0..m).map(|j| col[j] * s.nmat[k * n + j]).sum();
+                self.qp.bmap[i * n + k] = (0..m).map(|j| col[j] * s.basis.nmat[k * n + j]).sum();
             }
         }
         for i in 0..nf {
@@ -488,14 +491,16 @@ impl Simulation {
         let q = &mut self.ws.scratch_n;
         for a in 0..m {
             q[a] = (0..n)
-                .map(|k| s.nmat[k * n + a] * self.model.net.mass[k] * if rhs { self.w[k] - wp[k] } else { self.w[k] })
+                .map(|k| {
+                    s.basis.nmat[k * n + a] * self.model.net.mass[k] * if rhs { self.w[k] - wp[k] } else { self.w[k] }
+                })
                 .sum();
         }
         if m > 0 {
             linalg::lu_solve(&s.mr_lu, m, &s.mr_piv, &mut q[..m]);
         }
         for k in 0..n {
-            self.w[k] = (0..m).map(|j| s.nmat[k * n + j] * q[j]).sum::<f64>() + if rhs { wp[k] } else { 0.0 };
+            self.w[k] = (0..m).map(|j| s.basis.nmat[k * n + j] * q[j]).sum::<f64>() + if rhs { wp[k] } else { 0.0 };
         }
     }
 

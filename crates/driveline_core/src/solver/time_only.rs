@@ -179,7 +179,7 @@ impl Simulation {
             // Mr^-1 N^T d, over N's rows.
             k.col[..m].fill(0.0);
             for &(node, c) in nodes.clone() {
-                for &(_, a, na) in &s.nz[s.nz_row[node] as usize..s.nz_row[node + 1] as usize] {
+                for &(_, a, na) in &s.basis.nz[s.basis.nz_row[node] as usize..s.basis.nz_row[node + 1] as usize] {
                     k.col[a as usize] += na * c;
                 }
             }
@@ -245,11 +245,11 @@ impl Simulation {
         let rows = Rows { map: &k.map, tau: &k.tau[..ns], ns, m, r, h };
         let out = (&mut ws.q[..2 * m], &mut ws.res[..m], &mut ws.lam_st, &mut ws.lam_end[..r]);
         match ns {
-            1 => rows.apply::<1>(&s.free_cols[..m], &self.w, out),
-            2 => rows.apply::<2>(&s.free_cols[..m], &self.w, out),
-            3 => rows.apply::<3>(&s.free_cols[..m], &self.w, out),
-            4 => rows.apply::<4>(&s.free_cols[..m], &self.w, out),
-            _ => rows.apply::<0>(&s.free_cols[..m], &self.w, out),
+            1 => rows.apply::<1>(&s.basis.free_cols[..m], &self.w, out),
+            2 => rows.apply::<2>(&s.basis.free_cols[..m], &self.w, out),
+            3 => rows.apply::<3>(&s.basis.free_cols[..m], &self.w, out),
+            4 => rows.apply::<4>(&s.basis.free_cols[..m], &self.w, out),
+            _ => rows.apply::<0>(&s.basis.free_cols[..m], &self.w, out),
         }
         let (q0, q1) = ws.q[..2 * m].split_at(m);
         let [w0, w1] = &mut ws.w_st;

@@ -42,6 +42,9 @@ pub(crate) struct Manual {
     /// Energy each gear's synchroniser has dissipated, J, and its power at the last step end, W.
     pub synchro_energy: Vec<f64>,
     last_synchro_power: Vec<f64>,
+    /// Some cone was pressed this step, or some synchroniser still dissipated at the last step
+    /// end: only then is their power integrated.
+    synchros_live: bool,
 }
 
 /// What the gear selection hands to the engine controller.
@@ -79,6 +82,7 @@ impl Manual {
             engagement: vec![0.0; layout.gears.len()],
             synchro_energy: vec![0.0; layout.gears.len()],
             last_synchro_power: vec![0.0; layout.gears.len()],
+            synchros_live: false,
         }
     }
 
@@ -248,6 +252,7 @@ impl Manual {
                 self.engagement[k] = o.engagement[side];
                 let _ = sim.set_input_id(self.ids.dog_in[k], o.engagement[side]);
                 if let Some(id) = self.ids.synchro_in[k] {
+                    self.synchros_live |= o.cone_force[side] != 0.0;
                     let _ = sim.set_input_id(id, o.cone_force[side]);
                 }
             }
@@ -300,13 +305,18 @@ impl Manual {
     /// Clutch heat after the step: `C dT/dt = P - h (T - T_a)`, implicit in the cooling term;
     /// the synchronisers' dissipated energy (trapezoidal in their power).
     pub fn after_step(&mut self, cl: &ClutchSpec, sim: &Simulation, dt: f64) {
-        for ((e, last), el) in self.synchro_energy.iter_mut().zip(&mut self.last_synchro_power).zip(&self.ids.synchros)
-        {
-            if let Some(el) = *el {
-                let p = sim.element_dissipation(el);
-                *e += 0.5 * (p + *last) * dt;
-                *last = p;
+        if self.synchros_live {
+            let mut live = false;
+            let synchros = self.ids.synchros.iter();
+            for ((e, last), el) in self.synchro_energy.iter_mut().zip(&mut self.last_synchro_power).zip(synchros) {
+                if let Some(el) = *el {
+                    let p = sim.element_dissipation(el);
+                    *e += 0.5 * (p + *last) * dt;
+                    *last = p;
+                    live |= p != 0.0;
+                }
             }
+            self.synchros_live = live;
         }
         let th = &cl.thermal;
         let p1 = sim.element_dissipation(self.ids.clutch);

@@ -691,11 +691,14 @@ impl VehicleControl {
 
     /// How many sub-steps a step of `dt` takes (see [`VehicleControl::step`]).
     fn substeps(&self, input: &DriverInput, dt: f64) -> usize {
+        if !(dt > SHIFT_SUBSTEP && dt.is_finite()) {
+            return 1;
+        }
         let shifting = match &self.trans {
             Trans::Manual(m) => m.shifting(self.spec.gearbox.as_ref(), input),
             Trans::Automatic(a) => a.tcu.target().is_some(),
         };
-        if shifting && dt > SHIFT_SUBSTEP && dt.is_finite() { (dt / SHIFT_SUBSTEP).ceil().min(1e6) as usize } else { 1 }
+        if shifting { (dt / SHIFT_SUBSTEP).ceil().min(1e6) as usize } else { 1 }
     }
 
     /// Input, control and actuation for a step of `dt` seconds: writes the simulation's inputs.
