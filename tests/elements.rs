@@ -41,7 +41,7 @@ fn elastic_clutch_slides_at_its_limit_then_sticks_inside_it() {
     // Momentum: 100 kg m^2/s shared by 5 kg m^2 -> mean speed 20 rad/s.
     let p = speed(&sim, "J1") + 4.0 * speed(&sim, "J2");
     assert!((p - 100.0).abs() < 1e-9, "momentum {p}");
-    let e = sim.energy();
+    let e = sim.energy().expect("the energy ledger is on");
     assert!(e.residual().abs() < 1e-9 * e.scale(), "ledger residual {}", e.residual());
 }
 
@@ -102,7 +102,7 @@ fn kinematic_clutch_follows_its_prescribed_ramps() {
         }
     }
     assert_eq!(events, vec![(0.1, 2, -1), (0.6, -1, 0), (1.0, 0, 2)]);
-    let e = sim.energy();
+    let e = sim.energy().expect("the energy ledger is on");
     assert!(e.residual().abs() < 1e-9 * e.scale(), "ledger residual {}", e.residual());
 }
 
@@ -119,7 +119,7 @@ fn speed_source_prescribes_the_motion_exactly() {
         assert!((w - w_ref).abs() < 1e-12, "t {t}: {w} vs {w_ref}");
         assert!((phi - phi_ref).abs() < 1e-9, "t {t}: {phi} vs {phi_ref}");
     }
-    let e = sim.energy();
+    let e = sim.energy().expect("the energy ledger is on");
     assert!(e.residual().abs() < 1e-9 * e.scale(), "ledger residual {} of {}", e.residual(), e.scale());
 }
 
@@ -223,7 +223,7 @@ fn position_source_prescribes_angle_and_speed() {
         assert!((speed - 0.5 * w * (w * t).cos()).abs() < 1e-12, "t {t}");
         assert!((phi - 0.5 * (w * t).sin()).abs() < 1e-9, "t {t}: {phi}");
     }
-    let e = sim.energy();
+    let e = sim.energy().expect("the energy ledger is on");
     assert!(e.residual().abs() < 1e-9 * e.scale(), "ledger residual {}", e.residual());
 }
 
@@ -316,7 +316,7 @@ fn converter_at_stall_settles_where_the_k_factor_says() {
     let tc = element(&sim, "tc");
     assert!((sim.element_torque(tc) - 400.0).abs() < 1e-6, "turbine torque {}", sim.element_torque(tc));
     // All 200 N m of input power is heat in the oil.
-    let e = sim.energy();
+    let e = sim.energy().expect("the energy ledger is on");
     assert!(e.residual().abs() < 1e-9 * e.scale(), "ledger residual {}", e.residual());
 }
 
@@ -342,7 +342,7 @@ fn lock_up_clutch_locks_pump_and_turbine_exactly() {
     assert!(stuck[0].time > 4.0 && stuck[0].time < 5.0, "{}", stuck[0].time);
     let slip = speed(&sim, "turbine") - speed(&sim, "pump");
     assert!(slip.abs() < 1e-9, "locked slip {slip}");
-    let e = sim.energy();
+    let e = sim.energy().expect("the energy ledger is on");
     assert!(e.residual().abs() < 1e-9 * e.scale(), "ledger residual {}", e.residual());
 }
 

@@ -61,7 +61,7 @@ fn energy_ledger_closes() {
         for k in 1..=steps {
             sim.step(k as f64 * dt - sim.time()).unwrap();
         }
-        let e = sim.energy();
+        let e = sim.energy().expect("the energy ledger is on");
         // Gauss collocation integrates the power balance exactly; what remains is rounding
         // accumulated over thousands of steps (and the Newton tolerance for nonlinear loads).
         let rel = e.residual().abs() / e.scale();
@@ -203,7 +203,7 @@ fn scripted_drive(ledger: bool, mut each: impl FnMut(&driveline::core::Vehicle, 
 #[test]
 fn vehicle_energy_ledger_closes() {
     let v = scripted_drive(true, |_, _| {});
-    let e = v.simulation().energy();
+    let e = v.simulation().energy().expect("the energy ledger is on");
     let rel = e.residual().abs() / e.scale();
     println!("vehicle: residual {:e} J of {:e} J ({rel:e}), dissipated {} J", e.residual(), e.scale(), e.dissipated);
     // Engine map, tyres and speed-dependent friction iterate Newton to 1e-10 (the ledger books
@@ -229,7 +229,7 @@ fn a_ledger_turned_on_mid_drive_closes_from_then_on() {
         input.throttle = if t < 1.2 { 0.0 } else { 0.4 };
         v.step(&input, 1e-3).unwrap();
     }
-    let e = v.simulation().energy();
+    let e = v.simulation().energy().expect("the energy ledger is on");
     let rel = e.residual().abs() / e.scale();
     // As over a whole drive (`vehicle_energy_ledger_closes`): the Newton tolerance and rounding.
     assert!(rel < 1e-9, "residual {} J of {} J", e.residual(), e.scale());
@@ -301,7 +301,7 @@ fn scripted_automatic_drive(
 fn automatic_vehicle_keeps_the_contracts() {
     // Energy: converter, lock-up, five shift elements, park pawl and tyres all booked.
     let v = scripted_automatic_drive(true, |_, _| {});
-    let e = v.simulation().energy();
+    let e = v.simulation().energy().expect("the energy ledger is on");
     let rel = e.residual().abs() / e.scale();
     println!("automatic: residual {:e} J of {:e} J ({rel:e}), dissipated {} J", e.residual(), e.scale(), e.dissipated);
     assert!(rel < 1e-9, "residual {} J of {} J", e.residual(), e.scale());

@@ -28,10 +28,10 @@ enum Command {
         /// Scenario file (RON).
         scenario: PathBuf,
         /// Fixed step, s.
-        #[arg(long, default_value_t = 1e-3)]
+        #[arg(long, allow_negative_numbers = true, default_value_t = 1e-3)]
         dt: f64,
         /// End time, s (default: the scenario's t_end).
-        #[arg(long)]
+        #[arg(long, allow_negative_numbers = true)]
         t_end: Option<f64>,
         /// CSV output file.
         #[arg(long)]
@@ -54,13 +54,13 @@ enum Command {
         #[arg(long)]
         cycle: String,
         /// Fixed step, s.
-        #[arg(long, default_value_t = 1e-3)]
+        #[arg(long, allow_negative_numbers = true, default_value_t = 1e-3)]
         dt: f64,
         /// Telemetry CSV (every signal).
         #[arg(long)]
         out: Option<PathBuf>,
         /// Telemetry rows per simulated second.
-        #[arg(long, default_value_t = 100.0)]
+        #[arg(long, allow_negative_numbers = true, default_value_t = 100.0)]
         rate: f64,
         /// Plot of speed against the trace, engine speed, gear and clutch (.svg or .png).
         #[arg(long)]
@@ -74,7 +74,7 @@ enum Command {
         #[arg(long)]
         udp: Option<std::net::SocketAddr>,
         /// UDP packets per simulated second.
-        #[arg(long, default_value_t = 60.0)]
+        #[arg(long, allow_negative_numbers = true, default_value_t = 60.0)]
         udp_rate: f64,
     },
     /// Benchmark: N vehicles in one headless Bevy App following a cycle, stepped in parallel;
@@ -87,10 +87,10 @@ enum Command {
         #[arg(long, default_value_t = 100)]
         vehicles: usize,
         /// Simulated seconds.
-        #[arg(long, default_value_t = 10.0)]
+        #[arg(long, allow_negative_numbers = true, default_value_t = 10.0)]
         seconds: f64,
         /// Fixed step, s.
-        #[arg(long, default_value_t = 1e-3)]
+        #[arg(long, allow_negative_numbers = true, default_value_t = 1e-3)]
         dt: f64,
         /// Worker threads (0: one per core).
         #[arg(long, default_value_t = 0)]

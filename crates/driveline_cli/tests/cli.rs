@@ -329,3 +329,17 @@ fn drive_from_udp_drops_malformed_packets_and_counts_them() {
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("--hz"), "{}", String::from_utf8_lossy(&bad.stderr));
 }
+
+/// A negative number reaches the command's own validation (not taken for a flag).
+#[test]
+fn negative_numbers_reach_the_validation() {
+    for args in [
+        &["simulate", "assets/scenarios/msl/First.ron", "--dt", "-1"][..],
+        &["run", "assets/vehicles/nissan_350z.ron", "--cycle", "udds", "--dt", "-0.001"][..],
+    ] {
+        let out = driveline(args);
+        let msg = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {msg}");
+        assert!(msg.contains("dt") && !msg.contains("unexpected argument"), "{args:?}: {msg}");
+    }
+}

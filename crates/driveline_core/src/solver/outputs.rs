@@ -61,10 +61,11 @@ impl Simulation {
         self.params.track_energy = on;
     }
 
-    /// Energy ledger (requires `track_energy`).
-    pub fn energy(&self) -> EnergyLedger {
+    /// The energy ledger, or `None` while it is not tracked
+    /// ([`IntegrationParameters::track_energy`], [`Simulation::set_track_energy`]).
+    pub fn energy(&self) -> Option<EnergyLedger> {
         // The kinetic energy is a function of the speeds alone: computed when asked.
-        EnergyLedger { kinetic: self.kinetic_energy(), ..self.energy }
+        self.params.track_energy.then(|| EnergyLedger { kinetic: self.kinetic_energy(), ..self.energy })
     }
 
     /// Element torque at the last step end (MSL `tau` / `flange_b.tau` convention), N m.

@@ -41,6 +41,12 @@ pub struct IntegrationParameters {
     /// converges to: every choice gives the same motion to the Newton tolerance, at different
     /// iteration counts (see [`NewtonStart`]).
     pub newton_start: NewtonStart,
+    /// The longest step taken in one piece, s (default 0.05): a longer step is split into equal
+    /// sub-steps of at most this length (a step more than a million times longer is refused,
+    /// [`StepError::TooLong`](super::StepError::TooLong)). The Gauss step is A-stable at any
+    /// length; the bound keeps event location and the Newton start within the motion's time
+    /// scales, as a game's hitch of a whole second would not.
+    pub max_step: f64,
 }
 
 /// The first guess of the stage velocities of a nonlinear mode's sub-step that continues the
@@ -99,6 +105,7 @@ impl Default for IntegrationParameters {
             mode_cache_slots: 32,
             track_energy: true,
             newton_start: NewtonStart::Forces,
+            max_step: 0.05,
         }
     }
 }

@@ -118,6 +118,24 @@ pub enum StepError {
     /// The step size is not a positive finite number.
     #[error("step size {0} s is not a positive finite number")]
     BadStep(f64),
+    /// The step is too short to advance the clock from time `t`, s (`t + dt == t`).
+    #[error("step size {dt} s is too short to advance the time from t = {t} s")]
+    TooShort {
+        /// The step, s.
+        dt: f64,
+        /// The time, s.
+        t: f64,
+    },
+    /// The step is more than a million times
+    /// [`IntegrationParameters::max_step`](crate::IntegrationParameters::max_step): refused
+    /// rather than split.
+    #[error("step size {dt} s is longer than a million times the longest piece ({max_step} s)")]
+    TooLong {
+        /// The step, s.
+        dt: f64,
+        /// The longest piece, s.
+        max_step: f64,
+    },
     /// The step produced a non-finite state (for example from a NaN signal value); the state
     /// was restored to the step start at this time, s.
     #[error("the step from t = {0} s produced a non-finite state; the state was restored to that time")]

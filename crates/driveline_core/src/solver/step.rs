@@ -10,8 +10,33 @@ impl Simulation {
         if !(dt.is_finite() && dt > 0.0) {
             return Err(StepError::BadStep(dt));
         }
+        if self.t + dt == self.t {
+            return Err(StepError::TooShort { dt, t: self.t });
+        }
         self.events.clear();
         self.stats.steps += 1;
+        let max_step = self.params.max_step;
+        // (A max_step that is not a positive number, NaN included, never splits.)
+        if dt <= max_step || max_step.is_nan() || max_step <= 0.0 {
+            return self.step_piece(dt);
+        }
+        // A long step in equal pieces of at most `max_step` (to rounding: a step of a whole
+        // number of pieces, whose quotient rounds up, is not cut into one more).
+        let n = (dt / max_step * (1.0 - 1e-12)).ceil();
+        if n > 1e6 {
+            return Err(StepError::TooLong { dt, max_step });
+        }
+        let t0 = self.t;
+        let n = n as usize;
+        for k in 1..=n {
+            let end = if k == n { t0 + dt } else { t0 + dt * (k as f64 / n as f64) };
+            self.step_piece(end - self.t)?;
+        }
+        Ok(())
+    }
+
+    /// One step of `dt` (at most `max_step`) that keeps the events recorded so far.
+    fn step_piece(&mut self, dt: f64) -> Result<(), StepError> {
         let t_end = self.t + dt;
         // A step that is one event-free sub-step of the time-only kernel (a mode whose forces
         // depend on time alone): the kernel never commits a non-finite state, so nothing needs

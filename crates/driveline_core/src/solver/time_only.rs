@@ -503,7 +503,8 @@ mod tests {
                 // Located to the event tolerance (1e-12 s by default) either way.
                 assert!((a.2 - b.2).abs() < 1e-10, "{file}: {a:?} {b:?}");
             }
-            let (ef, es) = (fast.energy(), slow.energy());
+            let (ef, es) =
+                (fast.energy().expect("the energy ledger is on"), slow.energy().expect("the energy ledger is on"));
             assert!((ef.input - es.input).abs() <= 1e-9 * es.scale(), "{file}: {ef:?} {es:?}");
             assert!(ef.residual().abs() <= 1e-9 * ef.scale(), "{file}: {ef:?}");
         }
