@@ -63,3 +63,60 @@ fn the_energy_ledger_says_when_it_is_off() {
     // A vehicle steps without the ledger unless asked.
     assert!(car.simulation().energy().is_none());
 }
+
+/// Builds and steps a network from scenario text; returns whether every step succeeded. Any
+/// outcome but a panic is accepted: a refused build, a step error with the state restored.
+fn steps_without_panic(text: &str) -> bool {
+    let Ok(sc) = driveline::core::Scenario::parse(text, "t") else { return false };
+    let Ok(net) = sc.build(text, "t") else { return false };
+    let mut sim = driveline::core::Simulation::new(net);
+    (0..200).all(|_| sim.step(1e-3).is_ok())
+}
+
+/// Regressions of the fuzzing findings: a singular mode (an absurdly stiff spring, an absurd
+/// gear ratio) used to leave stale pivots that a solve indexed out of range.
+#[test]
+fn absurd_stiffness_or_ratio_never_panics() {
+    let two = |coupling: &str| {
+        format!(
+            r#"Scenario(name: "t", t_end: 1.0, elements: [
+                (name: "fixed", kind: Fixed()),
+                (name: "motor", kind: Torque(tau: Constant(10.0), use_support: true)),
+                (name: "a", kind: Inertia(J: 1.0, phi_start: 0.0, w_start: 0.0)),
+                (name: "c", kind: {coupling}),
+                (name: "b", kind: Inertia(J: 1.0, phi_start: 0.0, w_start: 0.0)),
+            ], connections: [("motor.flange", "a.flange_a"), ("motor.support", "fixed.flange"),
+                ("a.flange_b", "c.flange_a"), ("c.flange_b", "b.flange_a")])"#
+        )
+    };
+    steps_without_panic(&two("SpringDamper(c: 1e300, d: 1.0)"));
+    steps_without_panic(&two("IdealGear(ratio: 4294967296.0)"));
+}
+
+/// Regressions: vehicle parameters at absurd values (a NaN friction limit reached the box QP's
+/// clamp; a wheelbase of 1e-300 made the load transfer infinite).
+#[test]
+fn absurd_vehicle_parameters_never_panic() {
+    let path = root().join("assets/vehicles/nissan_350z.ron");
+    let text = std::fs::read_to_string(&path).unwrap();
+    for (from, to) in [
+        ("rear_brake: 1500.0", "rear_brake: 1e300"),
+        ("clamp_force: 9500.0", "clamp_force: 1e30"),
+        ("wheelbase: 2.65", "wheelbase: 1e-300"),
+    ] {
+        assert!(text.contains(from), "{from}");
+        let mutated = text.replace(from, to);
+        let Ok(spec) = Vehicle::parse(&mutated, "mutated") else { continue };
+        let Ok(mut car) = Vehicle::new(spec) else { continue };
+        let mut input = driveline::core::DriverInput { clutch: 1.0, gear: 1, brake: 1.0, ..Default::default() };
+        for k in 0..3000 {
+            if k == 1500 {
+                (input.brake, input.throttle, input.clutch) = (0.0, 0.5, 0.0);
+            }
+            if car.step(&input, 1e-3).is_err() {
+                break;
+            }
+        }
+        assert!(car.telemetry().speed.is_finite(), "{to}");
+    }
+}

@@ -30,6 +30,12 @@ pub fn lu_factor(a: &mut [f64], n: usize, piv: &mut [usize]) -> Result<(), Singu
             }
         }
         if best <= tiny || !best.is_finite() {
+            // Factors a caller solves with anyway give NaN (which a step reports as a
+            // non-finite state), never a pivot out of range.
+            for (i, p) in piv[k..n].iter_mut().enumerate() {
+                *p = k + i;
+            }
+            a[..n * n].fill(f64::NAN);
             return Err(Singular);
         }
         piv[k] = p;

@@ -30,11 +30,11 @@ pub(super) fn box_qp(
                 -1 if lo[i].is_finite() => x[i] = lo[i],
                 _ => {
                     state[i] = 0;
-                    x[i] = x[i].clamp(lo[i], hi[i]);
+                    x[i] = clamp_or_nan(x[i], lo[i], hi[i]);
                 }
             }
         } else {
-            x[i] = 0.0f64.clamp(lo[i], hi[i]);
+            x[i] = clamp_or_nan(0.0, lo[i], hi[i]);
             state[i] = 0;
         }
         if lo[i] == hi[i] {
@@ -131,6 +131,13 @@ pub(super) fn box_qp(
         }
         state[wi] = 0;
     }
+}
+
+/// `x` clamped to `[lo, hi]`, or NaN for bounds that are not an interval (a NaN or an
+/// inverted limit, from non-finite inputs): the step then reports a non-finite state instead of
+/// panicking.
+fn clamp_or_nan(x: f64, lo: f64, hi: f64) -> f64 {
+    if lo <= hi { x.clamp(lo, hi) } else { f64::NAN }
 }
 
 #[cfg(test)]
