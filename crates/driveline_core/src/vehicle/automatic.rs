@@ -11,6 +11,7 @@ use crate::torque_map::TorqueMap;
 use crate::{DriverInput, FrictionMode};
 
 /// Element and input handles of the automatic.
+#[derive(Clone)]
 pub(crate) struct AutoIds {
     pub elements: Vec<usize>,
     force_in: Vec<InputId>,
@@ -22,6 +23,7 @@ pub(crate) struct AutoIds {
 }
 
 /// A planetary automatic's controller with its network handles.
+#[derive(Clone)]
 pub(crate) struct AutoControl {
     pub tcu: Tcu,
     pub ids: AutoIds,

@@ -8,6 +8,7 @@ use crate::solver::{InputId, Simulation};
 use crate::torque_map::RPM;
 
 /// Element and input handles of the manual transmission.
+#[derive(Clone)]
 pub(crate) struct ManualIds {
     pub clutch: usize,
     pub dogs: Vec<usize>,
@@ -26,6 +27,7 @@ struct Shift {
 }
 
 /// Manual or sequential gearbox with a driver's clutch.
+#[derive(Clone)]
 pub(crate) struct Manual {
     pub ids: ManualIds,
     params: SleeveParams,

@@ -294,7 +294,7 @@ pub enum VehicleError {
     #[error("{0}")]
     Gearbox(ScenarioError),
 }
-
+#[derive(Clone)]
 struct Ids {
     engine: usize,
     engine_torque: usize,
@@ -314,6 +314,7 @@ struct Ids {
 }
 
 /// The transmission's controllers.
+#[derive(Clone)]
 enum Trans {
     Manual(Box<Manual>),
     Automatic(Box<AutoControl>),
@@ -329,6 +330,7 @@ pub struct PendingStep {
 }
 
 /// A running vehicle: its simulation and its controllers.
+#[derive(Clone)]
 pub struct Vehicle {
     control: VehicleControl,
     sim: Simulation,
@@ -337,6 +339,7 @@ pub struct Vehicle {
 /// The controllers of a vehicle (driver inputs, shift controller, engine controller, linkages,
 /// heat) working on a [`Simulation`] they do not own, so that an ECS can keep the simulation
 /// where its other drivelines are. [`Vehicle`] pairs the two for plain Rust use.
+#[derive(Clone)]
 pub struct VehicleControl {
     spec: VehicleSpec,
     layout: Layout,
