@@ -282,7 +282,7 @@ enum Source {
     Csv(CsvInput),
     Udp(UdpInput),
     #[cfg(feature = "gamepad")]
-    Pad(driveline_gamepad::Gamepads, driveline_gamepad::ActionState),
+    Pad(Box<(driveline_gamepad::Gamepads, driveline_gamepad::ActionState)>),
 }
 
 /// No input: the throttle lifted, brake and clutch applied.
@@ -313,7 +313,7 @@ fn gamepad_source(o: &DriveOptions) -> Result<Source, String> {
     };
     let pads = driveline_gamepad::Gamepads::new();
     eprintln!("{}", pads.status());
-    Ok(Source::Pad(pads, driveline_gamepad::ActionState::new(bindings)))
+    Ok(Source::Pad(Box::new((pads, driveline_gamepad::ActionState::new(bindings)))))
 }
 
 #[cfg(not(feature = "gamepad"))]
@@ -414,7 +414,8 @@ pub fn drive(o: DriveOptions) -> Result<serde_json::Value, String> {
                 }
             }
             #[cfg(feature = "gamepad")]
-            Source::Pad(pads, state) => {
+            Source::Pad(pad) => {
+                let (pads, state) = &mut **pad;
                 pads.poll(state, |_| {});
                 state.driver_input()
             }
