@@ -59,18 +59,42 @@ pub const CATCH_UP: u64 = 10;
 /// How long before a deadline the loop stops sleeping and spins, s.
 const SPIN: f64 = 300e-6;
 
-/// What `driveline drive` was asked to do.
+/// What `driveline drive` was asked to do (its command-line options).
+#[derive(clap::Args)]
 pub struct DriveOptions {
+    /// Vehicle file (RON).
     pub vehicle: PathBuf,
+    /// Steps per second of wall time (and 1 / the step, s).
+    #[arg(long, allow_negative_numbers = true, default_value_t = 1000.0)]
     pub hz: f64,
+    /// Recorded input: `time,throttle,brake,clutch,parking_brake,gear,shift_up,shift_down,
+    /// selector,ignition,starter,grade` (what --record writes).
+    #[arg(long)]
     pub input_csv: Option<PathBuf>,
+    /// Live input: input packets received on this address.
+    #[arg(long)]
     pub input_udp: Option<SocketAddr>,
+    /// Gamepad bindings file (a build with the `gamepad` feature; default: Xbox layout).
+    #[arg(long)]
     pub bindings: Option<PathBuf>,
+    /// Stream telemetry over UDP to this address (packet layout in
+    /// `driveline_core::vehicle::udp`).
+    #[arg(long)]
     pub udp: Option<SocketAddr>,
+    /// UDP packets per second.
+    #[arg(long, allow_negative_numbers = true, default_value_t = 60.0)]
     pub udp_rate: f64,
+    /// Record every step's input (and a few outputs) here; --input-csv replays it bit for bit.
+    #[arg(long)]
     pub record: Option<PathBuf>,
+    /// Stop after this many seconds (default: the end of --input-csv, or Ctrl-C).
+    #[arg(long, allow_negative_numbers = true)]
     pub duration: Option<f64>,
+    /// Live input older than this, s, lifts the throttle and applies brake and clutch.
+    #[arg(long, allow_negative_numbers = true, default_value_t = 0.5)]
     pub input_timeout: f64,
+    /// Step as fast as possible instead of paced (the same result, bit for bit).
+    #[arg(long)]
     pub no_pacing: bool,
 }
 

@@ -9,7 +9,6 @@ use clap::{Parser, Subcommand};
 use driveline_core::automatic::GearboxSpec;
 use driveline_core::{CsvRecorder, Scenario, Simulation, Vehicle};
 use std::io::{BufWriter, Write};
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -117,40 +116,9 @@ enum Command {
     /// gamepad) or a recorded input CSV, streaming telemetry over UDP; the loop's health at the
     /// end (the input packet and the health figures: `driveline_cli::drive` docs, README).
     Drive {
-        /// Vehicle file (RON).
-        vehicle: PathBuf,
-        /// Steps per second of wall time (and 1 / the step, s).
-        #[arg(long, allow_negative_numbers = true, default_value_t = 1000.0)]
-        hz: f64,
-        /// Recorded input: `time,throttle,brake,clutch,parking_brake,gear,shift_up,shift_down,
-        /// selector,ignition,starter,grade` (what --record writes).
-        #[arg(long)]
-        input_csv: Option<PathBuf>,
-        /// Live input: input packets received on this address.
-        #[arg(long)]
-        input_udp: Option<SocketAddr>,
-        /// Gamepad bindings file (a build with the `gamepad` feature; default: Xbox layout).
-        #[arg(long)]
-        bindings: Option<PathBuf>,
-        /// Stream telemetry over UDP to this address (packet layout in
-        /// `driveline_core::vehicle::udp`).
-        #[arg(long)]
-        udp: Option<SocketAddr>,
-        /// UDP packets per second.
-        #[arg(long, allow_negative_numbers = true, default_value_t = 60.0)]
-        udp_rate: f64,
-        /// Record every step's input (and a few outputs) here; --input-csv replays it bit for bit.
-        #[arg(long)]
-        record: Option<PathBuf>,
-        /// Stop after this many seconds (default: the end of --input-csv, or Ctrl-C).
-        #[arg(long, allow_negative_numbers = true)]
-        duration: Option<f64>,
-        /// Live input older than this, s, lifts the throttle and applies brake and clutch.
-        #[arg(long, allow_negative_numbers = true, default_value_t = 0.5)]
-        input_timeout: f64,
-        /// Step as fast as possible instead of paced (the same result, bit for bit).
-        #[arg(long)]
-        no_pacing: bool,
+        /// What to drive and how.
+        #[command(flatten)]
+        options: drive::DriveOptions,
         /// Loop health and the final state as JSON: steps, compute and lateness (p50, p99,
         /// max, us), missed deadlines, UDP packets in, dropped and out, input age, CPU share.
         #[arg(long)]
@@ -181,51 +149,23 @@ fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         },
-        Command::Drive {
-            vehicle,
-            hz,
-            input_csv,
-            input_udp,
-            bindings,
-            udp,
-            udp_rate,
-            record,
-            duration,
-            input_timeout,
-            no_pacing,
-            summary_json,
-        } => {
-            let options = drive::DriveOptions {
-                vehicle,
-                hz,
-                input_csv,
-                input_udp,
-                bindings,
-                udp,
-                udp_rate,
-                record,
-                duration,
-                input_timeout,
-                no_pacing,
-            };
-            match drive::drive(options) {
-                Ok(summary) => {
-                    let text = serde_json::to_string_pretty(&summary).unwrap_or_default();
-                    println!("{text}");
-                    if let Some(p) = summary_json
-                        && let Err(e) = std::fs::write(&p, text)
-                    {
-                        eprintln!("{}: {e}", p.display());
-                        return ExitCode::from(2);
-                    }
-                    ExitCode::SUCCESS
+        Command::Drive { options, summary_json } => match drive::drive(options) {
+            Ok(summary) => {
+                let text = serde_json::to_string_pretty(&summary).unwrap_or_default();
+                println!("{text}");
+                if let Some(p) = summary_json
+                    && let Err(e) = std::fs::write(&p, text)
+                {
+                    eprintln!("{}: {e}", p.display());
+                    return ExitCode::from(2);
                 }
-                Err(e) => {
-                    eprintln!("{e}");
-                    ExitCode::from(2)
-                }
+                ExitCode::SUCCESS
             }
-        }
+            Err(e) => {
+                eprintln!("{e}");
+                ExitCode::from(2)
+            }
+        },
         Command::Run { vehicle, cycle, dt, out, rate, plot, summary_json, udp, udp_rate } => {
             match run::run(run::RunOptions { vehicle, cycle, dt, out, rate, plot, summary_json, udp, udp_rate }) {
                 Ok(s) => {
