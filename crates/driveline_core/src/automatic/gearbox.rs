@@ -527,8 +527,8 @@ impl GearboxSpec {
     fn check_parts(&self) -> Result<(), GearboxError> {
         let mut names = UniqueNames::default();
         self.check_sets(&mut names)?;
-        self.check_shafts(&mut names)?;
-        self.check_elements(&mut names)?;
+        let shafts = self.check_shafts(&mut names)?;
+        self.check_elements(&mut names, &shafts)?;
         self.check_gears()
     }
 
@@ -611,8 +611,8 @@ impl GearboxSpec {
     }
 
     /// The shafts (members of the sets, each listed once, inertias > 0) and the input and
-    /// output shafts.
-    fn check_shafts(&self, names: &mut UniqueNames) -> Result<(), GearboxError> {
+    /// output shafts. Returns the shafts resolved.
+    fn check_shafts(&self, names: &mut UniqueNames) -> Result<Vec<Shaft>, GearboxError> {
         let all_members: Vec<String> =
             self.sets.iter().flat_map(|s| s.kind.members().iter().map(move |m| format!("{}.{m}", s.name))).collect();
         let mut seen: Vec<&str> = Vec::new();
@@ -653,20 +653,19 @@ impl GearboxSpec {
         for (key, name) in [("input", &self.input), ("output", &self.output)] {
             self.shaft_of(&shafts, name).map_err(|m| gerr(None, Some(key), format!("`{key}`: {m}")))?;
         }
-        Ok(())
+        Ok(shafts)
     }
 
     /// The clutches and brakes: at least one, each joining two shafts, with friction, geometry
     /// and piston parameters in range.
-    fn check_elements(&self, names: &mut UniqueNames) -> Result<(), GearboxError> {
-        let shafts = self.shafts_resolved();
+    fn check_elements(&self, names: &mut UniqueNames, shafts: &[Shaft]) -> Result<(), GearboxError> {
         if self.elements.is_empty() {
             return Err(gerr(None, Some("elements"), "`elements` is empty; give the clutches and brakes".into()));
         }
         for e in &self.elements {
             names.unique(&e.name)?;
-            let a = self.shaft_of(&shafts, &e.connects.0).map_err(|m| gerr(Some(&e.name), None, m))?;
-            let b = self.shaft_of(&shafts, &e.connects.1).map_err(|m| gerr(Some(&e.name), None, m))?;
+            let a = self.shaft_of(shafts, &e.connects.0).map_err(|m| gerr(Some(&e.name), None, m))?;
+            let b = self.shaft_of(shafts, &e.connects.1).map_err(|m| gerr(Some(&e.name), None, m))?;
             if a == b {
                 return Err(gerr(
                     Some(&e.name),
