@@ -408,6 +408,22 @@ impl Signal {
         }
     }
 
+    /// This signal with every [`Signal::Input`]'s run-time value, rate and time set to zero:
+    /// two signals equal this way differ in their inputs' present values alone.
+    pub fn without_input_values(&self) -> Signal {
+        match self {
+            Signal::Input { name, .. } => Signal::Input { name: name.clone(), value: 0.0, rate: 0.0, since: 0.0 },
+            Signal::Sum(items) => Signal::Sum(items.iter().map(Signal::without_input_values).collect()),
+            Signal::Product(items) => Signal::Product(items.iter().map(Signal::without_input_values).collect()),
+            Signal::OneMinus(u) => Signal::OneMinus(Box::new(u.without_input_values())),
+            Signal::Gain(g, u) => Signal::Gain(*g, Box::new(u.without_input_values())),
+            Signal::Difference(a, b) => {
+                Signal::Difference(Box::new(a.without_input_values()), Box::new(b.without_input_values()))
+            }
+            other => other.clone(),
+        }
+    }
+
     /// Sets every [`Signal::Input`] named `name` in this tree to `value`; returns how many.
     pub fn set_input(&mut self, name: &str, value: f64) -> usize {
         match self {

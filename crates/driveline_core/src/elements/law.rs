@@ -216,6 +216,19 @@ impl Jacobian<'_> {
 }
 
 impl Law {
+    /// The nodes `(a, b)` of a law that couples two bodies elastically and carries torque by
+    /// their relative motion under the signals `sig` now: springs, dampers, backlash, an
+    /// engaged dog, an elastic clutch with a limit. `None` for the others (sources, engines,
+    /// converters, a disengaged dog).
+    pub fn elastic_tie(&self, sig: &[f64]) -> Option<(usize, usize)> {
+        match *self {
+            Law::SpringDamper { a, b, .. } | Law::Backlash { a, b, .. } => Some((a, b)),
+            Law::Dog { a, b, engaged, .. } => (sig[engaged] > 0.5).then_some((a, b)),
+            Law::ElasticClutch { a, b, limit, .. } => (sig[limit] > 0.0).then_some((a, b)),
+            _ => None,
+        }
+    }
+
     /// Elastic potential energy stored at the angles `phi`, J (springs, backlash contact, the
     /// shear spring of an elastic clutch: `T_s^2 / 2S` while sliding).
     pub fn potential(&self, phi: &[f64], state: LawState, sig: &[f64]) -> f64 {

@@ -7,6 +7,15 @@ use crate::model::ElementSpec;
 impl Network {
     /// Validates and compiles a network description.
     pub fn build(spec: &NetworkSpec) -> Result<Network, BuildError> {
+        let mut net = Self::build_uninitialised(spec)?;
+        net.initialise(&spec.elements)?;
+        Ok(net)
+    }
+
+    /// [`Network::build`] without the initial state (the start values are not read; every
+    /// free coordinate starts at zero): for a simulation that takes its state from another
+    /// one ([`crate::Simulation::update_parameters`]).
+    pub(crate) fn build_uninitialised(spec: &NetworkSpec) -> Result<Network, BuildError> {
         let specs = &spec.elements;
         let index = index_elements(specs)?;
         let mut slots = FlangeSlots::new(specs);
@@ -39,7 +48,10 @@ impl Network {
             net.nodes[k].inertia = *m;
         }
         net.check_constraints(&row_element, specs)?;
-        net.initialise(specs)?;
+        let mut phi = vec![0.0; net.nodes.len()];
+        phi[net.n_dof..].copy_from_slice(&net.ground_phi);
+        net.phi_start = phi;
+        net.w_start = vec![0.0; net.nodes.len()];
         Ok(net)
     }
 }

@@ -240,6 +240,56 @@ impl Network {
         if f.is_empty() { format!("node {k}") } else { f.join(" / ") }
     }
 
+    /// What makes `other` a different structure for the solver, if anything: the elements
+    /// (names, kinds, nodes), the constraint pattern (which nodes each permanent row joins,
+    /// which rows prescribe a motion), the laws, friction elements, kinematic clutches and
+    /// signals by count and element. `None`: the two differ in parameter values alone, and a
+    /// simulation of one can continue with the other
+    /// ([`crate::Simulation::update_parameters`]).
+    pub fn structure_difference(&self, other: &Network) -> Option<String> {
+        if self.n_dof != other.n_dof || self.nodes.len() != other.nodes.len() {
+            return Some("the number of coordinates changes".into());
+        }
+        if self.elements.len() != other.elements.len() {
+            return Some("elements are added or removed".into());
+        }
+        for (a, b) in self.elements.iter().zip(&other.elements) {
+            if a.name != b.name || a.kind != b.kind || a.nodes != b.nodes {
+                return Some(format!("element '{}' changes its name, kind or connections", a.name));
+            }
+            if a.law.is_some() != b.law.is_some() || a.friction.is_some() != b.friction.is_some() {
+                return Some(format!("element '{}' changes what it is made of", a.name));
+            }
+        }
+        let pattern = |r: &Row| r.entries.map(|(k, c)| if c == 0.0 { usize::MAX } else { k });
+        if self.rows.len() != other.rows.len()
+            || self.row_element != other.row_element
+            || self.rows.iter().zip(&other.rows).any(|(a, b)| pattern(a) != pattern(b))
+            || self.row_rhs.iter().zip(&other.row_rhs).any(|(a, b)| a.is_some() != b.is_some())
+        {
+            return Some("the rigid constraints change their pattern".into());
+        }
+        if self.laws.len() != other.laws.len()
+            || self.law_element != other.law_element
+            || self.laws.iter().zip(&other.laws).any(|(a, b)| std::mem::discriminant(a) != std::mem::discriminant(b))
+        {
+            return Some("the force laws change".into());
+        }
+        if self.friction.len() != other.friction.len()
+            || self.friction.iter().zip(&other.friction).any(|(a, b)| {
+                a.element != b.element
+                    || pattern(&a.row) != pattern(&b.row)
+                    || std::mem::discriminant(&a.law) != std::mem::discriminant(&b.law)
+            })
+        {
+            return Some("the friction elements change".into());
+        }
+        if self.kinematic.len() != other.kinematic.len() || self.signals.len() != other.signals.len() {
+            return Some("the kinematic clutches or the signals change".into());
+        }
+        None
+    }
+
     /// Dense permanent constraint matrix over the free coordinates.
     pub(crate) fn dense_rows(&self, rows: &[Row], out: &mut [f64]) {
         let n = self.n_dof;

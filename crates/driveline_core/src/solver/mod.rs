@@ -37,6 +37,7 @@
 //! | `collocation`, `predictor` | the Gauss stage solve (Newton factors, stage guess, Newton, end values) and where Newton starts |
 //! | `events` | event detection and location on the collocation polynomial |
 //! | `modes`, `box_qp` | mode selection: the coupled complementarity problem (a box QP, a pure function) and the tests that skip it |
+//! | `edit` | edits between steps: parameters updated in place, written state |
 //! | `step` | one step: sub-steps between events, the time-only kernel, the step's end |
 //! | `outputs` | element torques, speeds and modes, and the energy ledger, read after a step |
 //! | `time_only`, `lanes`, `support` | the time-only kernel; dense kernels; small helpers |
@@ -142,6 +143,7 @@ use crate::network::Network;
 mod box_qp;
 mod collocation;
 mod compile;
+mod edit;
 mod events;
 mod forces;
 mod inputs;
@@ -173,6 +175,7 @@ use signals::*;
 use support::*;
 use work::*;
 
+pub use edit::{Follow, StateAdjustment, StateWrite, StateWriteError, UpdateError};
 pub use inputs::InputId;
 pub use params::{IntegrationParameters, NewtonStart};
 pub use report::{EnergyLedger, FrictionMode, InputError, ModeEvent, StepError, StepStats};

@@ -32,7 +32,7 @@ pub mod udp;
 use crate::automatic::{ElementTelemetryArray, Selector, ShiftPhase, ShiftReport};
 use crate::network::BuildError;
 use crate::scenario::{ScenarioError, position_of};
-use crate::solver::{InputId, Simulation, StepError};
+use crate::solver::{InputId, Simulation, StateAdjustment, StateWrite, StateWriteError, StepError, UpdateError};
 use crate::torque_map::RPM;
 use crate::{FrictionMode, Network};
 use automatic::AutoControl;
@@ -502,6 +502,19 @@ impl Vehicle {
         self.control.tcu()
     }
 
+    /// See [`VehicleControl::set_road_speed`].
+    pub fn set_road_speed(&mut self, speed: f64) -> Result<Vec<StateAdjustment>, StateWriteError> {
+        self.control.set_road_speed(&mut self.sim, speed)
+    }
+
+    /// Applies new element parameters in place (see [`Simulation::update_parameters`]): the
+    /// clock, the motion and every controller's state are kept. `spec` is the vehicle's network
+    /// ([`Layout::spec`]) with other values: a final drive ratio, a clutch's `fn_max`, an
+    /// inertia. The controllers keep the description they were built with.
+    pub fn update_parameters(&mut self, spec: &crate::NetworkSpec) -> Result<(), UpdateError> {
+        self.sim.update_parameters(spec)
+    }
+
     /// Advances the vehicle by `dt` seconds with the driver's `input`: controllers, the coupled
     /// solve, heat and telemetry (see the module docs for the order).
     pub fn step(&mut self, input: &DriverInput, dt: f64) -> Result<(), StepError> {
@@ -612,6 +625,56 @@ impl VehicleControl {
                 self.contact[k].1 = load.max(0.0);
             }
         }
+    }
+
+    /// Sets the vehicle moving at `speed` m/s (negative: backwards) before the next step, for
+    /// a reset or a teleport: the body at `speed` (on an external road, the grounds under the
+    /// wheels), every wheel rolling without slip (`w = speed / R`), and the driveline behind
+    /// them following through whatever is locked, geared or sprung to them at the time (a
+    /// locked clutch and an engaged gear take the engine along, with the torsional damper and
+    /// the dogs at rest relative to themselves; an open clutch, a sliding one or a torque
+    /// converter leaves the engine at its speed). The state is written with
+    /// [`Simulation::write_state_following`] and [`crate::Follow::Elastic`], which says how a
+    /// conflict is resolved; the values that
+    /// could not be taken as written are returned. The acceleration the load transfer reads
+    /// starts from zero.
+    pub fn set_road_speed(
+        &mut self,
+        sim: &mut Simulation,
+        speed: f64,
+    ) -> Result<Vec<StateAdjustment>, StateWriteError> {
+        if !speed.is_finite() {
+            return Err(StateWriteError::NotFinite { element: "body".into(), what: "speed", value: speed });
+        }
+        let radius = |k: usize| {
+            let name = format!("tyre_{}", WHEELS[k]);
+            self.layout.spec.elements.iter().find(|e| e.name == name).map_or(self.spec.wheels.radius, |e| {
+                match e.kind {
+                    crate::ElementKind::Tyre { radius, .. } => radius,
+                    _ => self.spec.wheels.radius,
+                }
+            })
+        };
+        let mut writes: Vec<StateWrite> = (0..4)
+            .map(|k| StateWrite { element: self.ids.wheels[k], angle: None, speed: Some(speed / radius(k)) })
+            .collect();
+        if let Some(b) = self.ids.body {
+            writes.push(StateWrite { element: b, angle: None, speed: Some(speed) });
+        } else {
+            for c in &mut self.contact {
+                c.0 = speed;
+                c.2 = 0.0;
+            }
+        }
+        let report = sim.write_state_following(&writes, crate::Follow::Elastic)?;
+        self.accel = 0.0;
+        self.update_telemetry(
+            sim,
+            self.telemetry.throttle,
+            self.telemetry.torque_reduction,
+            self.telemetry.clutch_engagement,
+        );
+        Ok(report)
     }
 
     /// Road friction under wheel `k` ([`WHEELS`] order) relative to the tyre's own (1 = dry
