@@ -6,6 +6,7 @@
 
 use bevy_app::{App, FixedUpdate};
 use bevy_ecs::message::Messages;
+use bevy_ecs::name::Name;
 use bevy_time::Time;
 use driveline::bevy::prelude::*;
 use driveline::core::Scenario;
@@ -26,14 +27,17 @@ fn main() {
         let changes: Vec<FrictionModeChanged> =
             app.world_mut().resource_mut::<Messages<FrictionModeChanged>>().drain().collect();
         for m in changes {
-            let name = &app.world().get::<Part>(m.part).expect("part").name;
+            let name = app.world().get::<Name>(m.part).expect("part");
             println!("t = {:.9} s  {name}: {:?} -> {:?}", m.time, m.from, m.to);
         }
     }
     let parts = app.world().get::<DrivelineParts>(root).expect("root").parts().to_vec();
     for e in parts {
-        if let (Some(part), Some(state)) = (app.world().get::<Part>(e), app.world().get::<BodyState>(e)) {
-            println!("{}: w = {:.6} rad/s", part.name, state.speed);
+        // Bodies: the parts with an `Inertia` component.
+        if let (Some(name), Some(_), Some(state)) =
+            (app.world().get::<Name>(e), app.world().get::<Inertia>(e), app.world().get::<BodyState>(e))
+        {
+            println!("{name}: w = {:.6} rad/s", state.speed);
         }
     }
 }

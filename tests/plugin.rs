@@ -6,10 +6,11 @@ mod common;
 use bevy_app::{App, FixedUpdate};
 use bevy_ecs::entity::Entity;
 use bevy_ecs::message::Messages;
+use bevy_ecs::name::Name;
 use bevy_time::Time;
 use common::*;
 use driveline::bevy::prelude::*;
-use driveline::core::{ElementKind, Signal};
+use driveline::core::Signal;
 use std::time::Duration;
 
 fn create_app() -> App {
@@ -22,15 +23,16 @@ fn create_app() -> App {
 fn flywheel(app: &mut App, j: f64) -> (Entity, Entity) {
     let world = app.world_mut();
     let root = world.spawn(Driveline::default()).id();
-    let part = Part::new("J", ElementKind::Inertia { J: j, phi_start: Some(0.0), w_start: Some(0.0) });
-    let wheel = world.spawn((part, PartOf(root))).id();
+    let part = Inertia { j, phi_start: Some(0.0), w_start: Some(0.0) };
+    let wheel = world.spawn((Name::new("J"), part, PartOf(root))).id();
     (root, wheel)
 }
 
 /// A torque source part of constant `tau` (N m) on `on`'s `flange_a`, in `root`'s driveline.
 fn motor(app: &mut App, root: Entity, on: Entity, tau: f64) {
     app.world_mut().spawn((
-        Part::new("motor", ElementKind::Torque { tau: Signal::Constant(tau), use_support: false }),
+        Name::new("motor"),
+        TorqueSource { tau: SignalParam(Signal::Constant(tau)), use_support: false },
         PartOf(root),
         Connections::new().with("flange", on, "flange_a"),
     ));
@@ -59,10 +61,10 @@ fn entities_match_the_core_bit_for_bit() {
     assert_eq!(core_events.len(), 9);
     assert_eq!(core_events, app_events);
     let parts = app.world().get::<DrivelineParts>(root).unwrap().parts().to_vec();
-    let j4 = parts.iter().copied().find(|&e| app.world().get::<Part>(e).unwrap().name == "J4").unwrap();
+    let j4 = parts.iter().copied().find(|&e| app.world().get::<Name>(e).unwrap().as_str() == "J4").unwrap();
     let state = app.world().get::<BodyState>(j4).unwrap();
     assert_eq!(state.speed.to_bits(), speed(&sim, "J4").to_bits());
-    let clutch1 = parts.iter().copied().find(|&e| app.world().get::<Part>(e).unwrap().name == "clutch1").unwrap();
+    let clutch1 = parts.iter().copied().find(|&e| app.world().get::<Name>(e).unwrap().as_str() == "clutch1").unwrap();
     assert_eq!(app.world().get::<CouplingState>(clutch1).unwrap().mode.unwrap().code(), 2);
 }
 
@@ -121,18 +123,8 @@ fn adding_a_part_rebuilds_and_a_bad_part_is_reported() {
     assert!((w - 2.0).abs() < 1e-12, "w = {w}");
     // A clutch with a dangling flange: reported as a message, the driveline stops, no panic.
     app.world_mut().spawn((
-        Part::new(
-            "c",
-            ElementKind::Clutch {
-                mu_pos: driveline::core::Table1D::constant(0.5),
-                peak: 1.0,
-                cgeo: 1.0,
-                fn_max: 1.0,
-                f_normalized: Signal::Constant(1.0),
-                phi_rel_start: None,
-                w_rel_start: None,
-            },
-        ),
+        Name::new("c"),
+        Clutch { fn_max: 1.0, f_normalized: SignalParam(Signal::Constant(1.0)), ..Default::default() },
         PartOf(root),
         Connections::new().with("flange_a", j, "flange_b"),
     ));
@@ -147,13 +139,11 @@ fn inputs_reach_the_solver_and_bad_values_are_refused() {
     let mut app = create_app();
     let (root, j) = flywheel(&mut app, 1.0);
     app.world_mut().spawn((
-        Part::new(
-            "motor",
-            ElementKind::Torque {
-                tau: Signal::Input { name: "throttle".into(), value: 0.0, rate: 0.0, since: 0.0 },
-                use_support: false,
-            },
-        ),
+        Name::new("motor"),
+        TorqueSource {
+            tau: SignalParam(Signal::Input { name: "throttle".into(), value: 0.0, rate: 0.0, since: 0.0 }),
+            use_support: false,
+        },
         PartOf(root),
         Connections::new().with("flange", j, "flange_a"),
     ));
@@ -199,14 +189,11 @@ fn a_rebuild_keeps_the_motion_and_the_clock() {
     let w_before = app.world().get::<BodyState>(j).unwrap().speed;
     assert!((w_before - 1.0).abs() < 1e-12, "{w_before}");
     let world = app.world_mut();
-    let j2 = world
-        .spawn((
-            Part::new("J2", ElementKind::Inertia { J: 2.0, phi_start: Some(0.0), w_start: Some(0.0) }),
-            PartOf(root),
-        ))
-        .id();
+    let j2 =
+        world.spawn((Name::new("J2"), Inertia { j: 2.0, phi_start: Some(0.0), w_start: Some(0.0) }, PartOf(root))).id();
     world.spawn((
-        Part::new("coupling", ElementKind::Damper { d: 1e-9, phi_rel_start: None, w_rel_start: None }),
+        Name::new("coupling"),
+        Damper { d: 1e-9, phi_rel_start: None, w_rel_start: None },
         PartOf(root),
         Connections::new().with("flange_a", j, "flange_b").with("flange_b", j2, "flange_a"),
     ));

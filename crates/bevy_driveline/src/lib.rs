@@ -1,23 +1,24 @@
 //! # bevy_driveline
 //!
-//! The Bevy plugin of Driveline: drivetrain parts are entities, solved every fixed step by the
-//! exact stick-slip solver of [`driveline_core`].
+//! The Bevy plugin of Driveline: drivetrain parts are entities with typed components, solved
+//! every fixed step by the exact stick-slip solver of [`driveline_core`].
 //!
 //! ## Getting started
 //! ```
 //! use bevy_app::{App, FixedUpdate};
 //! use bevy_driveline::prelude::*;
-//! use driveline_core::{ElementKind, Signal};
+//! use bevy_ecs::name::Name;
 //!
 //! let mut app = App::new();
 //! app.add_plugins(DrivelinePlugins::default());
 //! let world = app.world_mut();
 //! let root = world.spawn(Driveline::default()).id();
 //! let flywheel = world
-//!     .spawn((Part::new("J", ElementKind::Inertia { J: 0.5, phi_start: Some(0.0), w_start: Some(0.0) }), PartOf(root)))
+//!     .spawn((Name::new("J"), Inertia { j: 0.5, phi_start: Some(0.0), w_start: Some(0.0) }, PartOf(root)))
 //!     .id();
 //! world.spawn((
-//!     Part::new("motor", ElementKind::Torque { tau: Signal::Constant(2.0), use_support: false }),
+//!     Name::new("motor"),
+//!     ConstantTorque { tau_constant: 2.0, use_support: false },
 //!     PartOf(root),
 //!     Connections::new().with("flange", flywheel, "flange_a"),
 //! ));
@@ -27,34 +28,68 @@
 //! ```
 //!
 //! ## Concepts
-//! - A [`Driveline`] root entity groups its parts through the [`PartOf`] relationship.
-//! - Every part carries a [`Part`]: its name and its [`ElementKind`] (inertia, clutch, gear, ...,
-//!   with parameters, see the `driveline_core` element catalogue). Couplings say which flanges
-//!   they join with [`Connections`], holding the `Entity` of the other part.
-//! - The network of a root is compiled once and cached; it is rebuilt when a part is added,
-//!   removed, or its `Part` or `Connections` change. A rebuild is *warm*: parts that existed
-//!   keep their motion and the clock runs on (it falls back to the start values when the new
-//!   network cannot start from that state).
-//! - After each step the solver writes [`BodyState`] (inertias) and [`CouplingState`] (elements
-//!   with a relative coordinate) back, and sends [`FrictionModeChanged`] messages with the event
-//!   time located inside the step.
+//! - A [`Driveline`] root entity groups its parts through the [`PartOf`] relationship (the
+//!   root lists them in [`DrivelineParts`], in the order that keeps runs deterministic).
+//! - A part is an entity with a [`Name`](bevy_ecs::name::Name) (the element's name in files and
+//!   messages) and one typed component saying what it is, with its parameters as public fields
+//!   in SI units: [`Inertia`], [`IdealGear`], [`IdealPlanetary`], [`SpringDamper`],
+//!   [`ElastoBacklash`], [`Clutch`] (friction clutches, one-way clutches and brakes),
+//!   [`DogClutch`], [`Engine`], [`TorqueConverter`], [`LimitedSlip`], [`Tyre`], [`Mass`] and the
+//!   sources ([`parts`] lists them all). Each mirrors a variant of [`ElementKind`], the file
+//!   format. Couplings say which flanges they join with [`Connections`], holding the `Entity` of
+//!   the other part.
+//! - The plugin keeps a compiled network per root ([`DrivelineCache`]): a cache of the
+//!   components, which are the truth.
+//! - After each step the solver writes [`BodyState`] (inertias and masses), [`CouplingState`]
+//!   (elements with a relative coordinate) and [`ClutchEngagement`] (clutches and brakes) back,
+//!   and sends [`FrictionModeChanged`] messages with the event time located inside the step.
 //! - Run-time inputs (pedals, actuator forces) are [`driveline_core::Signal::Input`] signals set
-//!   through [`DrivelineInputs`] on the root.
+//!   through [`DrivelineInputs`] on the root, or a clutch's [`ClutchEngagement`].
 //! - Whole vehicles: [`vehicle::spawn_vehicle`] spawns a root with one part entity per element of
-//!   the vehicle's network and its controllers ([`vehicle::VehicleController`]); write a
-//!   [`vehicle::VehicleInput`] each step and read [`vehicle::VehicleTelemetry`]. The result is
-//!   bit for bit that of [`driveline_core::Vehicle`].
+//!   the vehicle's network ([`vehicle::VehicleParts`] names the engine, the clutch and the wheels)
+//!   and its controllers; write a [`vehicle::VehicleInput`] each step and read
+//!   [`vehicle::VehicleTelemetry`]. The result is bit for bit that of [`driveline_core::Vehicle`].
+//!
+//! ## Editing parts
+//! The typed components are the truth: edit them as any component (an inspector does), and the
+//! next step runs with the new values.
+//! - **A parameter edit** (an inertia, a gear ratio, a clutch's `fn_max`, a friction table, a
+//!   spring rate) applies in place: the network is updated without a rebuild, and the motion,
+//!   the clock and every controller's state (a vehicle's gear, shift, engine controller, clutch
+//!   temperature) carry on. Speeds are projected onto the constraints under the new values (a
+//!   changed ratio moves the speeds behind the gear as an impact would), and the friction modes
+//!   are selected again: a locked clutch whose new limit is below its torque slips at the next
+//!   step. See `driveline_core::Simulation::update_parameters`.
+//! - **A structural change** (a part added or removed, a joint or a name changed, an edit that
+//!   changes what the solver is made of, such as a friction table that makes a lossless gear
+//!   lossy) rebuilds the network *warm*: parts that existed keep their motion and the clock runs
+//!   on; a vehicle's controllers start over. A [`DrivelineRebuilt`] message says so, and whether
+//!   the new network could start from the old state (`warm`) or had to start from the parts'
+//!   start values.
+//! - **A bad value** (non-finite, or out of the range the element catalogue gives) is refused: a
+//!   [`DrivelineEditRefused`] message names the part and the field, and the component is set
+//!   back to its last valid value. Nothing panics.
+//! - **Writing state**: a [`BodyState`] written before [`DrivelineSystems::Solve`] is the state
+//!   the next step starts from. Where the write conflicts with a rigid connection or a lock,
+//!   the solver starts from the consistent state nearest to what was written, in the kinetic
+//!   energy metric: the written values are kept where the present mode allows, the bodies
+//!   rigidly joined to them follow, the others move as little as possible (see
+//!   `driveline_core::Simulation::write_state`). Written values that could not be kept are
+//!   reported in [`StateWriteAdjusted`] messages. [`vehicle::set_road_speed`] sets a whole
+//!   vehicle to a road speed consistently (body, wheels rolling, the driveline through what is
+//!   locked, geared or sprung to them).
 //!
 //! ## Scheduling
 //! [`DrivelinePlugins`] runs in the schedule you choose (default `FixedUpdate`), in the chained
 //! sets of [`DrivelineSystems`]:
 //! 1. `Input`: your systems that sample devices into inputs;
 //! 2. `Control`: drivers, transmission controllers;
-//! 3. `Actuation`: actuators write [`DrivelineInputs`] (pedal forces, pressures);
-//! 4. `Solve`: topology rebuilds, inputs handed to the solver, vehicle controllers, the coupled
-//!    step, vehicle heat and telemetry, and the new state written back to the part entities
-//!    ([`BodyState`], [`CouplingState`]), all in the private [`DrivelineSolveSchedule`], where
-//!    system-order ambiguity is an error;
+//! 3. `Actuation`: actuators write [`DrivelineInputs`] and [`ClutchEngagement`];
+//! 4. `Solve`: in the private [`DrivelineSolveSchedule`], where system-order ambiguity is an
+//!    error: component edits accepted or refused, networks brought in step with their parts,
+//!    inputs and engagements handed over, written states taken, vehicle controllers, the
+//!    coupled step, vehicle heat and telemetry, and the new state written back to the part
+//!    entities;
 //! 5. `Integrate`: your systems that read the new state before the messages go out;
 //! 6. `Telemetry`: messages.
 //!
@@ -68,37 +103,65 @@
 //! schedule is single-threaded (its systems still spread their loops over the pool; the figures
 //! are in docs/performance.md):
 //! `app.edit_schedule(FixedUpdate, |s| { s.set_executor(SingleThreadedExecutor::new()); })`.
+//! Without `TaskPoolPlugin` the plugin starts a default compute task pool the first time it runs.
 //!
 //! Every part's state is written after every step: some 50 entities per vehicle. A fleet that
 //! reads only [`vehicle::VehicleTelemetry`] marks the parts [`SkipWriteBack`] (all of a
 //! driveline's at once with [`skip_write_back`]); `driveline bench --no-part-states` measures
 //! the difference (docs/performance.md has the figures).
 //!
+//! ## Reflection and scenes
+//! Every public component derives `Reflect` and [`DrivelineCorePlugin`] registers it with
+//! `ReflectComponent`, so inspectors can show and edit parts, and a vehicle's entities can be
+//! saved as a dynamic world (Bevy 0.19's `DynamicWorld`, the former `DynamicScene`) and loaded
+//! again: the parts come back with their names, parameters, joints and root; the plugin builds
+//! the network and the controllers from them. The runtime caches ([`DrivelineCache`],
+//! [`vehicle::VehicleController`]) are rebuilt, not saved.
+//!
 //! ## Plugins
 //! | plugin | what it adds |
 //! |---|---|
-//! | [`DrivelineCorePlugin`] | sets, messages, topology cache, step, write-back |
+//! | [`DrivelineCorePlugin`] | sets, messages, reflection, the sync of parts and networks, step, write-back |
 
 #![warn(missing_docs)]
 
+pub mod parts;
+mod solve;
+mod sync;
 pub mod vehicle;
 
 use bevy_app::{App, FixedUpdate, Plugin, PluginGroup, PluginGroupBuilder};
 use bevy_ecs::intern::Interned;
+use bevy_ecs::name::Name;
 use bevy_ecs::prelude::*;
 use bevy_ecs::schedule::{LogLevel, ScheduleBuildSettings, ScheduleLabel, SingleThreadedExecutor};
+use bevy_reflect::prelude::*;
 use bevy_time::Time;
 use driveline_core::{
-    ElementKind, ElementSpec, FrictionMode, IntegrationParameters, Network, NetworkSpec, Scenario, Simulation,
+    BuildError, ElementKind, FrictionMode, IntegrationParameters, Network, NetworkSpec, Scenario, ScenarioError,
+    Simulation,
 };
+pub use parts::*;
+use serde::{Deserialize, Serialize};
 
 /// Common imports.
 pub mod prelude {
-    pub use crate::vehicle::{VehicleController, VehicleInput, VehicleMessage, VehicleTelemetry, spawn_vehicle};
+    // (`Fixed` and `Mass` stay in `parts`: Bevy's `Time<Fixed>` and physics engines' `Mass`
+    // share their names.)
+    pub use crate::parts::{
+        Clutch, ClutchEngagement, ClutchKind, ConstantTorque, Damper, DogClutch, ElasticClutch, ElastoBacklash,
+        ElementComponent, Engine, IdealGear, IdealPlanetary, Inertia, LimitedSlip, LossyGear, PartElement, SignalParam,
+        Spring, SpringDamper, TorqueConverter, TorqueSource, Tyre,
+    };
+    pub use crate::vehicle::{
+        VehicleController, VehicleDefinition, VehicleInput, VehicleMessage, VehicleParts, VehicleTelemetry,
+        set_road_speed, spawn_vehicle,
+    };
     pub use crate::{
-        BodyState, Connections, CouplingState, Driveline, DrivelineBuildFailed, DrivelineCorePlugin, DrivelineInputs,
-        DrivelineParts, DrivelinePlugins, DrivelineSolveSchedule, DrivelineStepFailed, DrivelineSystems,
-        FrictionModeChanged, Part, PartOf, SkipWriteBack, skip_write_back, spawn_scenario,
+        BodyState, Connections, CouplingState, Driveline, DrivelineBuildFailed, DrivelineCommandsExt,
+        DrivelineCorePlugin, DrivelineEditRefused, DrivelineInputs, DrivelineParts, DrivelinePlugins, DrivelineRebuilt,
+        DrivelineSolveSchedule, DrivelineStepFailed, DrivelineSystems, FrictionModeChanged, PartOf, SkipWriteBack,
+        SpawnError, StateWriteAdjusted, skip_write_back, spawn_scenario,
     };
 }
 
@@ -109,9 +172,9 @@ pub enum DrivelineSystems {
     Input,
     /// Drivers and controllers (user systems, later the TCU and shift controllers).
     Control,
-    /// Actuators writing [`DrivelineInputs`].
+    /// Actuators writing [`DrivelineInputs`] and [`ClutchEngagement`].
     Actuation,
-    /// Topology rebuilds, inputs handed over, the coupled step.
+    /// Component edits, network sync, inputs handed over, the coupled step, the write-back.
     Solve,
     /// After the write-back (done at the end of `Solve`): user systems that read the new
     /// state before `Telemetry`.
@@ -145,7 +208,7 @@ impl PluginGroup for DrivelinePlugins {
     }
 }
 
-/// Sets, messages, the topology cache, the step and the write-back.
+/// Sets, messages, reflection, the sync of parts and networks, the step and the write-back.
 #[derive(Debug, Clone, Copy)]
 pub struct DrivelineCorePlugin {
     /// Schedule the systems run in.
@@ -160,7 +223,11 @@ impl Plugin for DrivelineCorePlugin {
         app.add_message::<FrictionModeChanged>()
             .add_message::<DrivelineBuildFailed>()
             .add_message::<DrivelineStepFailed>()
+            .add_message::<DrivelineEditRefused>()
+            .add_message::<DrivelineRebuilt>()
+            .add_message::<StateWriteAdjusted>()
             .add_message::<vehicle::VehicleMessage>();
+        register_types(app);
         app.configure_sets(
             self.schedule,
             (
@@ -181,31 +248,73 @@ impl Plugin for DrivelineCorePlugin {
         let mut solve = Schedule::new(DrivelineSolveSchedule);
         solve.set_build_settings(ScheduleBuildSettings { ambiguity_detection: LogLevel::Error, ..Default::default() });
         solve.set_executor(SingleThreadedExecutor::new());
-        solve
-            .add_systems((rebuild_topology, apply_inputs, vehicle::step_vehicles, step_drivelines, write_back).chain());
+        parts::add_collect_systems(&mut solve, SolvePhase::Collect);
+        solve.configure_sets(SolvePhase::Collect.before(SolvePhase::Step));
+        solve.add_systems(
+            (
+                sync::sync_networks,
+                sync::apply_inputs,
+                sync::apply_engagements,
+                sync::write_states,
+                vehicle::step_vehicles,
+                solve::step_drivelines,
+                solve::write_back,
+            )
+                .chain()
+                .in_set(SolvePhase::Step),
+        );
         app.add_schedule(solve);
         app.add_systems(
             self.schedule,
             (
                 run_solve_schedule.in_set(DrivelineSystems::Solve),
-                send_mode_messages.in_set(DrivelineSystems::Telemetry),
+                solve::send_mode_messages.in_set(DrivelineSystems::Telemetry),
             ),
         );
     }
 }
 
-/// The private schedule of the solve phase: topology rebuilds, inputs, the coupled step, in
-/// that order (run from [`DrivelineSystems::Solve`]; ambiguities in it are build errors).
+/// Registers every public component and the types they hold for reflection.
+fn register_types(app: &mut App) {
+    parts::register_all(app);
+    app.register_type::<Name>()
+        .register_type::<Driveline>()
+        .register_type::<PartOf>()
+        .register_type::<DrivelineParts>()
+        .register_type::<Connections>()
+        .register_type::<Connection>()
+        .register_type::<BodyState>()
+        .register_type::<CouplingState>()
+        .register_type::<SkipWriteBack>()
+        .register_type::<DrivelineInputs>();
+    vehicle::register_types(app);
+}
+
+/// The two phases of [`DrivelineSolveSchedule`]: the edits of the typed components accepted,
+/// then the networks synced, stepped and written back.
+#[derive(SystemSet, Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum SolvePhase {
+    Collect,
+    Step,
+}
+
+/// The private schedule of the solve phase (run from [`DrivelineSystems::Solve`]; ambiguities
+/// in it are build errors). See the crate docs, "Scheduling".
 #[derive(ScheduleLabel, Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct DrivelineSolveSchedule;
 
-/// Runs [`DrivelineSolveSchedule`].
+/// Runs [`DrivelineSolveSchedule`]. Its systems spread their drivelines over the compute task
+/// pool, which a multi-threaded executor or `TaskPoolPlugin` starts; without either (a
+/// single-threaded fixed schedule in a bare `App`), a default pool is started here.
 fn run_solve_schedule(world: &mut World) {
+    bevy_tasks::ComputeTaskPool::get_or_init(bevy_tasks::TaskPool::default);
     world.run_schedule(DrivelineSolveSchedule);
 }
 
 /// A driveline root. Its parts point at it with [`PartOf`].
-#[derive(Component, Debug, Clone, Default)]
+#[derive(Component, Reflect, Debug, Clone, Default, Serialize, Deserialize)]
+#[reflect(opaque)]
+#[reflect(Component, Debug, Clone, Default, Serialize, Deserialize)]
 #[require(DrivelineParts, DrivelineCache, DrivelineInputs)]
 pub struct Driveline {
     /// Solver tunables.
@@ -213,13 +322,15 @@ pub struct Driveline {
 }
 
 /// This part belongs to the driveline root entity `.0`.
-#[derive(Component, Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Component, Reflect, Debug, Clone, Copy, PartialEq, Eq)]
+#[reflect(Component, Debug, Clone, PartialEq)]
 #[relationship(relationship_target = DrivelineParts)]
 pub struct PartOf(pub Entity);
 
 /// The parts of a driveline root, in the order they were added (the stable element order that
 /// keeps runs deterministic).
-#[derive(Component, Debug, Default)]
+#[derive(Component, Reflect, Debug, Default)]
+#[reflect(Component, Debug, Default)]
 #[relationship_target(relationship = PartOf, linked_spawn)]
 pub struct DrivelineParts(Vec<Entity>);
 
@@ -230,26 +341,9 @@ impl DrivelineParts {
     }
 }
 
-/// A drivetrain part: a name unique within its driveline and what it is. Every part carries a
-/// [`BodyState`] and a [`CouplingState`]; the ones that apply to its kind are written each step.
-#[derive(Component, Debug, Clone, PartialEq)]
-#[require(BodyState, CouplingState)]
-pub struct Part {
-    /// Unique name within the driveline (used in messages and files).
-    pub name: String,
-    /// Element kind with its parameters.
-    pub kind: ElementKind,
-}
-
-impl Part {
-    /// A part named `name` of kind `kind`.
-    pub fn new(name: impl Into<String>, kind: ElementKind) -> Self {
-        Self { name: name.into(), kind }
-    }
-}
-
 /// One flange joint: this part's `flange` to `to_flange` of the part entity `to`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Reflect, Debug, Clone, PartialEq, Eq)]
+#[reflect(Debug, Clone, PartialEq)]
 pub struct Connection {
     /// Flange of this part, e.g. `"flange_a"`.
     pub flange: String,
@@ -259,9 +353,11 @@ pub struct Connection {
     pub to_flange: String,
 }
 
-/// Flange joints declared by this part.
-#[derive(Component, Debug, Clone, Default, PartialEq, Eq)]
-pub struct Connections(pub Vec<Connection>);
+/// Flange joints declared by this part: the relations to the parts its flanges join. Changing
+/// them rebuilds the network (see the crate docs, "Editing parts").
+#[derive(Component, Reflect, Debug, Clone, Default, PartialEq, Eq)]
+#[reflect(Component, Debug, Clone, PartialEq, Default)]
+pub struct Connections(#[entities] pub Vec<Connection>);
 
 impl Connections {
     /// No joints.
@@ -276,7 +372,10 @@ impl Connections {
 }
 
 /// Angle (rad or m) and speed (rad/s or m/s) of an inertia or mass part after the last step.
-#[derive(Component, Debug, Clone, Copy, Default, PartialEq)]
+/// Writable: a write before [`DrivelineSystems::Solve`] is the state the next step starts from
+/// (see the crate docs, "Editing parts").
+#[derive(Component, Reflect, Debug, Clone, Copy, Default, PartialEq)]
+#[reflect(Component, Debug, Clone, PartialEq, Default)]
 pub struct BodyState {
     /// Angle, rad (position, m, for a Mass).
     pub angle: f64,
@@ -285,7 +384,8 @@ pub struct BodyState {
 }
 
 /// Relative angle, relative speed, torque and friction mode of a coupling after the last step.
-#[derive(Component, Debug, Clone, Copy, Default, PartialEq)]
+#[derive(Component, Reflect, Debug, Clone, Copy, Default, PartialEq)]
+#[reflect(Component, Debug, Clone, PartialEq, Default)]
 pub struct CouplingState {
     /// `phi_rel`, rad.
     pub phi_rel: f64,
@@ -293,22 +393,25 @@ pub struct CouplingState {
     pub w_rel: f64,
     /// Element torque (MSL convention), N m.
     pub torque: f64,
-    /// Friction mode, for friction elements.
+    /// Friction mode, for friction elements (not reflected: written after every step).
+    #[reflect(ignore)]
     pub mode: Option<FrictionMode>,
     /// Power turned into heat, W.
     pub dissipation: f64,
 }
 
-/// Marks a part whose [`BodyState`] and [`CouplingState`] the plugin leaves alone: the
-/// write-back skips it (at the archetype level, so it costs nothing per step). The part stays
-/// in its driveline and is simulated as before; only its per-part state is not copied out.
+/// Marks a part whose [`BodyState`], [`CouplingState`] and [`ClutchEngagement`] the plugin
+/// leaves alone: the write-back skips it (at the archetype level, so it costs nothing per
+/// step). The part stays in its driveline and is simulated as before; only its per-part state
+/// is not copied out (a [`BodyState`] written to it is still taken as a write).
 ///
 /// Every part is written after every step by default, which for a vehicle means some 50
 /// entities per step; a fleet that reads only [`VehicleTelemetry`](crate::vehicle::VehicleTelemetry)
 /// saves that work (one to three microseconds per vehicle-step, a fifth to a half of a sedan
 /// fleet's time in `driveline bench`, the larger share in the larger fleets) by marking the
 /// parts it does not read, for example with [`skip_write_back`].
-#[derive(Component, Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Component, Reflect, Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[reflect(Component, Debug, Clone, PartialEq, Default)]
 pub struct SkipWriteBack;
 
 /// Marks every part of the driveline `root` with [`SkipWriteBack`] (parts added later are
@@ -323,7 +426,8 @@ pub fn skip_write_back(world: &mut World, root: Entity) {
 }
 
 /// Run-time input values of a driveline, applied at the start of each step.
-#[derive(Component, Debug, Clone, Default, PartialEq)]
+#[derive(Component, Reflect, Debug, Clone, Default, PartialEq)]
+#[reflect(Component, Debug, Clone, PartialEq, Default)]
 pub struct DrivelineInputs(pub Vec<(String, f64)>);
 
 impl DrivelineInputs {
@@ -336,7 +440,8 @@ impl DrivelineInputs {
     }
 }
 
-/// The compiled network and running simulation of a root (rebuilt when the topology changes).
+/// The compiled network and running simulation of a root: a cache of its parts' components,
+/// kept in step with them by the plugin (see the crate docs, "Editing parts").
 #[derive(Component, Debug, Default)]
 pub struct DrivelineCache {
     sim: Option<Simulation>,
@@ -355,11 +460,22 @@ impl DrivelineCache {
     pub fn simulation_mut(&mut self) -> Option<&mut Simulation> {
         self.sim.as_mut()
     }
-    /// Increments on every (re)build of the network.
+    /// Increments on every (re)build of the network (not on a parameter edit applied in place).
     pub fn generation(&self) -> u64 {
         self.generation
     }
+    /// The part entity of element `k` of the network.
+    pub fn part(&self, k: usize) -> Option<Entity> {
+        self.parts.get(k).copied()
+    }
 }
+
+/// A part's element index in its driveline's network, set at each build (the build's
+/// commands apply at the solve schedule's first sync point, before the step and the
+/// write-back), so that the write-back finds the element without a search. Checked against
+/// the cache: a part that the last build did not include is skipped.
+#[derive(Component, Debug, Clone, Copy)]
+struct PartSlot(usize);
 
 /// A friction part changed mode at `time` (located inside the step), MSL codes in `from`/`to`.
 #[derive(Message, Debug, Clone, Copy, PartialEq)]
@@ -394,214 +510,155 @@ pub struct DrivelineStepFailed {
     pub message: String,
 }
 
-/// Spawns a scenario as a root with one part per element. Returns the root.
-pub fn spawn_scenario(world: &mut World, scenario: &Scenario) -> Result<Entity, String> {
-    let spec = scenario.resolved_spec().map_err(|e| e.to_string())?;
-    let root = world.spawn(Driveline::default()).id();
-    spawn_network(world, root, &spec)?;
+/// An edit was refused and the last valid value kept: a typed part component set to a
+/// non-finite or out-of-range value (the message names the part and the field), a non-finite
+/// [`BodyState`] or [`ClutchEngagement`].
+#[derive(Message, Debug, Clone, PartialEq)]
+pub struct DrivelineEditRefused {
+    /// The driveline root, if the part belongs to one.
+    pub driveline: Option<Entity>,
+    /// The part.
+    pub part: Entity,
+    /// What is wrong, what is allowed, and what was kept.
+    pub message: String,
+}
+
+/// A driveline's network was rebuilt because its structure changed (parts added or removed,
+/// joints or names changed, an edit the solver cannot apply in place). A vehicle's controllers
+/// start over after a rebuild.
+#[derive(Message, Debug, Clone, PartialEq)]
+pub struct DrivelineRebuilt {
+    /// The driveline root.
+    pub driveline: Entity,
+    /// The new network started from the old state (parts that existed kept their motion and
+    /// the clock ran on). `false`: it could not, and started from the parts' start values at
+    /// t = 0.
+    pub warm: bool,
+    /// What changed.
+    pub reason: String,
+}
+
+/// A written [`BodyState`] value the state could not take as written (a rigid connection, a
+/// lock or another write ties it): what was written and what the next step starts from.
+#[derive(Message, Debug, Clone, PartialEq)]
+pub struct StateWriteAdjusted {
+    /// The driveline root.
+    pub driveline: Entity,
+    /// The body part.
+    pub part: Entity,
+    /// `"angle"` or `"speed"`.
+    pub what: &'static str,
+    /// The value written.
+    pub written: f64,
+    /// The value the state starts from.
+    pub kept: f64,
+}
+
+/// Why a driveline or vehicle could not be spawned. Nothing is left spawned.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SpawnError {
+    /// The scenario's signals or references do not resolve.
+    #[error(transparent)]
+    Scenario(#[from] ScenarioError),
+    /// The network does not build (the message says what is wrong and what is allowed).
+    #[error(transparent)]
+    Network(#[from] BuildError),
+    /// The vehicle description is invalid, or its gearbox file could not be read.
+    #[error(transparent)]
+    Vehicle(#[from] driveline_core::vehicle::VehicleError),
+}
+
+/// Spawns a scenario as a root with one part per element (a [`Name`] and its typed component)
+/// and their joints. Returns the root; fails, with nothing spawned, when the scenario does not
+/// resolve or its network does not build.
+pub fn spawn_scenario(world: &mut World, scenario: &Scenario) -> Result<Entity, SpawnError> {
+    let root = world.spawn_empty().id();
+    spawn_scenario_on(world, root, scenario).inspect_err(|_| {
+        world.despawn(root);
+    })?;
     Ok(root)
 }
 
-/// Spawns one part entity per element of `spec` under `root`, with their connections.
-pub(crate) fn spawn_network(world: &mut World, root: Entity, spec: &NetworkSpec) -> Result<(), String> {
-    let ids: Vec<Entity> = spec
-        .elements
-        .iter()
-        .map(|e| world.spawn((Part::new(e.name.clone(), e.kind.clone()), PartOf(root))).id())
-        .collect();
-    let find = |s: &str| -> Result<(Entity, String), String> {
-        let (el, fl) = s.split_once('.').ok_or_else(|| format!("'{s}' is not element.flange"))?;
-        let i = spec.elements.iter().position(|e| e.name == el).ok_or_else(|| format!("no element '{el}'"))?;
-        Ok((ids[i], fl.to_string()))
-    };
-    for (a, b) in &spec.connections {
-        let ((ea, fa), (eb, fb)) = (find(a)?, find(b)?);
-        let mut e = world.entity_mut(ea);
-        match e.get_mut::<Connections>() {
-            Some(mut c) => c.0.push(Connection { flange: fa, to: eb, to_flange: fb }),
-            None => {
-                e.insert(Connections(vec![Connection { flange: fa, to: eb, to_flange: fb }]));
-            }
-        }
-    }
+/// [`spawn_scenario`] onto the empty entity `root`.
+fn spawn_scenario_on(world: &mut World, root: Entity, scenario: &Scenario) -> Result<(), SpawnError> {
+    let spec = scenario.resolved_spec()?;
+    Network::build(&spec)?;
+    world.entity_mut(root).insert(Driveline::default());
+    spawn_network(world, root, &spec);
     Ok(())
 }
 
-/// Rebuilds the network of every root whose parts changed.
-fn rebuild_topology(
-    mut roots: Query<(Entity, &Driveline, &DrivelineParts, &mut DrivelineCache)>,
-    changed_roots: Query<(), Or<(Changed<DrivelineParts>, Changed<Driveline>)>>,
-    changed_parts: Query<&PartOf, Or<(Changed<Part>, Changed<Connections>)>>,
-    parts: Query<(&Part, Option<&Connections>)>,
-    mut removed: RemovedComponents<Part>,
-    mut failed: MessageWriter<DrivelineBuildFailed>,
-    mut touched: Local<Vec<Entity>>,
-    mut commands: Commands,
-) {
-    let any_removed = removed.read().count() > 0;
-    // The roots of changed parts, gathered in one pass over the parts (asking each root
-    // "is one of the changed parts mine?" would scan every part once per root).
-    touched.clear();
-    touched.extend(changed_parts.iter().map(|p| p.0));
-    touched.sort_unstable();
-    touched.dedup();
-    for (root, driveline, members, mut cache) in &mut roots {
-        let dirty =
-            cache.sim.is_none() || any_removed || changed_roots.contains(root) || touched.binary_search(&root).is_ok();
-        if !dirty || members.0.is_empty() {
-            continue;
-        }
-        let mut spec = NetworkSpec::default();
-        let mut names = Vec::with_capacity(members.0.len());
-        for &e in &members.0 {
-            let name = parts.get(e).map(|p| p.0.name.clone()).unwrap_or_default();
-            names.push((e, name));
-        }
-        let name_of = |e: Entity| names.iter().find(|n| n.0 == e).map(|n| n.1.clone());
-        let mut problem = None;
-        for &e in &members.0 {
-            let Ok((part, conns)) = parts.get(e) else { continue };
-            spec.elements.push(ElementSpec { name: part.name.clone(), kind: part.kind.clone() });
-            for c in conns.map(|c| c.0.as_slice()).unwrap_or_default() {
-                match name_of(c.to) {
-                    Some(other) => spec
-                        .connections
-                        .push((format!("{}.{}", part.name, c.flange), format!("{other}.{}", c.to_flange))),
-                    None => problem = Some(format!("'{}' connects to an entity outside its driveline", part.name)),
-                }
+/// Spawns one part entity per element of a built `spec` under `root`, with their joints.
+pub(crate) fn spawn_network(world: &mut World, root: Entity, spec: &NetworkSpec) -> Vec<Entity> {
+    let ids: Vec<Entity> = spec
+        .elements
+        .iter()
+        .map(|e| {
+            let mut part = world.spawn((Name::new(e.name.clone()), PartOf(root)));
+            insert_typed(&mut part, &e.kind);
+            part.id()
+        })
+        .collect();
+    // The spec was built: every connection names an element and a flange.
+    let find = |s: &str| {
+        let (el, fl) = s.split_once('.').unwrap_or((s, ""));
+        spec.elements.iter().position(|e| e.name == el).map(|i| (ids[i], fl.to_string()))
+    };
+    for (a, b) in &spec.connections {
+        let (Some((ea, fa)), Some((eb, fb))) = (find(a), find(b)) else { continue };
+        let mut e = world.entity_mut(ea);
+        let joint = Connection { flange: fa, to: eb, to_flange: fb };
+        match e.get_mut::<Connections>() {
+            Some(mut c) => c.0.push(joint),
+            None => {
+                e.insert(Connections(vec![joint]));
             }
         }
-        // Warm rebuild: parts that existed keep their motion and the clock runs on; if the
-        // changed network cannot start from that state, it starts from the parts' start values.
-        let warm = problem.is_none().then(|| cache.sim.as_ref()).flatten().and_then(|old| {
-            let mut warm_spec = spec.clone();
-            for e in &mut warm_spec.elements {
-                if let Some(k) = old.network().elements.iter().position(|o| o.name == e.name) {
-                    e.kind.set_start_state(old.body_state(k), old.element_relative(k));
-                }
+    }
+    ids
+}
+
+/// Spawning drivelines and vehicles from inside systems, through [`Commands`]: the root entity
+/// is reserved at once and filled when the commands apply. A description that fails is
+/// reported as a [`DrivelineBuildFailed`] message for the reserved root, which stays empty.
+pub trait DrivelineCommandsExt {
+    /// [`vehicle::spawn_vehicle`] as a command.
+    fn spawn_vehicle(
+        &mut self,
+        spec: driveline_core::VehicleSpec,
+        road: driveline_core::vehicle::Road,
+    ) -> EntityCommands<'_>;
+    /// [`spawn_scenario`] as a command.
+    fn spawn_scenario(&mut self, scenario: Scenario) -> EntityCommands<'_>;
+}
+
+impl DrivelineCommandsExt for Commands<'_, '_> {
+    fn spawn_vehicle(
+        &mut self,
+        spec: driveline_core::VehicleSpec,
+        road: driveline_core::vehicle::Road,
+    ) -> EntityCommands<'_> {
+        let root = self.spawn_empty().id();
+        self.queue(move |world: &mut World| {
+            if let Err(e) = vehicle::spawn_vehicle_on(world, root, spec, road) {
+                world.write_message(DrivelineBuildFailed { driveline: root, message: e.to_string() });
             }
-            Network::build(&warm_spec).ok().map(|net| (net, old.time()))
         });
-        let result = match (problem, warm) {
-            (Some(p), _) => Err(p),
-            (None, Some((net, t0))) => Ok((net, t0)),
-            (None, None) => Network::build(&spec).map(|net| (net, 0.0)).map_err(|e| e.to_string()),
-        };
-        match result {
-            Ok((net, t0)) => {
-                cache.sim = Some(Simulation::starting_at(net, driveline.parameters, t0));
-                cache.generation += 1;
-                cache.parts = members.0.iter().copied().filter(|e| parts.contains(*e)).collect();
-                for (k, &e) in cache.parts.iter().enumerate() {
-                    commands.entity(e).try_insert(PartSlot(k));
-                }
+        self.entity(root)
+    }
+
+    fn spawn_scenario(&mut self, scenario: Scenario) -> EntityCommands<'_> {
+        let root = self.spawn_empty().id();
+        self.queue(move |world: &mut World| {
+            if let Err(e) = spawn_scenario_on(world, root, &scenario) {
+                world.write_message(DrivelineBuildFailed { driveline: root, message: e.to_string() });
             }
-            Err(message) => {
-                cache.sim = None;
-                failed.write(DrivelineBuildFailed { driveline: root, message });
-            }
-        }
+        });
+        self.entity(root)
     }
 }
 
-/// Hands the inputs of each root to its simulation; refused values are reported and skipped.
-fn apply_inputs(
-    mut roots: Query<(Entity, &DrivelineInputs, &mut DrivelineCache)>,
-    mut failed: MessageWriter<DrivelineBuildFailed>,
-) {
-    for (root, inputs, mut cache) in &mut roots {
-        let Some(sim) = cache.sim.as_mut() else { continue };
-        for (name, value) in &inputs.0 {
-            if let Err(e) = sim.set_input(name, *value) {
-                failed.write(DrivelineBuildFailed { driveline: root, message: e.to_string() });
-            }
-        }
-    }
-}
-
-/// One coupled step of every driveline that is not a vehicle (vehicles step with their
-/// controllers in `vehicle::step_vehicles`) by the schedule's time delta, in parallel across
-/// the compute task pool (drivelines are independent; each one's result does not depend on the
-/// thread). A refused step (a non-finite state) leaves the driveline where it was and is
-/// reported, in entity order.
-fn step_drivelines(
-    time: Res<Time>,
-    mut roots: Query<(Entity, &mut DrivelineCache), Without<vehicle::VehicleController>>,
-    mut failed: MessageWriter<DrivelineStepFailed>,
-    mut failures: Local<std::sync::Mutex<Vec<DrivelineStepFailed>>>,
-) {
-    let dt = time.delta_secs_f64();
-    if dt <= 0.0 {
-        return;
-    }
-    let sink = &*failures;
-    roots.par_iter_mut().for_each(|(root, mut cache)| {
-        if let Some(sim) = cache.sim.as_mut()
-            && let Err(e) = sim.step(dt)
-        {
-            let f = DrivelineStepFailed { driveline: root, message: e.to_string() };
-            sink.lock().unwrap_or_else(|p| p.into_inner()).push(f);
-        }
-    });
-    flush_failures(&mut failures, &mut failed);
-}
-
-/// Writes the failures parallel systems collected, in entity order (deterministic whatever
-/// thread found them).
-pub(crate) fn flush_failures(
-    failures: &mut std::sync::Mutex<Vec<DrivelineStepFailed>>,
-    failed: &mut MessageWriter<DrivelineStepFailed>,
-) {
-    let list = failures.get_mut().unwrap_or_else(|p| p.into_inner());
-    list.sort_by_key(|f| f.driveline);
-    for f in list.drain(..) {
-        failed.write(f);
-    }
-}
-
-/// A part's element index in its driveline's network, set at each build (the build's
-/// commands apply at the solve schedule's first sync point, before the step and the
-/// write-back), so that the write-back finds the element without a search. Checked against
-/// the cache: a part that the last build did not include is skipped.
-#[derive(Component, Debug, Clone, Copy)]
-struct PartSlot(usize);
-
-/// Writes body and coupling states back to the part entities (in place, no commands), in
-/// parallel over the parts: each reads only its own driveline's simulation. Parts marked
-/// [`SkipWriteBack`] are not visited.
-fn write_back(
-    roots: Query<&DrivelineCache>,
-    mut states: Query<(Entity, &PartOf, &PartSlot, &mut BodyState, &mut CouplingState), Without<SkipWriteBack>>,
-) {
-    states.par_iter_mut().for_each(|(entity, part_of, &PartSlot(k), mut body, mut coupling)| {
-        let Ok(cache) = roots.get(part_of.0) else { return };
-        let Some(sim) = cache.sim.as_ref() else { return };
-        if cache.parts.get(k) != Some(&entity) {
-            return;
-        }
-        if let Some((angle, speed)) = sim.body_state(k) {
-            *body = BodyState { angle, speed };
-        }
-        if let Some((phi_rel, w_rel)) = sim.element_relative(k) {
-            *coupling = CouplingState {
-                phi_rel,
-                w_rel,
-                torque: sim.element_torque(k),
-                mode: sim.element_mode(k),
-                dissipation: sim.element_dissipation(k),
-            };
-        }
-    });
-}
-
-/// Sends the mode changes of the last step.
-fn send_mode_messages(roots: Query<(Entity, &DrivelineCache)>, mut out: MessageWriter<FrictionModeChanged>) {
-    for (root, cache) in &roots {
-        let Some(sim) = cache.sim.as_ref() else { continue };
-        for e in sim.events() {
-            if let Some(&part) = cache.parts.get(e.element) {
-                out.write(FrictionModeChanged { driveline: root, part, time: e.time, from: e.from, to: e.to });
-            }
-        }
-    }
+/// The typed components' [`ElementKind`] of a part, for code that works on the file form.
+pub fn part_kind(world: &World, part: Entity) -> Option<&ElementKind> {
+    world.get::<PartElement>(part)?.kind()
 }

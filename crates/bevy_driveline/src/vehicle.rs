@@ -1,24 +1,48 @@
 //! Vehicles in the ECS: a vehicle is a [`Driveline`] root whose parts (engine, clutch, idlers,
 //! dogs, synchronisers, differentials, wheels, tyres, brakes, body) are entities like any other,
-//! plus the controllers on the root ([`VehicleController`]) that turn a [`VehicleInput`] into the
-//! network's run-time inputs every step, and a [`VehicleTelemetry`] written after it.
+//! plus its description ([`VehicleDefinition`]), the names of its main parts
+//! ([`VehicleParts`]), and the controllers ([`VehicleController`]) that turn a
+//! [`VehicleInput`] into the network's run-time inputs every step, with a [`VehicleTelemetry`]
+//! written after it.
 //!
-//! The controllers run inside the solve phase ([`crate::DrivelineSolveSchedule`]): after a
-//! topology rebuild, before the coupled step, and right after it; they work on the freshly built
-//! simulation so that even the first step sees the right clutch, tyre and pedal inputs.
+//! The controllers run inside the solve phase ([`crate::DrivelineSolveSchedule`]): after the
+//! network is brought in step with the parts, before the coupled step, and right after it; they
+//! work on the freshly built simulation so that even the first step sees the right clutch, tyre
+//! and pedal inputs. They are created from the [`VehicleDefinition`] when the network is first
+//! built (also after a scene load) and again after a structural rebuild; a parameter edit of a
+//! part keeps them (see the crate docs, "Editing parts").
 
-use crate::{Driveline, DrivelineCache, DrivelineStepFailed, spawn_network};
+use crate::{Driveline, DrivelineCache, DrivelineParts, DrivelineStepFailed, SpawnError, spawn_network};
+use bevy_ecs::entity::{EntityMapper, MapEntities};
 use bevy_ecs::prelude::*;
-use driveline_core::IntegrationParameters;
-use driveline_core::vehicle::{DriverInput, Road, Telemetry, VehicleControl, VehicleEvent, VehicleSpec, build};
+use bevy_reflect::prelude::*;
+use driveline_core::vehicle::{
+    DriverInput, Layout, Road, Telemetry, VehicleControl, VehicleError, VehicleEvent, VehicleSpec, WHEELS, build,
+};
+use driveline_core::{IntegrationParameters, StateAdjustment, StateWriteError};
+use serde::{Deserialize, Serialize};
+
+/// What a vehicle is: its description and what its tyres push against. The plugin builds the
+/// controllers from it; editing it has no effect on a running vehicle (edit the parts).
+#[derive(Component, Reflect, Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[reflect(opaque)]
+#[reflect(Component, Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[require(VehicleController, VehicleInput, VehicleTelemetry, VehicleParts)]
+pub struct VehicleDefinition {
+    /// The validated description (an automatic's gearbox inline).
+    pub spec: VehicleSpec,
+    /// The vehicle's own body, or a game's chassis.
+    pub road: Road,
+}
 
 /// The vehicle's controllers (shift controller, engine controller, linkages, clutch heat),
-/// created from its description once the network is built and again after every rebuild.
-#[derive(Component)]
+/// created from its [`VehicleDefinition`] once the network is built and again after every
+/// structural rebuild. A runtime cache: reflected as an opaque value, not saved in scenes.
+#[derive(Component, Reflect, Default, Clone)]
+#[reflect(opaque)]
+#[reflect(Component, Default, Clone)]
 pub struct VehicleController {
-    spec: VehicleSpec,
-    layout: build::Layout,
-    road: Road,
+    layout: Option<Layout>,
     control: Option<VehicleControl>,
     generation: u64,
 }
@@ -28,13 +52,61 @@ impl VehicleController {
     pub fn control(&self) -> Option<&VehicleControl> {
         self.control.as_ref()
     }
-    /// The description.
-    pub fn spec(&self) -> &VehicleSpec {
-        &self.spec
-    }
     /// Events of the last step (shifts, blocked dogs, stalls...).
     pub fn events(&self) -> &[VehicleEvent] {
         self.control.as_ref().map_or(&[], |c| c.events())
+    }
+}
+
+/// The main parts of a vehicle, on its root: the entities to read or edit.
+#[derive(Component, Reflect, Debug, Clone, PartialEq)]
+#[reflect(Component, Debug, Clone, PartialEq, Default)]
+pub struct VehicleParts {
+    /// The engine's crankshaft inertia (its [`crate::Inertia`] and [`crate::BodyState`]).
+    pub engine: Entity,
+    /// The driver's friction clutch ([`crate::Clutch`], [`crate::ClutchEngagement`]); `None`
+    /// for an automatic.
+    pub clutch: Option<Entity>,
+    /// An automatic's torque converter lock-up clutch.
+    pub lockup: Option<Entity>,
+    /// An automatic's shift elements, in the gearbox file's order.
+    pub shift_elements: Vec<Entity>,
+    /// The wheels' inertias: front left, front right, rear left, rear right.
+    pub wheels: Vec<Entity>,
+    /// The tyres, in the order of `wheels`.
+    pub tyres: Vec<Entity>,
+    /// The brakes, in the order of `wheels`.
+    pub brakes: Vec<Entity>,
+    /// The body's mass (`None` on an external road).
+    pub body: Option<Entity>,
+}
+
+impl MapEntities for VehicleParts {
+    fn map_entities<E: EntityMapper>(&mut self, mapper: &mut E) {
+        self.engine = mapper.get_mapped(self.engine);
+        for e in [&mut self.clutch, &mut self.lockup, &mut self.body].into_iter().flatten() {
+            *e = mapper.get_mapped(*e);
+        }
+        for list in [&mut self.shift_elements, &mut self.wheels, &mut self.tyres, &mut self.brakes] {
+            for e in list.iter_mut() {
+                *e = mapper.get_mapped(*e);
+            }
+        }
+    }
+}
+
+impl Default for VehicleParts {
+    fn default() -> Self {
+        Self {
+            engine: Entity::PLACEHOLDER,
+            clutch: None,
+            lockup: None,
+            shift_elements: Vec::new(),
+            wheels: Vec::new(),
+            tyres: Vec::new(),
+            brakes: Vec::new(),
+            body: None,
+        }
     }
 }
 
@@ -51,43 +123,122 @@ pub struct VehicleMessage {
 
 /// What the driver asks for this step (write it in [`crate::DrivelineSystems::Input`] or
 /// `Control`).
-#[derive(Component, Debug, Clone, Copy, Default, PartialEq)]
+#[derive(Component, Reflect, Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[reflect(opaque)]
+#[reflect(Component, Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct VehicleInput(pub DriverInput);
 
 /// The vehicle's outputs after the last step.
-#[derive(Component, Debug, Clone, Copy, Default, PartialEq)]
+#[derive(Component, Reflect, Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[reflect(opaque)]
+#[reflect(Component, Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct VehicleTelemetry(pub Telemetry);
 
-/// Spawns a vehicle: a [`Driveline`] root with its controllers, input and telemetry, and one
-/// part entity per element of its network. Fails with the validation message on a bad
-/// description.
-pub fn spawn_vehicle(world: &mut World, mut spec: VehicleSpec, road: Road) -> Result<Entity, String> {
-    // An automatic's gearbox file not loaded yet is read relative to the working directory.
-    if let Some(at) = &mut spec.automatic {
-        at.resolve(std::path::Path::new(".")).map_err(|e| e.to_string())?;
-    }
-    spec.validate().map_err(|e| format!("{}: {}", e.path.join("."), e.message))?;
-    let layout = build::layout(&spec, road);
-    let root = world
-        .spawn((
-            Driveline { parameters: IntegrationParameters::vehicle() },
-            VehicleController { spec, layout: layout.clone(), road, control: None, generation: 0 },
-            VehicleInput::default(),
-            VehicleTelemetry::default(),
-        ))
-        .id();
-    spawn_network(world, root, &layout.spec)?;
+/// Registers the vehicle components for reflection.
+pub(crate) fn register_types(app: &mut bevy_app::App) {
+    app.register_type::<VehicleDefinition>()
+        .register_type::<VehicleController>()
+        .register_type::<VehicleParts>()
+        .register_type::<VehicleInput>()
+        .register_type::<VehicleTelemetry>();
+}
+
+/// Spawns a vehicle: a [`Driveline`] root with its [`VehicleDefinition`], [`VehicleParts`],
+/// controllers, input and telemetry, and one part entity per element of its network. Fails,
+/// with nothing spawned, on a bad description (the error names the parameter and what is
+/// allowed). An automatic's gearbox file not loaded yet is read relative to the working
+/// directory.
+pub fn spawn_vehicle(world: &mut World, spec: VehicleSpec, road: Road) -> Result<Entity, SpawnError> {
+    let root = world.spawn_empty().id();
+    spawn_vehicle_on(world, root, spec, road).inspect_err(|_| {
+        world.despawn(root);
+    })?;
     Ok(root)
 }
 
+/// [`spawn_vehicle`] onto the empty entity `root`.
+pub(crate) fn spawn_vehicle_on(
+    world: &mut World,
+    root: Entity,
+    mut spec: VehicleSpec,
+    road: Road,
+) -> Result<(), SpawnError> {
+    if let Some(at) = &mut spec.automatic {
+        at.resolve(std::path::Path::new(".")).map_err(VehicleError::Gearbox)?;
+    }
+    spec.validate().map_err(VehicleError::Spec)?;
+    let layout = build::layout(&spec, road);
+    driveline_core::Network::build(&layout.spec).map_err(VehicleError::Build)?;
+    let ids = spawn_network(world, root, &layout.spec);
+    let by_name = |name: &str| layout.spec.elements.iter().position(|e| e.name == name).map(|i| ids[i]);
+    let wheels = |prefix: &str| WHEELS.iter().filter_map(|w| by_name(&format!("{prefix}_{w}"))).collect();
+    let parts = VehicleParts {
+        engine: by_name("engine").unwrap_or(Entity::PLACEHOLDER),
+        clutch: if spec.clutch.is_some() { by_name("clutch") } else { None },
+        lockup: layout.automatic.as_ref().and_then(|a| by_name(&format!("{}lockup", a.prefix))),
+        shift_elements: layout
+            .automatic
+            .as_ref()
+            .map(|a| a.elements.iter().filter_map(|n| by_name(n)).collect())
+            .unwrap_or_default(),
+        wheels: wheels("wheel"),
+        tyres: wheels("tyre"),
+        brakes: wheels("brake"),
+        body: by_name("body"),
+    };
+    world.entity_mut(root).insert((
+        Driveline { parameters: IntegrationParameters::vehicle() },
+        VehicleDefinition { spec, road },
+        VehicleController { layout: Some(layout), control: None, generation: 0 },
+        parts,
+    ));
+    Ok(())
+}
+
+/// Sets the vehicle `root` moving at `speed` m/s before its next step, for a reset or a
+/// teleport: its body, its wheels rolling without slip, and the driveline following through
+/// whatever is locked, geared or sprung to them (`driveline_core::vehicle::VehicleControl::
+/// set_road_speed` says exactly how). The part entities' [`crate::BodyState`]s are written at
+/// once. Returns the written values that could not be taken as written; fails when `root` is
+/// not a running vehicle (its network not built yet) or `speed` is not finite.
+pub fn set_road_speed(world: &mut World, root: Entity, speed: f64) -> Result<Vec<StateAdjustment>, StateWriteError> {
+    let not_running = || StateWriteError::NotABody(format!("vehicle {root} (not spawned or not built yet)"));
+    let mut entity = world.get_entity_mut(root).map_err(|_| not_running())?;
+    let Some(mut vc) = entity.take::<VehicleController>() else { return Err(not_running()) };
+    let result = (|| {
+        let mut cache = entity.get_mut::<DrivelineCache>().ok_or_else(not_running)?;
+        let cache = &mut *cache;
+        let (Some(control), Some(sim)) = (vc.control.as_mut(), cache.sim.as_mut()) else { return Err(not_running()) };
+        let report = control.set_road_speed(sim, speed)?;
+        let states: Vec<(Entity, (f64, f64))> =
+            cache.parts.iter().enumerate().filter_map(|(k, &e)| Some((e, sim.body_state(k)?))).collect();
+        Ok((report, states))
+    })();
+    entity.insert(vc);
+    let (report, states) = result?;
+    for (part, (angle, speed)) in states {
+        if let Some(mut state) = world.get_mut::<crate::BodyState>(part) {
+            *state = crate::BodyState { angle, speed };
+        }
+    }
+    Ok(report)
+}
+
 /// One step of every vehicle, in parallel across the compute task pool: control and
-/// actuation ((re)creating the controllers after a rebuild, then writing the inputs), the
+/// actuation ((re)creating the controllers after a build, then writing the inputs), the
 /// coupled step, then heat, fuel and telemetry, back to back on one thread (one parallel pass
 /// over the vehicles, not three). Failures are reported in entity order; then the step's
 /// vehicle events as [`VehicleMessage`]s, vehicle by vehicle in entity order.
 pub(crate) fn step_vehicles(
     time: Res<bevy_time::Time>,
-    mut roots: Query<(Entity, &mut VehicleController, &VehicleInput, &mut VehicleTelemetry, &mut DrivelineCache)>,
+    mut roots: Query<(
+        Entity,
+        &VehicleDefinition,
+        &mut VehicleController,
+        &VehicleInput,
+        &mut VehicleTelemetry,
+        &mut DrivelineCache,
+    )>,
     mut failed: MessageWriter<DrivelineStepFailed>,
     mut messages: MessageWriter<VehicleMessage>,
     mut failures: Local<std::sync::Mutex<Vec<DrivelineStepFailed>>>,
@@ -98,11 +249,12 @@ pub(crate) fn step_vehicles(
         let f = DrivelineStepFailed { driveline: root, message: e.to_string() };
         sink.lock().unwrap_or_else(|p| p.into_inner()).push(f);
     };
-    roots.par_iter_mut().for_each(|(root, mut vc, input, mut tele, mut cache)| {
+    roots.par_iter_mut().for_each(|(root, def, mut vc, input, mut tele, mut cache)| {
         let generation = cache.generation();
         let Some(sim) = cache.simulation_mut() else { return };
         if vc.control.is_none() || vc.generation != generation {
-            let mut control = VehicleControl::new(vc.spec.clone(), vc.layout.clone(), vc.road, sim);
+            let layout = vc.layout.get_or_insert_with(|| build::layout(&def.spec, def.road)).clone();
+            let mut control = VehicleControl::new(def.spec.clone(), layout, def.road, sim);
             control.start(sim);
             vc.control = Some(control);
             vc.generation = generation;
@@ -118,11 +270,16 @@ pub(crate) fn step_vehicles(
         }
         tele.0 = *control.telemetry();
     });
-    crate::flush_failures(&mut failures, &mut failed);
+    crate::solve::flush_failures(&mut failures, &mut failed);
     // Query iteration order is the archetype table order, fixed for a given world history.
-    for (root, vc, ..) in &roots {
+    for (root, _, vc, ..) in &roots {
         for e in vc.events() {
             messages.write(VehicleMessage { vehicle: root, event: *e });
         }
     }
+}
+
+/// The parts of a vehicle's driveline, for code that iterates them.
+pub fn vehicle_parts(world: &World, root: Entity) -> &[Entity] {
+    world.get::<DrivelineParts>(root).map_or(&[], |p| p.parts())
 }

@@ -113,7 +113,7 @@ fn fleet(o: &BenchOptions, threads: usize) -> Result<BenchResult, String> {
     });
     let spread = app.world().resource::<BenchCycle>().0.duration();
     for i in 0..o.vehicles {
-        let root = spawn_vehicle(app.world_mut(), spec.clone(), Road::Body)?;
+        let root = spawn_vehicle(app.world_mut(), spec.clone(), Road::Body).map_err(|e| e.to_string())?;
         let offset = (i as f64 * 37.0) % spread;
         app.world_mut()
             .entity_mut(root)

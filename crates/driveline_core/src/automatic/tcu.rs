@@ -35,7 +35,7 @@ use crate::torque_map::RPM;
 pub const MAX_ELEMENTS: usize = 8;
 
 /// One shift element as telemetry sees it.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ElementTelemetry {
     /// The gearbox has this element.
     pub present: bool,
@@ -57,7 +57,7 @@ pub struct ElementTelemetry {
 pub type ElementTelemetryArray = [ElementTelemetry; MAX_ELEMENTS];
 
 /// The selector lever (or buttons) of an automatic.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub enum Selector {
     /// Park: neutral with the park pawl.
     #[default]
@@ -127,7 +127,7 @@ pub struct TcuOutput {
 }
 
 /// What the lock-up clutch is asked to do.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub enum LockupMode {
     /// Open: the converter alone.
     #[default]
@@ -139,7 +139,7 @@ pub enum LockupMode {
 }
 
 /// The phase of a shift in progress.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub enum ShiftPhase {
     /// No shift.
     #[default]

@@ -1,7 +1,7 @@
 //! Integration parameters: the solver's tolerances, its mode cache and how Newton starts.
 
 /// Every tunable of the solver, with its default, unit and trade-off.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct IntegrationParameters {
     /// Newton tolerance on the stage velocities, relative to `1 + max |q|` (default 1e-10: at
     /// 600 rad/s a correction below 6e-8 rad/s ends the iteration). Only nonlinear laws
@@ -53,7 +53,7 @@ pub struct IntegrationParameters {
 /// last one in the same mode ([`IntegrationParameters::newton_start`]). Each choice builds on
 /// the one before; the iteration counts are of the 8HP sedan's full-throttle 1-2 upshift
 /// (445 steps) as measured when the choice was added.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub enum NewtonStart {
     /// The last sub-step's collocation polynomial, extrapolated (error `O(h^3)`; 2.68 Newton
     /// iterations a step).

@@ -1,7 +1,7 @@
 //! What a step reports: friction modes, mode-change events, counters, the energy ledger, errors.
 
 /// Friction element mode, with the MSL integer codes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum FrictionMode {
     /// Sliding with negative relative speed (code -1).
     Backward,

@@ -83,7 +83,7 @@ fn friction(force_input: &str, mu: Table1D, peak: f64, cgeo: f64, fn_max: f64) -
 }
 
 /// What the tyres push against.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Road {
     /// The vehicle's own body: a mass with drag, rolling resistance and grade (a complete
     /// longitudinal vehicle).

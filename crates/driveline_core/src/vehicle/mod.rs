@@ -43,7 +43,7 @@ pub use spec::*;
 use std::path::Path;
 
 /// What the driver (or a test, or a gamepad mapping) asks for this step.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct DriverInput {
     /// Accelerator pedal, [0, 1].
     pub throttle: f64,
@@ -213,7 +213,7 @@ impl std::fmt::Display for VehicleEventKind {
 }
 
 /// Per-step outputs, all SI unless named otherwise.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Telemetry {
     /// Time, s.
     pub time: f64,

@@ -1,0 +1,101 @@
+//! The coupled step of the drivelines that are not vehicles, the write-back of the new state to
+//! the part entities, and the mode messages.
+
+use crate::{
+    BodyState, ClutchEngagement, CouplingState, DrivelineCache, DrivelineStepFailed, FrictionModeChanged, PartOf,
+    PartSlot, SkipWriteBack,
+};
+use bevy_ecs::prelude::*;
+use bevy_time::Time;
+
+/// One coupled step of every driveline that is not a vehicle (vehicles step with their
+/// controllers in `vehicle::step_vehicles`) by the schedule's time delta, in parallel across
+/// the compute task pool (drivelines are independent; each one's result does not depend on the
+/// thread). A refused step (a non-finite state) leaves the driveline where it was and is
+/// reported, in entity order.
+pub(crate) fn step_drivelines(
+    time: Res<Time>,
+    mut roots: Query<(Entity, &mut DrivelineCache), Without<crate::vehicle::VehicleController>>,
+    mut failed: MessageWriter<DrivelineStepFailed>,
+    mut failures: Local<std::sync::Mutex<Vec<DrivelineStepFailed>>>,
+) {
+    let dt = time.delta_secs_f64();
+    if dt <= 0.0 {
+        return;
+    }
+    let sink = &*failures;
+    roots.par_iter_mut().for_each(|(root, mut cache)| {
+        if let Some(sim) = cache.sim.as_mut()
+            && let Err(e) = sim.step(dt)
+        {
+            let f = DrivelineStepFailed { driveline: root, message: e.to_string() };
+            sink.lock().unwrap_or_else(|p| p.into_inner()).push(f);
+        }
+    });
+    flush_failures(&mut failures, &mut failed);
+}
+
+/// Writes the failures parallel systems collected, in entity order (deterministic whatever
+/// thread found them).
+pub(crate) fn flush_failures(
+    failures: &mut std::sync::Mutex<Vec<DrivelineStepFailed>>,
+    failed: &mut MessageWriter<DrivelineStepFailed>,
+) {
+    let list = failures.get_mut().unwrap_or_else(|p| p.into_inner());
+    list.sort_by_key(|f| f.driveline);
+    for f in list.drain(..) {
+        failed.write(f);
+    }
+}
+
+/// Writes body and coupling states and clutch engagements back to the part entities (in
+/// place, no commands; a value that did not change is not written, so change detection sees
+/// only what moved), in parallel over the parts: each reads only its own driveline's
+/// simulation. Parts marked [`SkipWriteBack`] are not visited.
+pub(crate) fn write_back(
+    roots: Query<&DrivelineCache>,
+    mut states: Query<
+        (Entity, &PartOf, &PartSlot, &mut BodyState, &mut CouplingState, Option<&mut ClutchEngagement>),
+        Without<SkipWriteBack>,
+    >,
+) {
+    states.par_iter_mut().for_each(|(entity, part_of, &PartSlot(k), mut body, mut coupling, engagement)| {
+        let Ok(cache) = roots.get(part_of.0) else { return };
+        let Some(sim) = cache.sim.as_ref() else { return };
+        if cache.parts.get(k) != Some(&entity) {
+            return;
+        }
+        // Compared bit for bit, as the write test does (`-0.0` is not `0.0` there).
+        if let Some((angle, speed)) = sim.body_state(k)
+            && (body.angle.to_bits() != angle.to_bits() || body.speed.to_bits() != speed.to_bits())
+        {
+            *body = BodyState { angle, speed };
+        }
+        if let Some((phi_rel, w_rel)) = sim.element_relative(k) {
+            coupling.set_if_neq(CouplingState {
+                phi_rel,
+                w_rel,
+                torque: sim.element_torque(k),
+                mode: sim.element_mode(k),
+                dissipation: sim.element_dissipation(k),
+            });
+        }
+        if let (Some(mut e), Some(u)) = (engagement, sim.element_engagement(k))
+            && e.0.to_bits() != u.to_bits()
+        {
+            e.0 = u;
+        }
+    });
+}
+
+/// Sends the mode changes of the last step.
+pub(crate) fn send_mode_messages(roots: Query<(Entity, &DrivelineCache)>, mut out: MessageWriter<FrictionModeChanged>) {
+    for (root, cache) in &roots {
+        let Some(sim) = cache.sim.as_ref() else { continue };
+        for e in sim.events() {
+            if let Some(&part) = cache.parts.get(e.element) {
+                out.write(FrictionModeChanged { driveline: root, part, time: e.time, from: e.from, to: e.to });
+            }
+        }
+    }
+}

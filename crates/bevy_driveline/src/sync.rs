@@ -1,0 +1,321 @@
+//! Keeping each driveline's simulation in step with its part components, before the step:
+//! edits of the typed components accepted or refused, parameter edits applied in place,
+//! structural changes rebuilt warm, run-time inputs and clutch engagements handed over, and
+//! written body states taken as the state the step starts from.
+
+use crate::parts::{ElementComponent, PartElement};
+use crate::{
+    BodyState, ClutchEngagement, Connections, Driveline, DrivelineBuildFailed, DrivelineCache, DrivelineEditRefused,
+    DrivelineInputs, DrivelineParts, DrivelineRebuilt, PartOf, PartSlot, StateWriteAdjusted,
+};
+use bevy_ecs::name::Name;
+use bevy_ecs::prelude::*;
+use driveline_core::network::validate_element;
+use driveline_core::{ElementKind, ElementSpec, Network, NetworkSpec, Signal, Simulation, StateWrite, UpdateError};
+
+/// The name of a part: its [`Name`], or one made from its entity.
+pub(crate) fn part_name(entity: Entity, name: Option<&Name>) -> String {
+    name.map_or_else(|| format!("part {entity}"), |n| n.as_str().to_string())
+}
+
+/// Accepts the edits of the typed component `T`: a value that validates becomes the part's
+/// [`PartElement`]; one that does not is refused with a message naming the part and the field,
+/// and the component is set back to the last accepted value.
+pub(crate) fn collect<T: ElementComponent>(
+    mut parts: Query<(Entity, Option<&Name>, Option<&PartOf>, &mut T, &mut PartElement), Changed<T>>,
+    mut refused: MessageWriter<DrivelineEditRefused>,
+) {
+    for (entity, name, part_of, mut typed, mut element) in &mut parts {
+        let kind = typed.to_kind();
+        if element.0.as_ref() == Some(&kind) {
+            continue;
+        }
+        let label = part_name(entity, name);
+        match validate_element(&label, &kind) {
+            Ok(()) => element.0 = Some(kind),
+            Err(e) => {
+                let mut message = e.to_string();
+                for (file, field) in T::RENAMES {
+                    message = message.replace(&format!("`{file}`"), &format!("`{field}`"));
+                }
+                let kept = element.0.as_ref().and_then(T::from_kind);
+                let message = match &kept {
+                    Some(_) => format!("{message}; the last valid value is kept"),
+                    None => format!("{message}; the part has no valid value yet"),
+                };
+                refused.write(DrivelineEditRefused { driveline: part_of.map(|p| p.0), part: entity, message });
+                if let Some(last) = kept {
+                    *typed = last;
+                }
+            }
+        }
+    }
+}
+
+/// Brings every driveline's simulation in step with its parts: built at first, parameter
+/// edits applied in place (the motion, the clock and the controllers kept), a structural
+/// change (a part added or removed, a joint or a name changed, an edit the solver cannot take
+/// in place) rebuilt warm, and said so in a [`DrivelineRebuilt`] message.
+pub(crate) fn sync_networks(
+    mut roots: Query<(Entity, &Driveline, &DrivelineParts, &mut DrivelineCache)>,
+    changed_roots: Query<(), Or<(Changed<DrivelineParts>, Changed<Driveline>)>>,
+    structural: Query<&PartOf, Or<(Changed<Name>, Changed<Connections>, Added<PartElement>)>>,
+    edited: Query<&PartOf, Changed<PartElement>>,
+    parts: Query<(Option<&Name>, &PartElement, Option<&Connections>)>,
+    mut removed: RemovedComponents<PartElement>,
+    mut detached: RemovedComponents<PartOf>,
+    mut failed: MessageWriter<DrivelineBuildFailed>,
+    mut rebuilt: MessageWriter<DrivelineRebuilt>,
+    mut touched: Local<(Vec<Entity>, Vec<Entity>)>,
+    mut commands: Commands,
+) {
+    let any_removed = removed.read().count() + detached.read().count() > 0;
+    // The roots of changed parts, gathered in one pass over the parts (asking each root
+    // "is one of the changed parts mine?" would scan every part once per root).
+    let (structure, edits) = &mut *touched;
+    for (list, found) in [(&mut *structure, structural.iter().map(|p| p.0).collect::<Vec<_>>())]
+        .into_iter()
+        .chain([(&mut *edits, edited.iter().map(|p| p.0).collect::<Vec<_>>())])
+    {
+        list.clear();
+        list.extend(found);
+        list.sort_unstable();
+        list.dedup();
+    }
+    for (root, driveline, members, mut cache) in &mut roots {
+        let is_structural = cache.sim.is_none()
+            || any_removed
+            || changed_roots.contains(root)
+            || touched.0.binary_search(&root).is_ok();
+        let is_edited = touched.1.binary_search(&root).is_ok();
+        if !(is_structural || is_edited) || members.0.is_empty() {
+            continue;
+        }
+        let spec = match gather(root, members, &parts) {
+            Ok(spec) => spec,
+            Err(message) => {
+                cache.sim = None;
+                failed.write(DrivelineBuildFailed { driveline: root, message });
+                continue;
+            }
+        };
+        let mut reason = None;
+        if !is_structural && let Some(sim) = cache.sim.as_mut() {
+            match sim.update_parameters(&spec) {
+                Ok(()) => continue,
+                Err(UpdateError::Build(e)) => {
+                    failed.write(DrivelineBuildFailed { driveline: root, message: e.to_string() });
+                    continue;
+                }
+                Err(UpdateError::Structure(why)) => reason = Some(why),
+            }
+        }
+        let had = cache.sim.is_some();
+        match build(&spec, cache.sim.as_ref(), driveline) {
+            Ok((sim, warm)) => {
+                cache.sim = Some(sim);
+                cache.generation += 1;
+                cache.parts = members.0.iter().copied().filter(|e| parts.contains(*e)).collect();
+                for (k, &e) in cache.parts.iter().enumerate() {
+                    commands.entity(e).try_insert(PartSlot(k));
+                }
+                if had {
+                    let reason = reason.unwrap_or_else(|| "parts were added, removed, joined or renamed".into());
+                    rebuilt.write(DrivelineRebuilt { driveline: root, warm, reason });
+                }
+            }
+            Err(message) => {
+                cache.sim = None;
+                failed.write(DrivelineBuildFailed { driveline: root, message });
+            }
+        }
+    }
+}
+
+/// The network description of a root's parts, in part order.
+fn gather(
+    root: Entity,
+    members: &DrivelineParts,
+    parts: &Query<(Option<&Name>, &PartElement, Option<&Connections>)>,
+) -> Result<NetworkSpec, String> {
+    let mut spec = NetworkSpec::default();
+    let mut names: Vec<(Entity, String)> = Vec::with_capacity(members.0.len());
+    for &e in &members.0 {
+        if let Ok((name, ..)) = parts.get(e) {
+            names.push((e, part_name(e, name)));
+        }
+    }
+    names.sort_unstable_by_key(|n| n.0);
+    let name_of = |e: Entity| names.binary_search_by_key(&e, |n| n.0).ok().map(|i| names[i].1.clone());
+    for &e in &members.0 {
+        let Ok((name, element, conns)) = parts.get(e) else { continue };
+        let name = part_name(e, name);
+        let Some(kind) = element.0.clone() else {
+            return Err(format!("part '{name}' of driveline {root} has no valid element (see the refused edit)"));
+        };
+        for c in conns.map(|c| c.0.as_slice()).unwrap_or_default() {
+            let Some(other) = name_of(c.to) else {
+                return Err(format!("'{name}' connects to an entity outside its driveline"));
+            };
+            spec.connections.push((format!("{name}.{}", c.flange), format!("{other}.{}", c.to_flange)));
+        }
+        spec.elements.push(ElementSpec { name, kind });
+    }
+    Ok(spec)
+}
+
+/// A new simulation of `spec`, warm from `old` where it can be (parts that existed keep their
+/// motion and the clock runs on), else from the start values. Returns it and whether it is warm.
+fn build(spec: &NetworkSpec, old: Option<&Simulation>, driveline: &Driveline) -> Result<(Simulation, bool), String> {
+    let warm = old.and_then(|old| {
+        let mut warm_spec = spec.clone();
+        for e in &mut warm_spec.elements {
+            if let Some(k) = old.network().elements.iter().position(|o| o.name == e.name) {
+                e.kind.set_start_state(old.body_state(k), old.element_relative(k));
+            }
+        }
+        Network::build(&warm_spec).ok().map(|net| (net, old.time()))
+    });
+    match warm {
+        Some((net, t0)) => Ok((Simulation::starting_at(net, driveline.parameters, t0), true)),
+        None => Network::build(spec)
+            .map(|net| (Simulation::starting_at(net, driveline.parameters, 0.0), false))
+            .map_err(|e| e.to_string()),
+    }
+}
+
+/// Hands the inputs of each root to its simulation; refused values are reported and skipped.
+pub(crate) fn apply_inputs(
+    mut roots: Query<(Entity, &DrivelineInputs, &mut DrivelineCache)>,
+    mut failed: MessageWriter<DrivelineBuildFailed>,
+) {
+    for (root, inputs, mut cache) in &mut roots {
+        let Some(sim) = cache.sim.as_mut() else { continue };
+        for (name, value) in &inputs.0 {
+            if let Err(e) = sim.set_input(name, *value) {
+                failed.write(DrivelineBuildFailed { driveline: root, message: e.to_string() });
+            }
+        }
+    }
+}
+
+/// Hands written clutch engagements to the simulations: a [`ClutchEngagement`] that differs
+/// from the value the last step used sets the clutch's run-time input (clamped to [0, 1]; NaN
+/// refused). Vehicles' clutches are handled with their controllers.
+pub(crate) fn apply_engagements(
+    mut roots: Query<&mut DrivelineCache, Without<crate::vehicle::VehicleController>>,
+    mut parts: Query<(Entity, &PartOf, &PartSlot, &mut ClutchEngagement, &PartElement), Changed<ClutchEngagement>>,
+    mut refused: MessageWriter<DrivelineEditRefused>,
+) {
+    for (entity, part_of, &PartSlot(k), mut engagement, element) in &mut parts {
+        let Ok(mut cache) = roots.get_mut(part_of.0) else { continue };
+        if cache.parts.get(k) != Some(&entity) {
+            continue;
+        }
+        let Some(sim) = cache.sim.as_mut() else { continue };
+        let Some(used) = sim.element_engagement(k) else { continue };
+        let value = engagement.0;
+        if value.to_bits() == used.to_bits() {
+            continue;
+        }
+        let refuse = |message: String| DrivelineEditRefused { driveline: Some(part_of.0), part: entity, message };
+        let name = match element.0.as_ref() {
+            Some(
+                ElementKind::Clutch { f_normalized: Signal::Input { name, .. }, .. }
+                | ElementKind::Brake { f_normalized: Signal::Input { name, .. }, .. },
+            ) => name,
+            _ => {
+                refused.write(refuse(format!(
+                    "'{}': ClutchEngagement is written, but its `f_normalized` is a function of time, not a run-time input; the value is kept",
+                    sim.network().elements[k].name
+                )));
+                engagement.bypass_change_detection().0 = used;
+                continue;
+            }
+        };
+        if value.is_nan() {
+            refused.write(refuse(format!(
+                "'{}': ClutchEngagement is NaN; it must be a number in [0, 1]; the last valid value {used} is kept",
+                sim.network().elements[k].name
+            )));
+            engagement.bypass_change_detection().0 = used;
+            continue;
+        }
+        let _ = sim.set_input(name, value.clamp(0.0, 1.0));
+    }
+}
+
+/// Takes written [`BodyState`]s as the state the next step starts from: a body whose state
+/// differs from what the last step left (bit for bit) was written, and the simulation starts
+/// from the nearest consistent state (see `Simulation::write_state`); values it could not take
+/// as written are reported in [`StateWriteAdjusted`] messages. Parts just (re)built are not
+/// writes: their start values come from their typed components.
+pub(crate) fn write_states(
+    mut roots: Query<&mut DrivelineCache>,
+    parts: Query<(Entity, &PartOf, &PartSlot, &BodyState), (Changed<BodyState>, Without<crate::SkipWriteBack>)>,
+    fresh: Query<(), Added<PartSlot>>,
+    skipped: Query<(Entity, &PartOf, &PartSlot, &BodyState), (Changed<BodyState>, With<crate::SkipWriteBack>)>,
+    mut adjusted: MessageWriter<StateWriteAdjusted>,
+    mut refused: MessageWriter<DrivelineEditRefused>,
+    mut writes: Local<Vec<(Entity, usize, Entity, BodyState)>>,
+) {
+    writes.clear();
+    for (entity, part_of, &PartSlot(k), state) in parts.iter().chain(skipped.iter()) {
+        if fresh.contains(entity) {
+            continue;
+        }
+        let Ok(cache) = roots.get(part_of.0) else { continue };
+        if cache.parts.get(k) != Some(&entity) {
+            continue;
+        }
+        let Some((angle, speed)) = cache.sim.as_ref().and_then(|s| s.body_state(k)) else { continue };
+        if angle.to_bits() != state.angle.to_bits() || speed.to_bits() != state.speed.to_bits() {
+            writes.push((part_of.0, k, entity, *state));
+        }
+    }
+    if writes.is_empty() {
+        return;
+    }
+    writes.sort_unstable_by_key(|w| (w.0, w.1));
+    let mut at = 0;
+    while at < writes.len() {
+        let root = writes[at].0;
+        let end = at + writes[at..].iter().take_while(|w| w.0 == root).count();
+        let group = &writes[at..end];
+        at = end;
+        let Ok(mut cache) = roots.get_mut(root) else { continue };
+        let Some(sim) = cache.sim.as_mut() else { continue };
+        let list: Vec<StateWrite> = group
+            .iter()
+            .map(|&(_, k, _, s)| {
+                let (angle, speed) = sim.body_state(k).unwrap_or_default();
+                StateWrite {
+                    element: k,
+                    angle: (angle.to_bits() != s.angle.to_bits()).then_some(s.angle),
+                    speed: (speed.to_bits() != s.speed.to_bits()).then_some(s.speed),
+                }
+            })
+            .collect();
+        match sim.write_state(&list) {
+            Ok(report) => {
+                for a in report {
+                    let part = group.iter().find(|w| w.1 == a.element).map_or(Entity::PLACEHOLDER, |w| w.2);
+                    adjusted.write(StateWriteAdjusted {
+                        driveline: root,
+                        part,
+                        what: a.what,
+                        written: a.written,
+                        kept: a.kept,
+                    });
+                }
+            }
+            Err(e) => {
+                refused.write(DrivelineEditRefused {
+                    driveline: Some(root),
+                    part: group[0].2,
+                    message: format!("{e}; the state is kept"),
+                });
+            }
+        }
+    }
+}
