@@ -30,7 +30,7 @@
 //! ## Concepts
 //! - A [`Driveline`] root entity groups its parts through the [`PartOf`] relationship (the
 //!   root lists them in [`DrivelineParts`], in the order that keeps runs deterministic).
-//! - A part is an entity with a [`Name`](bevy_ecs::name::Name) (the element's name in files and
+//! - A part is an entity with a [`Name`] (the element's name in files and
 //!   messages) and one typed component saying what it is, with its parameters as public fields
 //!   in SI units: [`Inertia`], [`IdealGear`], [`IdealPlanetary`], [`SpringDamper`],
 //!   [`ElastoBacklash`], [`Clutch`] (friction clutches, one-way clutches and brakes),

@@ -1,0 +1,457 @@
+//! Parts as ECS data: typed, reflectable components that users read and write. Parameter edits
+//! apply in place with the motion, the clock and the controllers kept; bad values are refused
+//! with the last valid one kept; written states are where the next step starts; spawning fails
+//! with typed errors; a vehicle's entities save and load as a dynamic world.
+
+mod common;
+use bevy_app::{App, FixedUpdate, Update};
+use bevy_ecs::message::Messages;
+use bevy_ecs::name::Name;
+use bevy_ecs::prelude::*;
+use bevy_ecs::schedule::SingleThreadedExecutor;
+use bevy_time::Time;
+use common::*;
+use driveline::bevy::prelude::*;
+use driveline::bevy::{DrivelineCache, parts};
+use driveline::core::vehicle::{Road, Vehicle};
+use driveline::core::{DriverInput, FrictionMode, Signal};
+use std::path::Path;
+use std::time::Duration;
+
+fn create_app() -> App {
+    let mut app = App::new();
+    app.add_plugins(DrivelinePlugins::default());
+    app
+}
+
+fn fixed_step(app: &mut App, dt: Duration) {
+    app.world_mut().resource_mut::<Time>().advance_by(dt);
+    app.world_mut().run_schedule(FixedUpdate);
+}
+
+fn drain<M: bevy_ecs::message::Message>(app: &mut App) -> Vec<M> {
+    app.world_mut().resource_mut::<Messages<M>>().drain().collect()
+}
+
+/// A flywheel of `j` kg m^2 at rest driven by a constant `tau` N m.
+fn flywheel(app: &mut App, j: f64, tau: f64) -> (Entity, Entity) {
+    let world = app.world_mut();
+    let root = world.spawn(Driveline::default()).id();
+    let wheel =
+        world.spawn((Name::new("J"), Inertia { j, phi_start: Some(0.0), w_start: Some(0.0) }, PartOf(root))).id();
+    world.spawn((
+        Name::new("motor"),
+        ConstantTorque { tau_constant: tau, use_support: false },
+        PartOf(root),
+        Connections::new().with("flange", wheel, "flange_a"),
+    ));
+    (root, wheel)
+}
+
+fn vehicle_spec(file: &str) -> driveline::core::VehicleSpec {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/vehicles").join(file);
+    Vehicle::load(&path).unwrap_or_else(|e| panic!("{e}")).spec().clone()
+}
+
+#[test]
+fn editing_an_inertia_applies_in_place_with_the_motion_and_the_clock_kept() {
+    // 2 N m on 0.5 kg m^2 for 1 s (w = 4 rad/s), then J = 2: 1 rad/s^2, w = 5 rad/s at 2 s.
+    // Constant torque: the Gauss steps are exact, the tolerance is rounding.
+    let mut app = create_app();
+    let (root, wheel) = flywheel(&mut app, 0.5, 2.0);
+    for _ in 0..100 {
+        fixed_step(&mut app, Duration::from_millis(10));
+    }
+    let generation = app.world().get::<DrivelineCache>(root).unwrap().generation();
+    assert!((app.world().get::<BodyState>(wheel).unwrap().speed - 4.0).abs() < 1e-12);
+    app.world_mut().get_mut::<Inertia>(wheel).unwrap().j = 2.0;
+    for _ in 0..100 {
+        fixed_step(&mut app, Duration::from_millis(10));
+    }
+    let w = app.world().get::<BodyState>(wheel).unwrap().speed;
+    assert!((w - 5.0).abs() < 1e-12, "{w}");
+    let cache = app.world().get::<DrivelineCache>(root).unwrap();
+    assert!((cache.simulation().unwrap().time() - 2.0).abs() < 1e-12, "the clock ran on");
+    assert_eq!(cache.generation(), generation, "no rebuild for a parameter edit");
+    assert!(drain::<DrivelineRebuilt>(&mut app).is_empty());
+    // A mutable access that changes nothing (an inspector's every frame) changes nothing.
+    let before = *app.world().get::<BodyState>(wheel).unwrap();
+    let _ = &mut *app.world_mut().get_mut::<Inertia>(wheel).unwrap();
+    fixed_step(&mut app, Duration::from_millis(10));
+    let after = app.world().get::<BodyState>(wheel).unwrap().speed;
+    assert!((after - before.speed - 0.01).abs() < 1e-12);
+}
+
+#[test]
+fn a_bad_value_is_refused_naming_the_part_and_field_and_the_last_valid_value_is_kept() {
+    let mut app = create_app();
+    let (root, wheel) = flywheel(&mut app, 0.5, 2.0);
+    fixed_step(&mut app, Duration::from_millis(10));
+    for bad in [f64::NAN, f64::INFINITY, -1.0] {
+        app.world_mut().get_mut::<Inertia>(wheel).unwrap().j = bad;
+        fixed_step(&mut app, Duration::from_millis(10));
+        let refused = drain::<DrivelineEditRefused>(&mut app);
+        assert_eq!(refused.len(), 1, "{bad}: {refused:?}");
+        let m = &refused[0];
+        assert_eq!((m.part, m.driveline), (wheel, Some(root)));
+        assert!(m.message.contains("'J'") && m.message.contains("`j`"), "{}", m.message);
+        assert_eq!(app.world().get::<Inertia>(wheel).unwrap().j, 0.5, "the last valid value is back");
+    }
+    // The flywheel ran on at 4 rad/s^2 through it all: 4 steps of 10 ms.
+    let w = app.world().get::<BodyState>(wheel).unwrap().speed;
+    assert!((w - 0.16).abs() < 1e-12, "{w}");
+    // A clutch's normal force below zero is refused too.
+    let clutch =
+        app.world_mut().spawn((Name::new("c"), Clutch { fn_max: -5.0, ..Default::default() }, PartOf(root))).id();
+    fixed_step(&mut app, Duration::from_millis(10));
+    let refused = drain::<DrivelineEditRefused>(&mut app);
+    assert!(refused.iter().any(|m| m.part == clutch && m.message.contains("fn_max")), "{refused:?}");
+}
+
+#[test]
+fn a_written_speed_is_where_the_next_step_starts() {
+    // Written 10 rad/s at t = 0.5 s: 10 + 4 * 0.1 after ten more 10 ms steps.
+    let mut app = create_app();
+    let (_, wheel) = flywheel(&mut app, 0.5, 2.0);
+    for _ in 0..50 {
+        fixed_step(&mut app, Duration::from_millis(10));
+    }
+    app.world_mut().get_mut::<BodyState>(wheel).unwrap().speed = 10.0;
+    for _ in 0..10 {
+        fixed_step(&mut app, Duration::from_millis(10));
+    }
+    let w = app.world().get::<BodyState>(wheel).unwrap().speed;
+    assert!((w - 10.4).abs() < 1e-12, "{w}");
+    assert!(drain::<StateWriteAdjusted>(&mut app).is_empty());
+    // A NaN speed is refused and the motion goes on.
+    app.world_mut().get_mut::<BodyState>(wheel).unwrap().speed = f64::NAN;
+    fixed_step(&mut app, Duration::from_millis(10));
+    assert_eq!(drain::<DrivelineEditRefused>(&mut app).len(), 1);
+    let w = app.world().get::<BodyState>(wheel).unwrap().speed;
+    assert!((w - 10.44).abs() < 1e-12, "{w}");
+}
+
+#[test]
+fn a_written_engagement_drives_a_clutch_whose_force_is_an_input() {
+    // Two flywheels, the first at 10 rad/s, joined by a clutch whose normal force is a run-time
+    // input at 0: they keep their speeds until ClutchEngagement is written, then lock.
+    let mut app = create_app();
+    let world = app.world_mut();
+    let root = world.spawn(Driveline::default()).id();
+    let a =
+        world.spawn((Name::new("a"), Inertia { j: 1.0, phi_start: Some(0.0), w_start: Some(10.0) }, PartOf(root))).id();
+    let b =
+        world.spawn((Name::new("b"), Inertia { j: 1.0, phi_start: Some(0.0), w_start: Some(0.0) }, PartOf(root))).id();
+    let input = Signal::Input { name: "press".into(), value: 0.0, rate: 0.0, since: 0.0 };
+    let clutch = world
+        .spawn((
+            Name::new("clutch"),
+            Clutch { fn_max: 100.0, f_normalized: SignalParam(input), ..Default::default() },
+            PartOf(root),
+            Connections::new().with("flange_a", a, "flange_b").with("flange_b", b, "flange_a"),
+        ))
+        .id();
+    for _ in 0..10 {
+        fixed_step(&mut app, Duration::from_millis(10));
+    }
+    assert_eq!(app.world().get::<BodyState>(b).unwrap().speed, 0.0);
+    assert_eq!(app.world().get::<ClutchEngagement>(clutch).unwrap().0, 0.0);
+    app.world_mut().get_mut::<ClutchEngagement>(clutch).unwrap().0 = 1.0;
+    for _ in 0..100 {
+        fixed_step(&mut app, Duration::from_millis(10));
+    }
+    // 50 N m of kinetic friction (mu 0.5 x 100 N x 1 m) brings both to 5 rad/s in 0.1 s.
+    let (wa, wb) = (app.world().get::<BodyState>(a).unwrap().speed, app.world().get::<BodyState>(b).unwrap().speed);
+    assert!((wa - 5.0).abs() < 1e-9 && (wb - 5.0).abs() < 1e-9, "{wa} {wb}");
+    assert_eq!(app.world().get::<CouplingState>(clutch).unwrap().mode, Some(FrictionMode::Stuck));
+    assert_eq!(app.world().get::<ClutchEngagement>(clutch).unwrap().0, 1.0);
+    app.world_mut().get_mut::<ClutchEngagement>(clutch).unwrap().0 = f64::NAN;
+    fixed_step(&mut app, Duration::from_millis(10));
+    assert_eq!(drain::<DrivelineEditRefused>(&mut app).len(), 1);
+    assert_eq!(app.world().get::<ClutchEngagement>(clutch).unwrap().0, 1.0, "the last valid value is kept");
+}
+
+/// The 350Z pulling away in first at 60 Hz, then at full throttle with the clutch locked.
+fn pulling_350z(app: &mut App) -> Entity {
+    let root = spawn_vehicle(app.world_mut(), vehicle_spec("nissan_350z.ron"), Road::Body).unwrap();
+    let frame = Duration::from_nanos(16_666_667);
+    let mut input = DriverInput { clutch: 1.0, gear: 1, ..Default::default() };
+    for k in 0..360 {
+        let t = k as f64 / 60.0;
+        input.clutch = if t < 1.5 { 1.0 } else { (1.0 - (t - 1.5) / 3.0).max(0.0) };
+        input.throttle = if t < 1.5 {
+            0.0
+        } else if t < 5.0 {
+            0.25
+        } else {
+            1.0
+        };
+        app.world_mut().get_mut::<VehicleInput>(root).unwrap().0 = input;
+        fixed_step(app, frame);
+    }
+    root
+}
+
+#[test]
+fn a_weaker_clutch_on_a_moving_car_slips_at_once_and_nothing_else_restarts() {
+    let mut app = create_app();
+    let root = pulling_350z(&mut app);
+    let frame = Duration::from_nanos(16_666_667);
+    let clutch = app.world().get::<VehicleParts>(root).unwrap().clutch.expect("a manual has a clutch");
+    assert_eq!(app.world().get::<CouplingState>(clutch).unwrap().mode, Some(FrictionMode::Stuck));
+    let before = app.world().get::<VehicleTelemetry>(root).unwrap().0;
+    assert!(before.running && before.speed > 3.0 && before.engaged_gear == 1, "{before:?}");
+    let generation = app.world().get::<DrivelineCache>(root).unwrap().generation();
+    app.world_mut().get_mut::<Clutch>(clutch).unwrap().fn_max *= 0.05;
+    fixed_step(&mut app, frame);
+    fixed_step(&mut app, frame);
+    let after = app.world().get::<VehicleTelemetry>(root).unwrap().0;
+    assert_ne!(app.world().get::<CouplingState>(clutch).unwrap().mode, Some(FrictionMode::Stuck));
+    assert!(after.clutch_slip.abs() > 1.0, "slip {}", after.clutch_slip);
+    // Time, speed, gear and engine run on: no rebuild, no restart.
+    assert!((after.time - before.time - 2.0 / 60.0).abs() < 1e-9);
+    assert!((after.speed - before.speed).abs() < 0.5, "{} vs {}", after.speed, before.speed);
+    assert_eq!(after.engaged_gear, 1);
+    assert!(after.running);
+    assert_eq!(app.world().get::<DrivelineCache>(root).unwrap().generation(), generation);
+    assert!(drain::<DrivelineRebuilt>(&mut app).is_empty());
+}
+
+#[test]
+fn a_vehicle_is_set_to_a_road_speed_consistently() {
+    let mut app = create_app();
+    let root = pulling_350z(&mut app);
+    let v0 = app.world().get::<VehicleTelemetry>(root).unwrap().0.speed;
+    let report = set_road_speed(app.world_mut(), root, 2.0 * v0).unwrap();
+    assert!(report.is_empty(), "{report:?}");
+    let parts = app.world().get::<VehicleParts>(root).unwrap().clone();
+    let body = app.world().get::<BodyState>(parts.body.unwrap()).unwrap().speed;
+    assert!((body - 2.0 * v0).abs() < 1e-12 * v0);
+    let r = vehicle_spec("nissan_350z.ron").wheels.radius;
+    for w in &parts.wheels {
+        assert!((app.world().get::<BodyState>(*w).unwrap().speed * r - 2.0 * v0).abs() < 1e-9);
+    }
+    fixed_step(&mut app, Duration::from_nanos(16_666_667));
+    let t = app.world().get::<VehicleTelemetry>(root).unwrap().0;
+    assert!((t.speed - 2.0 * v0).abs() < 0.2, "{} vs {}", t.speed, 2.0 * v0);
+    assert!(drain::<StateWriteAdjusted>(&mut app).is_empty());
+    assert!(set_road_speed(app.world_mut(), root, f64::NAN).is_err());
+}
+
+#[test]
+fn a_structural_change_rebuilds_warm_and_says_so() {
+    let mut app = create_app();
+    let (root, wheel) = flywheel(&mut app, 2.0, 4.0);
+    fixed_step(&mut app, Duration::from_millis(10));
+    assert!(drain::<DrivelineRebuilt>(&mut app).is_empty(), "the first build is not a rebuild");
+    let world = app.world_mut();
+    let j2 =
+        world.spawn((Name::new("J2"), Inertia { j: 2.0, phi_start: Some(0.0), w_start: Some(0.0) }, PartOf(root))).id();
+    world.spawn((
+        Name::new("coupling"),
+        Damper { d: 1.0, ..Default::default() },
+        PartOf(root),
+        Connections::new().with("flange_a", wheel, "flange_b").with("flange_b", j2, "flange_a"),
+    ));
+    fixed_step(&mut app, Duration::from_millis(10));
+    let rebuilt = drain::<DrivelineRebuilt>(&mut app);
+    assert_eq!(rebuilt.len(), 1, "{rebuilt:?}");
+    assert!(rebuilt[0].warm && rebuilt[0].driveline == root);
+}
+
+#[test]
+fn spawning_fails_with_typed_errors_and_leaves_nothing_behind() {
+    let mut app = create_app();
+    let mut spec = vehicle_spec("nissan_350z.ron");
+    spec.body.mass = -1.0;
+    let before = app.world().entities().count_spawned();
+    let err = spawn_vehicle(app.world_mut(), spec.clone(), Road::Body).unwrap_err();
+    let dyn_err: &dyn std::error::Error = &err;
+    assert!(dyn_err.to_string().contains("mass"), "{dyn_err}");
+    assert!(matches!(err, SpawnError::Vehicle(_)));
+    assert_eq!(app.world().entities().count_spawned(), before);
+    let (mut scenario, _) = load("CoupledClutches");
+    scenario.connections.push(("J1.nowhere".into(), "J2.flange_a".into()));
+    let err = spawn_scenario(app.world_mut(), &scenario).unwrap_err();
+    assert!(matches!(err, SpawnError::Network(_)) && err.to_string().contains("nowhere"), "{err}");
+    assert_eq!(app.world().entities().count_spawned(), before);
+
+    // The Commands form: a good vehicle spawns, a bad one is reported for its reserved root.
+    #[derive(Resource)]
+    struct Specs(driveline::core::VehicleSpec, driveline::core::VehicleSpec);
+    app.insert_resource(Specs(vehicle_spec("nissan_350z.ron"), spec));
+    app.add_systems(Update, |mut commands: Commands, specs: Res<Specs>, mut done: Local<bool>| {
+        if !*done {
+            commands.spawn_vehicle(specs.0.clone(), Road::Body);
+            commands.spawn_vehicle(specs.1.clone(), Road::Body);
+            *done = true;
+        }
+    });
+    app.update();
+    let mut q = app.world_mut().query::<&VehicleParts>();
+    assert_eq!(q.iter(app.world()).count(), 1);
+    let failed = drain::<DrivelineBuildFailed>(&mut app);
+    assert!(failed.len() == 1 && failed[0].message.contains("mass"), "{failed:?}");
+}
+
+#[test]
+fn a_single_threaded_fixed_schedule_without_task_pool_plugin_runs() {
+    let mut app = create_app();
+    app.edit_schedule(FixedUpdate, |s| {
+        s.set_executor(SingleThreadedExecutor::new());
+    });
+    let (_, wheel) = flywheel(&mut app, 0.5, 2.0);
+    fixed_step(&mut app, Duration::from_millis(10));
+    assert!((app.world().get::<BodyState>(wheel).unwrap().speed - 0.04).abs() < 1e-12);
+}
+
+#[test]
+fn every_public_component_is_registered_for_reflection() {
+    use bevy_ecs::reflect::{AppTypeRegistry, ReflectComponent};
+    use std::any::TypeId;
+    let app = create_app();
+    let registry = app.world().resource::<AppTypeRegistry>().read();
+    let components = [
+        TypeId::of::<Driveline>(),
+        TypeId::of::<PartOf>(),
+        TypeId::of::<DrivelineParts>(),
+        TypeId::of::<Connections>(),
+        TypeId::of::<BodyState>(),
+        TypeId::of::<CouplingState>(),
+        TypeId::of::<ClutchEngagement>(),
+        TypeId::of::<SkipWriteBack>(),
+        TypeId::of::<DrivelineInputs>(),
+        TypeId::of::<VehicleDefinition>(),
+        TypeId::of::<VehicleController>(),
+        TypeId::of::<VehicleParts>(),
+        TypeId::of::<VehicleInput>(),
+        TypeId::of::<VehicleTelemetry>(),
+        TypeId::of::<Inertia>(),
+        TypeId::of::<parts::Fixed>(),
+        TypeId::of::<TorqueSource>(),
+        TypeId::of::<parts::SpeedSource>(),
+        TypeId::of::<parts::PositionSource>(),
+        TypeId::of::<parts::KinematicClutch>(),
+        TypeId::of::<ConstantTorque>(),
+        TypeId::of::<parts::TorqueStep>(),
+        TypeId::of::<parts::QuadraticSpeedDependentTorque>(),
+        TypeId::of::<IdealGear>(),
+        TypeId::of::<LossyGear>(),
+        TypeId::of::<IdealPlanetary>(),
+        TypeId::of::<Spring>(),
+        TypeId::of::<Damper>(),
+        TypeId::of::<SpringDamper>(),
+        TypeId::of::<ElastoBacklash>(),
+        TypeId::of::<Clutch>(),
+        TypeId::of::<ElasticClutch>(),
+        TypeId::of::<parts::BearingFriction>(),
+        TypeId::of::<parts::Mass>(),
+        TypeId::of::<parts::IdealRollingWheel>(),
+        TypeId::of::<parts::QuadraticSpeedDependentForce>(),
+        TypeId::of::<parts::ForceSource>(),
+        TypeId::of::<parts::LinearSpeedSource>(),
+        TypeId::of::<Engine>(),
+        TypeId::of::<TorqueConverter>(),
+        TypeId::of::<DogClutch>(),
+        TypeId::of::<LimitedSlip>(),
+        TypeId::of::<Tyre>(),
+    ];
+    for id in components {
+        let reg = registry.get(id).unwrap_or_else(|| panic!("{id:?} is not registered"));
+        assert!(reg.data::<ReflectComponent>().is_some(), "{} lacks ReflectComponent", reg.type_info().type_path());
+    }
+}
+
+/// Asset handles do not occur in a driveline; the deserializer asks for none.
+struct NoAssets;
+impl bevy_asset::LoadFromPath for NoAssets {
+    fn load_from_path_erased(
+        &mut self,
+        _: std::any::TypeId,
+        path: bevy_asset::AssetPath<'static>,
+    ) -> bevy_asset::UntypedHandle {
+        unreachable!("a driveline scene holds no asset handle, asked for {path}")
+    }
+}
+
+#[test]
+fn a_saved_vehicle_loads_into_another_world_and_drives_like_the_original() {
+    use bevy_ecs::entity::EntityHashMap;
+    use bevy_ecs::reflect::AppTypeRegistry;
+    use bevy_world_serialization::serde::WorldDeserializer;
+    use bevy_world_serialization::{DynamicWorldBuilder, WorldFilter};
+    use serde::de::DeserializeSeed;
+
+    for file in ["nissan_350z.ron", "sedan_8hp.ron"] {
+        let mut app = create_app();
+        let root = spawn_vehicle(app.world_mut(), vehicle_spec(file), Road::Body).unwrap();
+        fixed_step(&mut app, Duration::from_millis(1));
+        // Save the root and its parts: every registered component but the runtime caches.
+        let text = {
+            let registry = app.world().resource::<AppTypeRegistry>().clone();
+            let registry = registry.read();
+            let mut entities = vec![root];
+            entities.extend_from_slice(app.world().get::<DrivelineParts>(root).unwrap().parts());
+            let saved = DynamicWorldBuilder::from_world(app.world(), &registry)
+                .with_component_filter(WorldFilter::allow_all().deny::<VehicleController>())
+                .extract_entities(entities.into_iter())
+                .build();
+            saved.serialize(&registry).unwrap_or_else(|e| panic!("{e}"))
+        };
+        // Load it into a fresh app and drive both the same way for 3 s at 60 Hz.
+        let mut loaded = create_app();
+        let world = {
+            let registry = loaded.world().resource::<AppTypeRegistry>().clone();
+            let registry = registry.read();
+            let mut de = ron::Deserializer::from_str(&text).unwrap();
+            WorldDeserializer { type_registry: &registry, load_from_path: &mut NoAssets }
+                .deserialize(&mut de)
+                .unwrap_or_else(|e| panic!("{e}"))
+        };
+        let mut map = EntityHashMap::default();
+        world.write_to_world(loaded.world_mut(), &mut map).unwrap();
+        let root2 = map[&root];
+        assert!(loaded.world().get::<VehicleParts>(root2).unwrap().engine != Entity::PLACEHOLDER);
+        // A fresh original to compare with, from the same description.
+        let mut fresh = create_app();
+        let root3 = spawn_vehicle(fresh.world_mut(), vehicle_spec(file), Road::Body).unwrap();
+        fixed_step(&mut fresh, Duration::from_millis(1));
+        let frame = Duration::from_nanos(16_666_667);
+        // The loaded vehicle is built from its parts' start values (at rest, at t = 0: state
+        // is not saved, see issue 31's snapshots); the fresh one started there 1 ms earlier.
+        let input = DriverInput {
+            clutch: 1.0,
+            gear: 1,
+            selector: driveline::core::automatic::Selector::Drive,
+            ..Default::default()
+        };
+        for (a, r) in [(&mut loaded, root2), (&mut fresh, root3)] {
+            a.world_mut().get_mut::<VehicleInput>(r).unwrap().0 = input;
+        }
+        for _ in 0..180 {
+            fixed_step(&mut loaded, frame);
+            fixed_step(&mut fresh, frame);
+        }
+        let a = loaded.world().get::<VehicleTelemetry>(root2).unwrap().0;
+        let b = fresh.world().get::<VehicleTelemetry>(root3).unwrap().0;
+        assert!(a.running && a.engine_rpm > 500.0, "{file}: {a:?}");
+        // Both idle the same way, to well within a percent (1 ms apart).
+        assert!(
+            (a.engine_rpm - b.engine_rpm).abs() < 0.01 * b.engine_rpm,
+            "{file}: {} vs {}",
+            a.engine_rpm,
+            b.engine_rpm
+        );
+        assert_eq!(a.engaged_gear, b.engaged_gear, "{file}");
+        let names = |app: &App, r: Entity| -> Vec<String> {
+            app.world()
+                .get::<DrivelineParts>(r)
+                .unwrap()
+                .parts()
+                .iter()
+                .map(|&e| app.world().get::<Name>(e).unwrap().to_string())
+                .collect()
+        };
+        assert_eq!(names(&loaded, root2), names(&fresh, root3), "{file}: the same parts in the same order");
+    }
+}
