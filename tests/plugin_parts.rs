@@ -455,3 +455,44 @@ fn a_saved_vehicle_loads_into_another_world_and_drives_like_the_original() {
         assert_eq!(names(&loaded, root2), names(&fresh, root3), "{file}: the same parts in the same order");
     }
 }
+
+#[derive(Resource, Default)]
+struct OpenClutch(Option<Entity>);
+
+/// A user's actuator: holds the clutch of the vehicle in `OpenClutch` open.
+fn open_the_clutch(which: Res<OpenClutch>, mut clutches: Query<&mut ClutchEngagement>) {
+    if let Some(mut e) = which.0.and_then(|c| clutches.get_mut(c).ok()) {
+        e.0 = 0.0;
+    }
+}
+
+#[test]
+fn a_user_system_after_actuation_opens_a_vehicles_clutch() {
+    let mut app = create_app();
+    app.init_resource::<OpenClutch>();
+    app.add_systems(FixedUpdate, open_the_clutch.after(DrivelineSystems::Actuation).before(DrivelineSystems::Solve));
+    let root = pulling_350z(&mut app);
+    let clutch = app.world().get::<VehicleParts>(root).unwrap().clutch.unwrap();
+    let before = app.world().get::<VehicleTelemetry>(root).unwrap().0;
+    app.world_mut().resource_mut::<OpenClutch>().0 = Some(clutch);
+    let frame = Duration::from_nanos(16_666_667);
+    for _ in 0..12 {
+        fixed_step(&mut app, frame);
+        assert_eq!(app.world().get::<ClutchEngagement>(clutch).unwrap().0, 0.0, "the step used the user's value");
+    }
+    let after = app.world().get::<VehicleTelemetry>(root).unwrap().0;
+    // Open at full throttle: the clutch carries nothing, the engine runs free at its limiter
+    // while the car, no longer driven, slows: the two sides slip apart.
+    assert_eq!(app.world().get::<CouplingState>(clutch).unwrap().mode, Some(FrictionMode::Free));
+    assert_eq!(after.clutch_torque, 0.0);
+    assert!(after.engine_rpm >= before.engine_rpm - 200.0, "{} -> {}", before.engine_rpm, after.engine_rpm);
+    // (The spinning rear tyres first push the car on while they spin down to road speed.)
+    assert!(after.acceleration < 0.0, "{after:?}");
+    assert!(after.clutch_slip.abs() > 10.0, "slip {}", after.clutch_slip);
+    // Released: the built-in actuator (pedal up) closes it again.
+    app.world_mut().resource_mut::<OpenClutch>().0 = None;
+    for _ in 0..3 {
+        fixed_step(&mut app, frame);
+    }
+    assert_eq!(app.world().get::<ClutchEngagement>(clutch).unwrap().0, 1.0);
+}

@@ -228,6 +228,7 @@ impl Plugin for DrivelineCorePlugin {
             .add_message::<StateWriteAdjusted>()
             .add_message::<vehicle::VehicleMessage>();
         register_types(app);
+        app.init_resource::<LastWriteBack>();
         app.configure_sets(
             self.schedule,
             (
@@ -469,6 +470,11 @@ impl DrivelineCache {
         self.parts.get(k).copied()
     }
 }
+
+/// When the write-back last ran: a [`ClutchEngagement`] changed after it was written by a
+/// user (the write-back's own writes carry this tick).
+#[derive(Resource, Debug, Clone, Copy, Default)]
+struct LastWriteBack(bevy_ecs::change_detection::Tick);
 
 /// A part's element index in its driveline's network, set at each build (the build's
 /// commands apply at the solve schedule's first sync point, before the step and the

@@ -552,14 +552,17 @@ impl ElementComponent for Clutch {
 }
 
 /// The normalised normal force of a [`Clutch`] part (0 open .. 1 fully applied) the solve
-/// uses this step.
+/// uses.
 ///
-/// The plugin writes it after every step with the value the step used. Where the clutch's
-/// `f_normalized` is a run-time input ([`Signal::Input`]) a write of another value before
-/// [`crate::DrivelineSystems::Solve`] is the value of the next step (values outside [0, 1] are
-/// clamped; NaN is refused and the last valid value kept). For a vehicle's clutches the
-/// built-in actuators write it in [`crate::DrivelineSystems::Actuation`]; a user system ordered
-/// after `Actuation` and before `Solve` that writes it wins for that step.
+/// The plugin writes it after every step with the value the step used. A value a user system
+/// writes after that and before [`crate::DrivelineSystems::Solve`] (for example ordered
+/// `.after(DrivelineSystems::Actuation).before(DrivelineSystems::Solve)`) is the engagement of
+/// the coming step, where the clutch's `f_normalized` is a run-time input
+/// ([`Signal::Input`]): on a plain driveline it sets that input (and holds until changed); on
+/// a vehicle it wins over the built-in actuator for that step, sub-steps included, so a
+/// system that overrides every step (a launch control) writes it every step. Values outside
+/// [0, 1] are clamped; NaN, or a write to a clutch whose force is a function of time, is
+/// refused with a [`crate::DrivelineEditRefused`] message and the last valid value kept.
 #[derive(Component, Reflect, Debug, Clone, Copy, Default, PartialEq)]
 #[reflect(Component, Debug, Clone, PartialEq, Default)]
 pub struct ClutchEngagement(pub f64);

@@ -53,12 +53,15 @@ pub(crate) fn flush_failures(
 /// only what moved), in parallel over the parts: each reads only its own driveline's
 /// simulation. Parts marked [`SkipWriteBack`] are not visited.
 pub(crate) fn write_back(
+    ticks: bevy_ecs::system::SystemChangeTick,
+    mut last: ResMut<crate::LastWriteBack>,
     roots: Query<&DrivelineCache>,
     mut states: Query<
         (Entity, &PartOf, &PartSlot, &mut BodyState, &mut CouplingState, Option<&mut ClutchEngagement>),
         Without<SkipWriteBack>,
     >,
 ) {
+    last.0 = ticks.this_run();
     states.par_iter_mut().for_each(|(entity, part_of, &PartSlot(k), mut body, mut coupling, engagement)| {
         let Ok(cache) = roots.get(part_of.0) else { return };
         let Some(sim) = cache.sim.as_ref() else { return };

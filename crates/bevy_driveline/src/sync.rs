@@ -11,7 +11,7 @@ use crate::{
 use bevy_ecs::name::Name;
 use bevy_ecs::prelude::*;
 use driveline_core::network::validate_element;
-use driveline_core::{ElementKind, ElementSpec, Network, NetworkSpec, Signal, Simulation, StateWrite, UpdateError};
+use driveline_core::{ElementSpec, Network, NetworkSpec, Simulation, StateWrite, UpdateError};
 
 /// The name of a part: its [`Name`], or one made from its entity.
 pub(crate) fn part_name(entity: Entity, name: Option<&Name>) -> String {
@@ -199,49 +199,53 @@ pub(crate) fn apply_inputs(
     }
 }
 
-/// Hands written clutch engagements to the simulations: a [`ClutchEngagement`] that differs
-/// from the value the last step used sets the clutch's run-time input (clamped to [0, 1]; NaN
-/// refused). Vehicles' clutches are handled with their controllers.
+/// Hands written clutch engagements to the simulations: a [`ClutchEngagement`] changed since
+/// the write-back was written by a user, and it sets the clutch's run-time input (clamped to
+/// [0, 1]; NaN refused, the last valid value kept). On a vehicle it overrides the built-in
+/// actuator for the coming step, sub-steps included (see
+/// `driveline_core::vehicle::VehicleControl::step_with`).
 pub(crate) fn apply_engagements(
-    mut roots: Query<&mut DrivelineCache, Without<crate::vehicle::VehicleController>>,
-    mut parts: Query<(Entity, &PartOf, &PartSlot, &mut ClutchEngagement, &PartElement), Changed<ClutchEngagement>>,
+    ticks: bevy_ecs::system::SystemChangeTick,
+    last: Res<crate::LastWriteBack>,
+    mut roots: Query<(&mut DrivelineCache, Option<&mut crate::vehicle::EngagementOverrides>)>,
+    mut parts: Query<(Entity, &PartOf, &PartSlot, &mut ClutchEngagement), Changed<ClutchEngagement>>,
+    fresh: Query<(), Added<PartSlot>>,
     mut refused: MessageWriter<DrivelineEditRefused>,
 ) {
-    for (entity, part_of, &PartSlot(k), mut engagement, element) in &mut parts {
-        let Ok(mut cache) = roots.get_mut(part_of.0) else { continue };
+    for (entity, part_of, &PartSlot(k), mut engagement) in &mut parts {
+        // Parts just built start from their components' values; a spawn is not a write.
+        if fresh.contains(entity) || !engagement.last_changed().is_newer_than(last.0, ticks.this_run()) {
+            continue;
+        }
+        let Ok((mut cache, overrides)) = roots.get_mut(part_of.0) else { continue };
         if cache.parts.get(k) != Some(&entity) {
             continue;
         }
         let Some(sim) = cache.sim.as_mut() else { continue };
         let Some(used) = sim.element_engagement(k) else { continue };
         let value = engagement.0;
-        if value.to_bits() == used.to_bits() {
-            continue;
-        }
-        let refuse = |message: String| DrivelineEditRefused { driveline: Some(part_of.0), part: entity, message };
-        let name = match element.0.as_ref() {
-            Some(
-                ElementKind::Clutch { f_normalized: Signal::Input { name, .. }, .. }
-                | ElementKind::Brake { f_normalized: Signal::Input { name, .. }, .. },
-            ) => name,
-            _ => {
-                refused.write(refuse(format!(
-                    "'{}': ClutchEngagement is written, but its `f_normalized` is a function of time, not a run-time input; the value is kept",
-                    sim.network().elements[k].name
-                )));
-                engagement.bypass_change_detection().0 = used;
-                continue;
-            }
+        let name = &sim.network().elements[k].name;
+        let problem = match sim.engagement_input(k) {
+            None => Some(format!(
+                "'{name}': ClutchEngagement is written, but its `f_normalized` is a function of time, not a run-time input; the value is kept"
+            )),
+            Some(_) if value.is_nan() => Some(format!(
+                "'{name}': ClutchEngagement is NaN; it must be a number in [0, 1]; the last valid value {used} is kept"
+            )),
+            Some(_) => None,
         };
-        if value.is_nan() {
-            refused.write(refuse(format!(
-                "'{}': ClutchEngagement is NaN; it must be a number in [0, 1]; the last valid value {used} is kept",
-                sim.network().elements[k].name
-            )));
+        let Some(id) = sim.engagement_input(k).filter(|_| problem.is_none()) else {
+            let message = problem.unwrap_or_default();
+            refused.write(DrivelineEditRefused { driveline: Some(part_of.0), part: entity, message });
             engagement.bypass_change_detection().0 = used;
             continue;
+        };
+        match overrides {
+            Some(mut o) => o.0.push((id, value)),
+            None => {
+                let _ = sim.set_input_id(id, value.clamp(0.0, 1.0));
+            }
         }
-        let _ = sim.set_input(name, value.clamp(0.0, 1.0));
     }
 }
 

@@ -27,7 +27,7 @@ use serde::{Deserialize, Serialize};
 #[derive(Component, Reflect, Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[reflect(opaque)]
 #[reflect(Component, Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[require(VehicleController, VehicleInput, VehicleTelemetry, VehicleParts)]
+#[require(VehicleController, VehicleInput, VehicleTelemetry, VehicleParts, EngagementOverrides)]
 pub struct VehicleDefinition {
     /// The validated description (an automatic's gearbox inline).
     pub spec: VehicleSpec,
@@ -57,6 +57,11 @@ impl VehicleController {
         self.control.as_ref().map_or(&[], |c| c.events())
     }
 }
+
+/// The clutch engagements written over the built-in actuators for the coming step (see
+/// [`crate::ClutchEngagement`]), gathered before the step and cleared after it.
+#[derive(Component, Debug, Clone, Default)]
+pub(crate) struct EngagementOverrides(pub(crate) Vec<(driveline_core::InputId, f64)>);
 
 /// The main parts of a vehicle, on its root: the entities to read or edit.
 #[derive(Component, Reflect, Debug, Clone, PartialEq)]
@@ -238,6 +243,7 @@ pub(crate) fn step_vehicles(
         &VehicleInput,
         &mut VehicleTelemetry,
         &mut DrivelineCache,
+        &mut EngagementOverrides,
     )>,
     mut failed: MessageWriter<DrivelineStepFailed>,
     mut messages: MessageWriter<VehicleMessage>,
@@ -249,7 +255,7 @@ pub(crate) fn step_vehicles(
         let f = DrivelineStepFailed { driveline: root, message: e.to_string() };
         sink.lock().unwrap_or_else(|p| p.into_inner()).push(f);
     };
-    roots.par_iter_mut().for_each(|(root, def, mut vc, input, mut tele, mut cache)| {
+    roots.par_iter_mut().for_each(|(root, def, mut vc, input, mut tele, mut cache, mut overrides)| {
         let generation = cache.generation();
         let Some(sim) = cache.simulation_mut() else { return };
         if vc.control.is_none() || vc.generation != generation {
@@ -263,10 +269,14 @@ pub(crate) fn step_vehicles(
             return;
         }
         let control = vc.control.as_mut().expect("created above");
-        // The same step as the core `Vehicle`'s (shifts sub-stepped at game steps); a refused
-        // step leaves the state where it was, and the controllers still see its end.
-        if let Err(e) = control.step(sim, &input.0, dt) {
+        // The same step as the core `Vehicle`'s (shifts sub-stepped at game steps), with the
+        // engagements users wrote over the built-in actuators; a refused step leaves the state
+        // where it was, and the controllers still see its end.
+        if let Err(e) = control.step_with(sim, &input.0, dt, &overrides.0) {
             fail(root, e);
+        }
+        if !overrides.0.is_empty() {
+            overrides.0.clear();
         }
         tele.0 = *control.telemetry();
     });

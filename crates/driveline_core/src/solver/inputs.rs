@@ -81,6 +81,21 @@ impl Simulation {
         found
     }
 
+    /// The run-time input behind a clutch's or brake's normalised normal force (its
+    /// `f_normalized`), when that is a whole [`Signal::Input`]: the handle an actuator writes
+    /// the engagement through. `None` for other elements, or a force that is a function of time.
+    pub fn engagement_input(&self, element: usize) -> Option<InputId> {
+        let k = self.model.net.elements.get(element)?.friction?;
+        match self.model.net.friction[k].law {
+            crate::elements::FrictionLaw::Normal { signal, .. }
+                if matches!(self.model.net.signals[signal], Signal::Input { .. }) =>
+            {
+                Some(InputId(signal))
+            }
+            _ => None,
+        }
+    }
+
     /// Sets the input behind `id` (see [`Simulation::input_id`]); same rules as
     /// [`Simulation::set_input`]: a non-finite value is refused and changes nothing.
     #[inline]

@@ -741,13 +741,41 @@ impl VehicleControl {
     /// A refused solve leaves the simulation where it was; the controllers still see its end,
     /// and the error is returned.
     pub fn step(&mut self, sim: &mut Simulation, input: &DriverInput, dt: f64) -> Result<(), StepError> {
+        self.step_with(sim, input, dt, &[])
+    }
+
+    /// [`VehicleControl::step`] with actuator overrides: after the built-in actuators have
+    /// written their inputs, every `(input, value)` of `overrides` is written over them, in
+    /// every sub-step of the step (a launch control that modulates the clutch, a user's shift
+    /// strategy that drives an automatic's shift elements). Values are clamped to [0, 1]; a
+    /// NaN is skipped. Get the handles with [`Simulation::engagement_input`]. With no
+    /// overrides this is [`VehicleControl::step`], bit for bit.
+    pub fn step_with(
+        &mut self,
+        sim: &mut Simulation,
+        input: &DriverInput,
+        dt: f64,
+        overrides: &[(InputId, f64)],
+    ) -> Result<(), StepError> {
         let n = self.substeps(input, dt);
         self.events.clear();
         let t0 = sim.time();
         for k in 1..=n {
             let end = if k == n { t0 + dt } else { t0 + dt * (k as f64 / n as f64) };
             let h = if n == 1 { dt } else { end - sim.time() };
-            let pending = self.before_substep(sim, input, h)?;
+            let mut pending = self.before_substep(sim, input, h)?;
+            for &(id, value) in overrides {
+                if value.is_nan() {
+                    continue;
+                }
+                let value = value.clamp(0.0, 1.0);
+                let _ = sim.set_input_id(id, value);
+                if let Trans::Manual(m) = &self.trans
+                    && m.ids.clutch_force == id
+                {
+                    pending.clamp = value;
+                }
+            }
             let solved = sim.step(h);
             self.after_step(sim, pending, h);
             solved?;
