@@ -496,3 +496,53 @@ fn a_user_system_after_actuation_opens_a_vehicles_clutch() {
     }
     assert_eq!(app.world().get::<ClutchEngagement>(clutch).unwrap().0, 1.0);
 }
+
+#[test]
+fn an_edit_in_place_gives_what_the_core_vehicle_gives_with_the_same_edit_bit_for_bit() {
+    // The 350Z in third at 60 Hz; the final drive made 25 % shorter in both, then 30 frames.
+    let spec = vehicle_spec("nissan_350z.ron");
+    let mut core = Vehicle::new(spec.clone()).unwrap();
+    let mut app = create_app();
+    let root = spawn_vehicle(app.world_mut(), spec, Road::Body).unwrap();
+    let frame = Duration::from_nanos(16_666_667);
+    let dt = frame.as_secs_f64();
+    let mut input = DriverInput { clutch: 1.0, gear: 1, ..Default::default() };
+    for k in 0..630 {
+        let t = k as f64 * dt;
+        let (gear, at) = if t < 4.0 {
+            (1, 0.0)
+        } else if t < 7.0 {
+            (2, 4.0)
+        } else {
+            (3, 7.0)
+        };
+        let since = t - at;
+        let (down, up) = if gear == 1 { (1.2, 1.2) } else { (0.5, 0.4) };
+        input.gear = gear;
+        input.clutch = if since < down { 1.0 } else { (1.0 - (since - down) / up).max(0.0) };
+        input.throttle = if since < down { 0.0 } else { 0.4 };
+        if k == 600 {
+            let mut net = core.layout().spec.clone();
+            for e in &mut net.elements {
+                if let driveline::core::ElementKind::IdealGear { ratio, .. } = &mut e.kind
+                    && e.name == "final_drive_r"
+                {
+                    *ratio *= 1.25;
+                }
+            }
+            core.update_parameters(&net).unwrap();
+            let fd = app.world().get::<DrivelineCache>(root).unwrap().simulation().unwrap().network();
+            let k = fd.elements.iter().position(|e| e.name == "final_drive_r").unwrap();
+            let part = app.world().get::<DrivelineCache>(root).unwrap().part(k).unwrap();
+            app.world_mut().get_mut::<IdealGear>(part).unwrap().ratio *= 1.25;
+        }
+        core.step(&input, dt).unwrap();
+        app.world_mut().get_mut::<VehicleInput>(root).unwrap().0 = input;
+        fixed_step(&mut app, frame);
+        let (ecs, c) = (app.world().get::<VehicleTelemetry>(root).unwrap().0, core.telemetry());
+        assert_eq!(ecs.speed.to_bits(), c.speed.to_bits(), "at {t} s");
+        assert_eq!(ecs.engine_rpm.to_bits(), c.engine_rpm.to_bits(), "at {t} s");
+    }
+    // The car kept its speed through the edit (the engine was pulled up to the new ratio).
+    assert!(core.telemetry().speed > 8.0 && core.engaged_gear() == 3);
+}

@@ -86,8 +86,8 @@
 //! 2. `Control`: drivers, transmission controllers;
 //! 3. `Actuation`: actuators write [`DrivelineInputs`] and [`ClutchEngagement`];
 //! 4. `Solve`: in the private [`DrivelineSolveSchedule`], where system-order ambiguity is an
-//!    error: component edits accepted or refused, networks brought in step with their parts,
-//!    inputs and engagements handed over, written states taken, vehicle controllers, the
+//!    error: component edits accepted or refused, written states taken, networks brought in
+//!    step with their parts, inputs and engagements handed over, vehicle controllers, the
 //!    coupled step, vehicle heat and telemetry, and the new state written back to the part
 //!    entities;
 //! 5. `Integrate`: your systems that read the new state before the messages go out;
@@ -253,10 +253,12 @@ impl Plugin for DrivelineCorePlugin {
         solve.configure_sets(SolvePhase::Collect.before(SolvePhase::Step));
         solve.add_systems(
             (
+                // Written states first, against the state the last step left: an edit applied
+                // in place below may move the state (a projection) under the components.
+                sync::write_states,
                 sync::sync_networks,
                 sync::apply_inputs,
                 sync::apply_engagements,
-                sync::write_states,
                 vehicle::step_vehicles,
                 solve::step_drivelines,
                 solve::write_back,
