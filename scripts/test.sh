@@ -13,3 +13,7 @@ fi
 # The windowed example car (full Bevy renderer) is checked by clippy in CI, not built here.
 cargo test --workspace --exclude driveline_car --locked
 cargo test --benches --locked
+# The plugin's headless examples, which check what they print (a run is a few seconds each).
+for example in coupled_clutches inspector_tweaks launch_control; do
+  cargo run --locked --quiet --example "$example" >/dev/null
+done
