@@ -79,6 +79,55 @@
 //!   vehicle to a road speed consistently (body, wheels rolling, the driveline through what is
 //!   locked, geared or sprung to them).
 //!
+//! ## A vehicle's entities
+//! [`vehicle::spawn_vehicle`] spawns a root and one entity per element of the vehicle's network.
+//! Parts are not Bevy children: each points at its root with [`PartOf`], and couplings name the
+//! parts their flanges join in [`Connections`]. For the 350Z (a manual):
+//!
+//! ```text
+//! root            Driveline, VehicleDefinition, VehicleParts, VehicleInput, VehicleTelemetry,
+//!  |              VehicleController, DrivelineParts, DrivelineInputs, DrivelineCache
+//!  +- "engine"         Name, Inertia, BodyState, PartOf(root)          <- VehicleParts::engine
+//!  +- "engine_torque"  Name, Engine, Connections(flange -> engine)
+//!  +- "clutch"         Name, Clutch, ClutchEngagement, CouplingState,  <- VehicleParts::clutch
+//!  |                   Connections(flange_a -> engine, flange_b -> disc)
+//!  +- "disc", "input_shaft", "idler1".., "output"   Name, Inertia, BodyState
+//!  +- "gear1"..        Name, IdealGear, CouplingState, Connections
+//!  +- "dog1"..         Name, DogClutch, CouplingState, Connections
+//!  +- "synchro1"..     Name, Clutch, ClutchEngagement, CouplingState, Connections
+//!  +- "final_drive_r"  Name, IdealGear; "diff_r" Name, IdealPlanetary; "diff_r_lsd" Name, LimitedSlip
+//!  +- "wheel_fl"..     Name, Inertia, BodyState                        <- VehicleParts::wheels
+//!  +- "brake_fl"..     Name, Clutch (ClutchKind::Brake), ClutchEngagement  <- VehicleParts::brakes
+//!  +- "tyre_fl"..      Name, Tyre, CouplingState                      <- VehicleParts::tyres
+//!  +- "body"           Name, parts::Mass, BodyState                   <- VehicleParts::body
+//! ```
+//! Every part also carries [`PartElement`] (the element as the solver accepted it) and the
+//! [`BodyState`] and [`CouplingState`] its typed component requires. An automatic has a torque
+//! converter, a lock-up clutch ([`vehicle::VehicleParts::lockup`]), planetary sets and its shift
+//! elements ([`vehicle::VehicleParts::shift_elements`], [`Clutch`] parts) instead of the clutch
+//! and the layshaft box.
+//!
+//! ## Who writes what
+//! | system | set | reads | writes |
+//! |---|---|---|---|
+//! | your device sampling | `Input` | devices | [`vehicle::VehicleInput`], [`DrivelineInputs`] |
+//! | your controllers and actuators | `Control`, `Actuation` (or after it) | states, telemetry | [`ClutchEngagement`], [`DrivelineInputs`], [`vehicle::VehicleInput`] |
+//! | edits accepted (one per part type) | `Solve` | the typed part components | [`PartElement`]; a refused edit set back |
+//! | written states taken | `Solve` | [`BodyState`] | the simulation's state |
+//! | networks in step with their parts | `Solve` | [`PartElement`], `Name`, [`Connections`], [`PartOf`] | [`DrivelineCache`] (in place, or rebuilt) |
+//! | inputs and engagements handed over | `Solve` | [`DrivelineInputs`], [`ClutchEngagement`] | the simulation's inputs |
+//! | vehicles: controllers, step, heat, telemetry | `Solve` | [`vehicle::VehicleDefinition`], [`vehicle::VehicleInput`] | [`vehicle::VehicleController`], [`vehicle::VehicleTelemetry`], [`vehicle::VehicleMessage`] |
+//! | other drivelines: the coupled step | `Solve` | | [`DrivelineCache`] |
+//! | write-back | `Solve` (last) | [`DrivelineCache`] | [`BodyState`], [`CouplingState`], [`ClutchEngagement`] |
+//! | your readers | `Integrate` | the new state | |
+//! | mode messages | `Telemetry` | [`DrivelineCache`] | [`FrictionModeChanged`] |
+//!
+//! A vehicle's built-in controllers (driver input checks, the shift controller or TCU, the
+//! engine controller, the shift linkages, the clutch actuator and hydraulics, heat, fuel and
+//! telemetry) run together inside `Solve`, in the order of `driveline_core::vehicle`, and
+//! write the simulation's inputs directly; a [`ClutchEngagement`] written by a user system
+//! before `Solve` is written over the built-in actuator's value in every sub-step of the step.
+//!
 //! ## Scheduling
 //! [`DrivelinePlugins`] runs in the schedule you choose (default `FixedUpdate`), in the chained
 //! sets of [`DrivelineSystems`]:
