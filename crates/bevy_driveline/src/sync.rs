@@ -255,17 +255,20 @@ pub(crate) fn apply_engagements(
 /// as written are reported in [`StateWriteAdjusted`] messages. Parts just (re)built are not
 /// writes: their start values come from their typed components.
 pub(crate) fn write_states(
+    ticks: bevy_ecs::system::SystemChangeTick,
+    last: Res<crate::LastWriteBack>,
     mut roots: Query<&mut DrivelineCache>,
-    parts: Query<(Entity, &PartOf, &PartSlot, &BodyState), (Changed<BodyState>, Without<crate::SkipWriteBack>)>,
+    parts: Query<(Entity, &PartOf, &PartSlot, Ref<BodyState>), Changed<BodyState>>,
     fresh: Query<(), Added<PartSlot>>,
-    skipped: Query<(Entity, &PartOf, &PartSlot, &BodyState), (Changed<BodyState>, With<crate::SkipWriteBack>)>,
     mut adjusted: MessageWriter<StateWriteAdjusted>,
     mut refused: MessageWriter<DrivelineEditRefused>,
     mut writes: Local<Vec<(Entity, usize, Entity, BodyState)>>,
 ) {
     writes.clear();
-    for (entity, part_of, &PartSlot(k), state) in parts.iter().chain(skipped.iter()) {
-        if fresh.contains(entity) {
+    for (entity, part_of, &PartSlot(k), state) in &parts {
+        // Changed after the last write-back: a user wrote it (the write-back's own writes
+        // carry its tick). Parts just built start from their components' start values.
+        if !state.last_changed().is_newer_than(last.0, ticks.this_run()) || fresh.contains(entity) {
             continue;
         }
         let Ok(cache) = roots.get(part_of.0) else { continue };
@@ -274,7 +277,7 @@ pub(crate) fn write_states(
         }
         let Some((angle, speed)) = cache.sim.as_ref().and_then(|s| s.body_state(k)) else { continue };
         if angle.to_bits() != state.angle.to_bits() || speed.to_bits() != state.speed.to_bits() {
-            writes.push((part_of.0, k, entity, *state));
+            writes.push((part_of.0, k, entity, *state.into_inner()));
         }
     }
     if writes.is_empty() {
