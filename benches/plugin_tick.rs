@@ -34,21 +34,7 @@ fn input_at(file: &str, t: f64) -> DriverInput {
             ..Default::default()
         };
     }
-    let (gear, at) = if t < 4.0 {
-        (1, 0.0)
-    } else if t < 7.0 {
-        (2, 4.0)
-    } else {
-        (3, 7.0)
-    };
-    let since = t - at;
-    let (down, up) = if gear == 1 { (1.2, 1.2) } else { (0.5, 0.4) };
-    DriverInput {
-        gear,
-        clutch: if since < down { 1.0 } else { (1.0 - (since - down) / up).max(0.0) },
-        throttle: if since < down { 0.0 } else { 0.3 },
-        ..Default::default()
-    }
+    driveline::core::vehicle::driver::first_to_third(t, 0.3)
 }
 
 const WARM_UP: usize = 12_000;

@@ -15,6 +15,7 @@ use bevy_time::Time;
 use driveline::bevy::prelude::*;
 use driveline::bevy::{DrivelineCache, DrivelineRebuilt};
 use driveline::core::DriverInput;
+use driveline::core::vehicle::driver::first_to_third;
 use driveline::core::vehicle::{Road, Telemetry, Vehicle};
 use std::path::Path;
 use std::time::Duration;
@@ -70,21 +71,9 @@ fn main() {
 
     // Away in first, up to third at a steady 40 % throttle.
     println!("== Nissan 350Z at 60 Hz: away in first, then third");
-    let mut input = DriverInput { clutch: 1.0, gear: 1, ..Default::default() };
+    let mut input = DriverInput::default();
     for k in 0..600 {
-        let t = k as f64 / 60.0;
-        let (gear, at) = if t < 4.0 {
-            (1, 0.0)
-        } else if t < 7.0 {
-            (2, 4.0)
-        } else {
-            (3, 7.0)
-        };
-        let since = t - at;
-        let (down, up) = if gear == 1 { (1.2, 1.2) } else { (0.5, 0.4) };
-        input.gear = gear;
-        input.clutch = if since < down { 1.0 } else { (1.0 - (since - down) / up).max(0.0) };
-        input.throttle = if since < down { 0.0 } else { 0.4 };
+        input = first_to_third(k as f64 / 60.0, 0.4);
         app.world_mut().get_mut::<VehicleInput>(root).expect("a vehicle").0 = input;
         tick(&mut app, 1);
     }

@@ -292,18 +292,7 @@ fn at_60_hz_the_plugin_shifts_like_the_core_vehicle_bit_for_bit() {
                 input.throttle = if t < 0.5 { 0.0 } else { 1.0 };
             } else {
                 // First, away, then second at 4 s and third at 7 s, the clutch down for each.
-                let (gear, at) = if t < 4.0 {
-                    (1, 0.0)
-                } else if t < 7.0 {
-                    (2, 4.0)
-                } else {
-                    (3, 7.0)
-                };
-                let since = t - at;
-                input.gear = gear;
-                let (down, up) = if gear == 1 { (1.2, 1.2) } else { (0.5, 0.4) };
-                input.clutch = if since < down { 1.0 } else { (1.0 - (since - down) / up).max(0.0) };
-                input.throttle = if since < down { 0.0 } else { 0.4 };
+                input = driveline::core::vehicle::driver::first_to_third(t, 0.4);
             }
             core.step(&input, dt).unwrap();
             app.world_mut().get_mut::<VehicleInput>(root).unwrap().0 = input;

@@ -506,21 +506,9 @@ fn an_edit_in_place_gives_what_the_core_vehicle_gives_with_the_same_edit_bit_for
     let root = spawn_vehicle(app.world_mut(), spec, Road::Body).unwrap();
     let frame = Duration::from_nanos(16_666_667);
     let dt = frame.as_secs_f64();
-    let mut input = DriverInput { clutch: 1.0, gear: 1, ..Default::default() };
     for k in 0..630 {
         let t = k as f64 * dt;
-        let (gear, at) = if t < 4.0 {
-            (1, 0.0)
-        } else if t < 7.0 {
-            (2, 4.0)
-        } else {
-            (3, 7.0)
-        };
-        let since = t - at;
-        let (down, up) = if gear == 1 { (1.2, 1.2) } else { (0.5, 0.4) };
-        input.gear = gear;
-        input.clutch = if since < down { 1.0 } else { (1.0 - (since - down) / up).max(0.0) };
-        input.throttle = if since < down { 0.0 } else { 0.4 };
+        let input = driveline::core::vehicle::driver::first_to_third(t, 0.4);
         if k == 600 {
             let mut net = core.layout().spec.clone();
             for e in &mut net.elements {

@@ -452,3 +452,25 @@ pub fn drive_cycle(
         dt,
     })
 }
+
+/// A scripted H-pattern driver for demos, benches and tests: away in first, second at 4 s,
+/// third at 7 s, the clutch pedal down for each (1.2 s before the launch, 0.5 s for a shift)
+/// and let up linearly (over 1.2 s, 0.4 s), `throttle` while the pedal comes up and after, none
+/// while it is down. Returns the input at time `t`, s.
+pub fn first_to_third(t: f64, throttle: f64) -> DriverInput {
+    let (gear, at) = if t < 4.0 {
+        (1, 0.0)
+    } else if t < 7.0 {
+        (2, 4.0)
+    } else {
+        (3, 7.0)
+    };
+    let since = t - at;
+    let (down, up) = if gear == 1 { (1.2, 1.2) } else { (0.5, 0.4) };
+    DriverInput {
+        gear,
+        clutch: if since < down { 1.0 } else { (1.0 - (since - down) / up).max(0.0) },
+        throttle: if since < down { 0.0 } else { throttle },
+        ..DriverInput::default()
+    }
+}
