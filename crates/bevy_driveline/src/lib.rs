@@ -298,10 +298,9 @@ impl Plugin for DrivelineCorePlugin {
         let mut solve = Schedule::new(DrivelineSolveSchedule);
         solve.set_build_settings(ScheduleBuildSettings { ambiguity_detection: LogLevel::Error, ..Default::default() });
         solve.set_executor(SingleThreadedExecutor::new());
-        parts::add_collect_systems(&mut solve, SolvePhase::Collect);
-        solve.configure_sets(SolvePhase::Collect.before(SolvePhase::Step));
         solve.add_systems(
             (
+                sync::collect_edits,
                 // Written states first, against the state the last step left: an edit applied
                 // in place below may move the state (a projection) under the components.
                 sync::write_states,
@@ -312,8 +311,7 @@ impl Plugin for DrivelineCorePlugin {
                 solve::step_drivelines,
                 solve::write_back,
             )
-                .chain()
-                .in_set(SolvePhase::Step),
+                .chain(),
         );
         app.add_schedule(solve);
         app.add_systems(
@@ -340,14 +338,6 @@ fn register_types(app: &mut App) {
         .register_type::<SkipWriteBack>()
         .register_type::<DrivelineInputs>();
     vehicle::register_types(app);
-}
-
-/// The two phases of [`DrivelineSolveSchedule`]: the edits of the typed components accepted,
-/// then the networks synced, stepped and written back.
-#[derive(SystemSet, Debug, Clone, Copy, PartialEq, Eq, Hash)]
-enum SolvePhase {
-    Collect,
-    Step,
 }
 
 /// The private schedule of the solve phase (run from [`DrivelineSystems::Solve`]; ambiguities

@@ -173,13 +173,32 @@ macro_rules! element_components {
             $( app.register_type::<$comp>(); )*
         }
 
-        /// Adds the systems that accept the edits of every typed component to `schedule`, in
-        /// `set`. They touch disjoint parts (a part has one typed component), so their order
-        /// among themselves does not matter.
-        pub(crate) fn add_collect_systems(schedule: &mut Schedule, set: impl SystemSet + Copy) {
-            schedule.add_systems(crate::sync::collect::<Clutch>.in_set(set).ambiguous_with(set));
-            $( schedule.add_systems(crate::sync::collect::<$comp>.in_set(set).ambiguous_with(set)); )*
+        // (The fields are named after the component types; the derive's generated code
+        // follows them.)
+        #[allow(non_snake_case)]
+        mod typed_edits {
+            use super::*;
+
+        /// Every typed part component's changed entities, as one system parameter: one system
+        /// visits them all (a system per type would cost its scheduling overhead 29 times a
+        /// tick). Each query touches only its own component; [`PartElement`] is reached
+        /// through `elements`.
+        #[derive(bevy_ecs::system::SystemParam)]
+        pub(crate) struct TypedEdits<'w, 's> {
+            elements: Query<'w, 's, (Option<&'static bevy_ecs::name::Name>, Option<&'static crate::PartOf>, &'static mut PartElement)>,
+            Clutch: Query<'w, 's, (Entity, &'static mut Clutch), Changed<Clutch>>,
+            $( $comp: Query<'w, 's, (Entity, &'static mut $comp), Changed<$comp>>, )*
         }
+
+        impl TypedEdits<'_, '_> {
+            /// Accepts or refuses every changed typed component (see [`crate::sync::accept`]).
+            pub(crate) fn collect(&mut self, refused: &mut MessageWriter<crate::DrivelineEditRefused>) {
+                crate::sync::accept(&mut self.Clutch, &mut self.elements, refused);
+                $( crate::sync::accept(&mut self.$comp, &mut self.elements, refused); )*
+            }
+        }
+        }
+        pub(crate) use typed_edits::TypedEdits;
     };
 }
 

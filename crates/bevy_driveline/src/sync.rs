@@ -18,14 +18,21 @@ pub(crate) fn part_name(entity: Entity, name: Option<&Name>) -> String {
     name.map_or_else(|| format!("part {entity}"), |n| n.as_str().to_string())
 }
 
+/// Accepts the edits of every typed part component (see [`accept`]).
+pub(crate) fn collect_edits(mut edits: crate::parts::TypedEdits, mut refused: MessageWriter<DrivelineEditRefused>) {
+    edits.collect(&mut refused);
+}
+
 /// Accepts the edits of the typed component `T`: a value that validates becomes the part's
 /// [`PartElement`]; one that does not is refused with a message naming the part and the field,
 /// and the component is set back to the last accepted value.
-pub(crate) fn collect<T: ElementComponent>(
-    mut parts: Query<(Entity, Option<&Name>, Option<&PartOf>, &mut T, &mut PartElement), Changed<T>>,
-    mut refused: MessageWriter<DrivelineEditRefused>,
+pub(crate) fn accept<T: ElementComponent>(
+    changed: &mut Query<(Entity, &mut T), Changed<T>>,
+    elements: &mut Query<(Option<&Name>, Option<&PartOf>, &mut PartElement)>,
+    refused: &mut MessageWriter<DrivelineEditRefused>,
 ) {
-    for (entity, name, part_of, mut typed, mut element) in &mut parts {
+    for (entity, mut typed) in changed.iter_mut() {
+        let Ok((name, part_of, mut element)) = elements.get_mut(entity) else { continue };
         let kind = typed.to_kind();
         if element.0.as_ref() == Some(&kind) {
             continue;
