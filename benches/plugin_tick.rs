@@ -2,7 +2,8 @@
 //! beside one `FixedUpdate` tick of 1 ms of the same car in a headless Bevy App
 //! (`DrivelinePlugins`: edits collected, inputs handed over, the controllers and the coupled
 //! step, the write-back of every part). The overhead is the difference. Also the tick with a
-//! single-threaded fixed schedule, and with the parts marked `SkipWriteBack`.
+//! single-threaded fixed schedule, and with the parts marked `SkipWriteBack`; and an empty tick
+//! (one empty system), the executor's own share.
 //!
 //! Run with `cargo bench --bench plugin_tick`; CI runs it once as a smoke test and never
 //! asserts times.
@@ -77,6 +78,21 @@ fn cruising_core(file: &str) -> (Vehicle, DriverInput) {
 
 fn plugin_tick(c: &mut Criterion) {
     let mut g = c.benchmark_group("plugin_tick_1ms");
+    // What a fixed tick costs with no driveline at all: the executor's own share.
+    for (name, single) in [("empty_app_tick", false), ("empty_app_tick_single_threaded", true)] {
+        g.bench_function(name, |b| {
+            let mut app = App::new();
+            app.add_plugins(TaskPoolPlugin::default());
+            app.init_resource::<bevy_time::Time>();
+            app.add_systems(FixedUpdate, || {});
+            if single {
+                app.edit_schedule(FixedUpdate, |s| {
+                    s.set_executor(SingleThreadedExecutor::new());
+                });
+            }
+            b.iter(|| tick(&mut app))
+        });
+    }
     for file in ["nissan_350z.ron", "sedan_8hp.ron"] {
         g.bench_function(format!("{file}/core_step"), |b| {
             let (mut v, input) = cruising_core(file);

@@ -8,6 +8,15 @@ use crate::{
 use bevy_ecs::prelude::*;
 use bevy_time::Time;
 
+/// Below this many drivelines a system steps them on the calling thread: handing work to the
+/// compute task pool costs some microseconds (waking a worker and joining it), more than a
+/// single driveline's step.
+pub(crate) const PARALLEL_DRIVELINES: usize = 2;
+
+/// Below this many parts the write-back runs on the calling thread (a part's write is some
+/// tens of nanoseconds: a thousand of them pay for the hand-off to the pool).
+const PARALLEL_PARTS: usize = 1024;
+
 /// One coupled step of every driveline that is not a vehicle (vehicles step with their
 /// controllers in `vehicle::step_vehicles`) by the schedule's time delta, in parallel across
 /// the compute task pool (drivelines are independent; each one's result does not depend on the
@@ -24,14 +33,19 @@ pub(crate) fn step_drivelines(
         return;
     }
     let sink = &*failures;
-    roots.par_iter_mut().for_each(|(root, mut cache)| {
+    let step = |(root, mut cache): (Entity, Mut<DrivelineCache>)| {
         if let Some(sim) = cache.sim.as_mut()
             && let Err(e) = sim.step(dt)
         {
             let f = DrivelineStepFailed { driveline: root, message: e.to_string() };
             sink.lock().unwrap_or_else(|p| p.into_inner()).push(f);
         }
-    });
+    };
+    if roots.iter().len() < PARALLEL_DRIVELINES {
+        roots.iter_mut().for_each(step);
+    } else {
+        roots.par_iter_mut().for_each(step);
+    }
     flush_failures(&mut failures, &mut failed);
 }
 
@@ -62,33 +76,62 @@ pub(crate) fn write_back(
     >,
 ) {
     last.0 = ticks.this_run();
-    states.par_iter_mut().for_each(|(entity, part_of, &PartSlot(k), mut body, mut coupling, engagement)| {
-        let Ok(cache) = roots.get(part_of.0) else { return };
-        let Some(sim) = cache.sim.as_ref() else { return };
-        if cache.parts.get(k) != Some(&entity) {
-            return;
+    let roots = &roots;
+    if states.iter().len() < PARALLEL_PARTS {
+        let mut memo = None;
+        states.iter_mut().for_each(|item| write_part(roots, &mut memo, item));
+    } else {
+        states.par_iter_mut().for_each_init(|| None, |memo, item| write_part(roots, memo, item));
+    }
+}
+
+/// One part's state written back (see [`write_back`]). `memo` is the last root looked up: a
+/// table's parts mostly come driveline by driveline, so most parts find their root there
+/// instead of in the query.
+fn write_part<'a>(
+    roots: &'a Query<&DrivelineCache>,
+    memo: &mut Option<(Entity, &'a DrivelineCache)>,
+    (entity, part_of, &PartSlot(k), mut body, mut coupling, engagement): (
+        Entity,
+        &PartOf,
+        &PartSlot,
+        Mut<BodyState>,
+        Mut<CouplingState>,
+        Option<Mut<ClutchEngagement>>,
+    ),
+) {
+    let cache = match *memo {
+        Some((root, cache)) if root == part_of.0 => cache,
+        _ => {
+            let Ok(cache) = roots.get(part_of.0) else { return };
+            *memo = Some((part_of.0, cache));
+            cache
         }
-        // Compared bit for bit, as the write test does (`-0.0` is not `0.0` there).
-        if let Some((angle, speed)) = sim.body_state(k)
-            && (body.angle.to_bits() != angle.to_bits() || body.speed.to_bits() != speed.to_bits())
-        {
-            *body = BodyState { angle, speed };
-        }
-        if let Some((phi_rel, w_rel)) = sim.element_relative(k) {
-            coupling.set_if_neq(CouplingState {
-                phi_rel,
-                w_rel,
-                torque: sim.element_torque(k),
-                mode: sim.element_mode(k),
-                dissipation: sim.element_dissipation(k),
-            });
-        }
-        if let (Some(mut e), Some(u)) = (engagement, sim.element_engagement(k))
-            && e.0.to_bits() != u.to_bits()
-        {
-            e.0 = u;
-        }
-    });
+    };
+    let Some(sim) = cache.sim.as_ref() else { return };
+    if cache.parts.get(k) != Some(&entity) {
+        return;
+    }
+    // Compared bit for bit, as the write test does (`-0.0` is not `0.0` there).
+    if let Some((angle, speed)) = sim.body_state(k)
+        && (body.angle.to_bits() != angle.to_bits() || body.speed.to_bits() != speed.to_bits())
+    {
+        *body = BodyState { angle, speed };
+    }
+    if let Some((phi_rel, w_rel)) = sim.element_relative(k) {
+        coupling.set_if_neq(CouplingState {
+            phi_rel,
+            w_rel,
+            torque: sim.element_torque(k),
+            mode: sim.element_mode(k),
+            dissipation: sim.element_dissipation(k),
+        });
+    }
+    if let (Some(mut e), Some(u)) = (engagement, sim.element_engagement(k))
+        && e.0.to_bits() != u.to_bits()
+    {
+        e.0 = u;
+    }
 }
 
 /// Sends the mode changes of the last step.

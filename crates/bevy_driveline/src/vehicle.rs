@@ -255,7 +255,15 @@ pub(crate) fn step_vehicles(
         let f = DrivelineStepFailed { driveline: root, message: e.to_string() };
         sink.lock().unwrap_or_else(|p| p.into_inner()).push(f);
     };
-    roots.par_iter_mut().for_each(|(root, def, mut vc, input, mut tele, mut cache, mut overrides)| {
+    let step = |(root, def, mut vc, input, mut tele, mut cache, mut overrides): (
+        Entity,
+        &VehicleDefinition,
+        Mut<VehicleController>,
+        &VehicleInput,
+        Mut<VehicleTelemetry>,
+        Mut<DrivelineCache>,
+        Mut<EngagementOverrides>,
+    )| {
         let generation = cache.generation();
         let Some(sim) = cache.simulation_mut() else { return };
         if vc.control.is_none() || vc.generation != generation {
@@ -279,7 +287,12 @@ pub(crate) fn step_vehicles(
             overrides.0.clear();
         }
         tele.0 = *control.telemetry();
-    });
+    };
+    if roots.iter().len() < crate::solve::PARALLEL_DRIVELINES {
+        roots.iter_mut().for_each(step);
+    } else {
+        roots.par_iter_mut().for_each(step);
+    }
     crate::solve::flush_failures(&mut failures, &mut failed);
     // Query iteration order is the archetype table order, fixed for a given world history.
     for (root, _, vc, ..) in &roots {
