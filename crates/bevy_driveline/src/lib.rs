@@ -144,8 +144,10 @@
 //!
 //! The step size is the schedule's `Time` delta (the fixed timestep in `FixedUpdate`).
 //!
-//! The solve schedule runs its systems one after the other on the calling thread; each spreads
-//! its drivelines (the write-back: their parts) over the compute task pool, and a vehicle's
+//! The solve schedule runs its systems one after the other on the calling thread; the coupled
+//! steps of two or more drivelines are spread over the compute task pool (one driveline steps
+//! on the calling thread: a hand-off costs more than it saves), the write-back goes driveline
+//! by driveline on the calling thread, and a vehicle's
 //! control, coupled step and telemetry run back to back on one thread. Handing whole systems to
 //! workers costs more than it gains here: with one car, most of a tick on a multi-threaded
 //! executor is threads waking each other, and a fleet on two threads runs faster when the fixed
@@ -509,6 +511,10 @@ impl DrivelineCache {
     /// The part entity of element `k` of the network.
     pub fn part(&self, k: usize) -> Option<Entity> {
         self.parts.get(k).copied()
+    }
+    /// The simulation, if `part` is element `k` of its last build.
+    fn simulation_of(&self, part: Entity, k: usize) -> Option<&Simulation> {
+        self.sim.as_ref().filter(|_| self.parts.get(k) == Some(&part))
     }
 }
 

@@ -66,8 +66,10 @@ pub(crate) fn accept<T: ElementComponent>(
 pub(crate) fn sync_networks(
     mut roots: Query<(Entity, &Driveline, &DrivelineParts, &mut DrivelineCache)>,
     changed_roots: Query<(), Or<(Changed<DrivelineParts>, Changed<Driveline>)>>,
-    structural: Query<&PartOf, Or<(Changed<Name>, Changed<Connections>, Added<PartElement>)>>,
-    edited: Query<&PartOf, Changed<PartElement>>,
+    changed: Query<
+        (&PartOf, Ref<PartElement>, Option<Ref<Name>>, Option<Ref<Connections>>),
+        Or<(Changed<Name>, Changed<Connections>, Changed<PartElement>)>,
+    >,
     parts: Query<(Option<&Name>, &PartElement, Option<&Connections>)>,
     mut removed: RemovedComponents<PartElement>,
     mut detached: RemovedComponents<PartOf>,
@@ -79,13 +81,21 @@ pub(crate) fn sync_networks(
     let any_removed = removed.read().count() + detached.read().count() > 0;
     // The roots of changed parts, gathered in one pass over the parts (asking each root
     // "is one of the changed parts mine?" would scan every part once per root).
+    // One pass over the changed parts: a new part, a new name or new joints are structural,
+    // a new element alone is a parameter edit.
     let (structure, edits) = &mut *touched;
-    for (list, found) in [(&mut *structure, structural.iter().map(|p| p.0).collect::<Vec<_>>())]
-        .into_iter()
-        .chain([(&mut *edits, edited.iter().map(|p| p.0).collect::<Vec<_>>())])
-    {
-        list.clear();
-        list.extend(found);
+    structure.clear();
+    edits.clear();
+    for (part_of, element, name, joints) in &changed {
+        let moved =
+            element.is_added() || name.is_some_and(|n| n.is_changed()) || joints.is_some_and(|j| j.is_changed());
+        if moved {
+            structure.push(part_of.0);
+        } else {
+            edits.push(part_of.0);
+        }
+    }
+    for list in [&mut *structure, &mut *edits] {
         list.sort_unstable();
         list.dedup();
     }
@@ -265,7 +275,10 @@ pub(crate) fn write_states(
     ticks: bevy_ecs::system::SystemChangeTick,
     last: Res<crate::LastWriteBack>,
     mut roots: Query<&mut DrivelineCache>,
-    parts: Query<(Entity, &PartOf, &PartSlot, Ref<BodyState>), Changed<BodyState>>,
+    parts: Query<
+        (Entity, &PartOf, &PartSlot, Ref<BodyState>),
+        (Changed<BodyState>, Or<(With<crate::Inertia>, With<crate::parts::Mass>)>),
+    >,
     fresh: Query<(), Added<PartSlot>>,
     mut adjusted: MessageWriter<StateWriteAdjusted>,
     mut refused: MessageWriter<DrivelineEditRefused>,

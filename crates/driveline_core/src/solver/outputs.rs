@@ -82,11 +82,8 @@ impl Simulation {
     /// The normalised normal force `u` of a clutch or brake now (its `f_normalized` signal at
     /// the present time; 0 open, 1 fully applied), `None` for other elements.
     pub fn element_engagement(&self, element: usize) -> Option<f64> {
-        let k = self.model.net.elements.get(element)?.friction?;
-        match self.model.net.friction[k].law {
-            crate::elements::FrictionLaw::Normal { signal, .. } => Some(self.model.net.signals[signal].eval(self.t)),
-            _ => None,
-        }
+        let signal = (*self.model.out_engagement.get(element)?)?;
+        Some(self.model.net.signals[signal as usize].eval(self.t))
     }
 
     /// `(phi_rel, w_rel)` of an element with a relative coordinate.

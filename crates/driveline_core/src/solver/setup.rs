@@ -192,6 +192,9 @@ pub(super) struct Model {
     pub(super) out_rel: Vec<Option<Row>>,
     /// Each element's body node (Inertia, Mass), likewise.
     pub(super) out_body: Vec<Option<u32>>,
+    /// Each clutch's or brake's normalised normal-force signal, likewise (the ECS writes the
+    /// engagement of every clutch part back after every step).
+    pub(super) out_engagement: Vec<Option<u32>>,
 }
 
 impl Model {
@@ -211,6 +214,14 @@ impl Model {
             mode_sources: Simulation::mode_sources(&net),
             out_rel: net.elements.iter().map(|e| e.rel).collect(),
             out_body: net.elements.iter().map(|e| e.body.map(|k| k as u32)).collect(),
+            out_engagement: net
+                .elements
+                .iter()
+                .map(|e| match net.friction[e.friction?].law {
+                    crate::elements::FrictionLaw::Normal { signal, .. } => Some(signal as u32),
+                    _ => None,
+                })
+                .collect(),
             input_law_start,
             input_laws,
             net,
