@@ -378,24 +378,23 @@ impl bevy_asset::LoadFromPath for NoAssets {
 fn a_saved_vehicle_loads_into_another_world_and_drives_like_the_original() {
     use bevy_ecs::entity::EntityHashMap;
     use bevy_ecs::reflect::AppTypeRegistry;
+    use bevy_world_serialization::DynamicWorldBuilder;
     use bevy_world_serialization::serde::WorldDeserializer;
-    use bevy_world_serialization::{DynamicWorldBuilder, WorldFilter};
     use serde::de::DeserializeSeed;
 
     for file in ["nissan_350z.ron", "sedan_8hp.ron"] {
         let mut app = create_app();
         let root = spawn_vehicle(app.world_mut(), vehicle_spec(file), Road::Body).unwrap();
         fixed_step(&mut app, Duration::from_millis(1));
-        // Save the root and its parts: every registered component but the runtime caches.
+        // Save the root and its parts: every registered component (the controllers save as
+        // nothing and are rebuilt from the definition).
         let text = {
             let registry = app.world().resource::<AppTypeRegistry>().clone();
             let registry = registry.read();
             let mut entities = vec![root];
             entities.extend_from_slice(app.world().get::<DrivelineParts>(root).unwrap().parts());
-            let saved = DynamicWorldBuilder::from_world(app.world(), &registry)
-                .with_component_filter(WorldFilter::allow_all().deny::<VehicleController>())
-                .extract_entities(entities.into_iter())
-                .build();
+            let saved =
+                DynamicWorldBuilder::from_world(app.world(), &registry).extract_entities(entities.into_iter()).build();
             saved.serialize(&registry).unwrap_or_else(|e| panic!("{e}"))
         };
         // Load it into a fresh app and drive both the same way for 3 s at 60 Hz.

@@ -166,8 +166,9 @@
 //! `ReflectComponent`, so inspectors can show and edit parts, and a vehicle's entities can be
 //! saved as a dynamic world (Bevy 0.19's `DynamicWorld`, the former `DynamicScene`) and loaded
 //! again: the parts come back with their names, parameters, joints and root; the plugin builds
-//! the network and the controllers from them. The runtime caches ([`DrivelineCache`],
-//! [`vehicle::VehicleController`]) are rebuilt, not saved.
+//! the network and the controllers from them. The runtime caches are rebuilt, not saved:
+//! [`DrivelineCache`] is not reflected, and [`vehicle::VehicleController`] saves as nothing. The
+//! state is not saved either: a loaded driveline starts from its parts' start values.
 //!
 //! ## Plugins
 //! | plugin | what it adds |

@@ -37,14 +37,30 @@ pub struct VehicleDefinition {
 
 /// The vehicle's controllers (shift controller, engine controller, linkages, clutch heat),
 /// created from its [`VehicleDefinition`] once the network is built and again after every
-/// structural rebuild. A runtime cache: reflected as an opaque value, not saved in scenes.
+/// structural rebuild. A runtime cache: reflected as an opaque value that a scene saves as
+/// nothing and loads as empty (the controllers are built again from the definition).
 #[derive(Component, Reflect, Default, Clone)]
 #[reflect(opaque)]
-#[reflect(Component, Default, Clone)]
+#[reflect(Component, Default, Clone, Serialize, Deserialize)]
 pub struct VehicleController {
     layout: Option<Layout>,
     control: Option<VehicleControl>,
     generation: u64,
+}
+
+impl Serialize for VehicleController {
+    /// Saved as nothing: the controllers are rebuilt from the [`VehicleDefinition`].
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_unit()
+    }
+}
+
+impl<'de> Deserialize<'de> for VehicleController {
+    /// Loaded empty: the plugin builds the controllers from the [`VehicleDefinition`].
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        <()>::deserialize(deserializer)?;
+        Ok(Self::default())
+    }
 }
 
 impl VehicleController {
