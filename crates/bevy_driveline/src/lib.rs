@@ -35,7 +35,7 @@
 //!   in SI units: [`Inertia`], [`IdealGear`], [`IdealPlanetary`], [`SpringDamper`],
 //!   [`ElastoBacklash`], [`Clutch`] (friction clutches, one-way clutches and brakes),
 //!   [`DogClutch`], [`Engine`], [`TorqueConverter`], [`LimitedSlip`], [`Tyre`], [`Mass`] and the
-//!   sources ([`parts`] lists them all). Each mirrors a variant of [`ElementKind`], the file
+//!   sources ([`parts`] lists them all). Each mirrors a variant of [`ElementKind`](driveline_core::ElementKind), the file
 //!   format. Couplings say which flanges they join with [`Connections`], holding the `Entity` of
 //!   the other part.
 //! - The plugin keeps a compiled network per root ([`DrivelineCache`]): a cache of the
@@ -190,8 +190,7 @@ use bevy_ecs::schedule::{LogLevel, ScheduleBuildSettings, ScheduleLabel, SingleT
 use bevy_reflect::prelude::*;
 use bevy_time::Time;
 use driveline_core::{
-    BuildError, ElementKind, FrictionMode, IntegrationParameters, Network, NetworkSpec, Scenario, ScenarioError,
-    Simulation,
+    BuildError, FrictionMode, IntegrationParameters, Network, NetworkSpec, Scenario, ScenarioError, Simulation,
 };
 pub use parts::*;
 use serde::{Deserialize, Serialize};
@@ -710,9 +709,4 @@ impl DrivelineCommandsExt for Commands<'_, '_> {
         });
         self.entity(root)
     }
-}
-
-/// The typed components' [`ElementKind`] of a part, for code that works on the file form.
-pub fn part_kind(world: &World, part: Entity) -> Option<&ElementKind> {
-    world.get::<PartElement>(part)?.kind()
 }

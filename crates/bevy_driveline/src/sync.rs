@@ -242,7 +242,8 @@ pub(crate) fn apply_engagements(
         let Some(used) = sim.element_engagement(k) else { continue };
         let value = engagement.0;
         let name = &sim.network().elements[k].name;
-        let problem = match sim.engagement_input(k) {
+        let input = sim.engagement_input(k);
+        let problem = match input {
             None => Some(format!(
                 "'{name}': ClutchEngagement is written, but its `f_normalized` is a function of time, not a run-time input; the value is kept"
             )),
@@ -251,7 +252,7 @@ pub(crate) fn apply_engagements(
             )),
             Some(_) => None,
         };
-        let Some(id) = sim.engagement_input(k).filter(|_| problem.is_none()) else {
+        let (Some(id), None) = (input, &problem) else {
             let message = problem.unwrap_or_default();
             refused.write(DrivelineEditRefused { driveline: Some(part_of.0), part: entity, message });
             engagement.bypass_change_detection().0 = used;

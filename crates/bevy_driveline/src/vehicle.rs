@@ -12,7 +12,7 @@
 //! built (also after a scene load) and again after a structural rebuild; a parameter edit of a
 //! part keeps them (see the crate docs, "Editing parts").
 
-use crate::{Driveline, DrivelineCache, DrivelineParts, DrivelineStepFailed, SpawnError, spawn_network};
+use crate::{Driveline, DrivelineCache, DrivelineStepFailed, SpawnError, spawn_network};
 use bevy_ecs::entity::{EntityMapper, MapEntities};
 use bevy_ecs::prelude::*;
 use bevy_reflect::prelude::*;
@@ -316,9 +316,4 @@ pub(crate) fn step_vehicles(
             messages.write(VehicleMessage { vehicle: root, event: *e });
         }
     }
-}
-
-/// The parts of a vehicle's driveline, for code that iterates them.
-pub fn vehicle_parts(world: &World, root: Entity) -> &[Entity] {
-    world.get::<DrivelineParts>(root).map_or(&[], |p| p.parts())
 }
