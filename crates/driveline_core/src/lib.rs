@@ -207,6 +207,7 @@ pub mod network;
 pub mod output;
 pub mod scenario;
 pub mod signal;
+mod snapshot;
 pub mod solver;
 pub mod table;
 pub mod torque_map;
@@ -226,4 +227,4 @@ pub use solver::{
 pub use table::{Locus, Table1D};
 pub use torque_map::{TorqueMap, TorqueMapSpec};
 pub use tyre::MagicFormula;
-pub use vehicle::{DriverInput, Vehicle, VehicleSpec};
+pub use vehicle::{DriverInput, SnapshotError, Vehicle, VehicleSnapshot, VehicleSpec};

@@ -176,3 +176,5 @@ mod tests {
         assert_eq!(p.fill, 0.0);
     }
 }
+
+crate::snapshot::persist_fields!(Piston { fill, pressure });

@@ -250,7 +250,7 @@ pub enum TcuEvent {
     },
 }
 
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 struct Shift {
     from: usize,
     to: usize,
@@ -1024,3 +1024,66 @@ impl Shift {
         r.peak_temperature = r.peak_temperature.max(temperature.iter().copied().fold(f64::NEG_INFINITY, f64::max));
     }
 }
+
+crate::snapshot::persist_enum!(Selector { Park, Reverse, Neutral, Drive, Manual });
+crate::snapshot::persist_enum!(LockupMode { Open, Slip, Locked });
+crate::snapshot::persist_enum!(ShiftPhase { None, Fill, Torque, Inertia, End, Garage });
+crate::snapshot::persist_fields!(ElementTelemetry { present, pressure, force, torque, slip, temperature, locked });
+crate::snapshot::persist_fields!(ShiftReport {
+    from,
+    to,
+    power_on,
+    fill,
+    torque_phase,
+    inertia_phase,
+    end_phase,
+    duration,
+    output_torque_start,
+    output_torque_min,
+    output_torque_dip,
+    output_torque_overshoot,
+    peak_jerk,
+    flare_rpm,
+    energy,
+    peak_temperature,
+});
+crate::snapshot::persist_fields!(Shift {
+    from,
+    to,
+    off,
+    on,
+    oncoming_first,
+    phase,
+    phase_start,
+    start,
+    report,
+    accel_filtered,
+    inertia_deadline,
+    dw0,
+    off_cap,
+    end_floor,
+});
+crate::snapshot::persist_fields!(TcuOutput { force, lockup, park, reduction });
+// The gears, element maps and piston constants follow from the description.
+crate::snapshot::persist_fields!(Tcu {
+    pistons,
+    response,
+    commands,
+    temperature,
+    last_power,
+    current,
+    shift,
+    last_shift_end,
+    jerk_gain,
+    lockup,
+    lockup_on,
+    lockup_mode,
+    slip_integral,
+    last_up,
+    last_down,
+    last_pedal,
+    selector,
+    kickdown,
+    ratchet_reported,
+    phase,
+});

@@ -32,6 +32,9 @@ pub(super) struct ModeSlot {
     /// time), which loads the stronger of two parallel locks. A certificate only: telemetry
     /// keeps the minimum-norm split.
     pub(super) tmap_w: Vec<f64>,
+    /// The static limits of the locked elements `tmap_w` weighs by, N m (per locked row, at
+    /// compile time): with the lock pattern, what a compiled slot depends on.
+    pub(super) weight_caps: Vec<f64>,
     /// The permanent rows whose torques the locked elements' limits read (a limited-slip
     /// pack's input rows, a LossyGear's gear row). With `stage_rows_all` false, the stage
     /// constraint torques are evaluated on these and the lock rows only: the stage samples
@@ -215,6 +218,7 @@ impl ModeSlot {
             tmap: vec![0.0; rmax * n + MAP_PAD],
             rstride: rmax,
             tmap_w: vec![0.0; rmax * n + MAP_PAD],
+            weight_caps: vec![0.0; nf],
             stage_extra: CapVec::new(2 * nf),
             stage_rows_all: true,
             locked: CapVec::new(nf),
@@ -265,10 +269,25 @@ impl Simulation {
     /// Compiles the mode with lock pattern `key` into slot `idx` (no allocation: slot buffers
     /// are sized for the largest case).
     pub(super) fn compile_into(&mut self, idx: usize, key: u64) {
+        self.compile_with(idx, key, None);
+    }
+
+    /// [`Simulation::compile_into`], the weighted map from the limits `caps` (one per locked
+    /// element, in element order) when given, else from the signals in `ws.sig[2]`.
+    pub(super) fn compile_with(&mut self, idx: usize, key: u64, caps: Option<&[f64]>) {
         self.stats.mode_compiles += 1;
         let net = &self.model.net;
         let slot = &mut self.slots[idx];
         slot.set_rows(net, key, self.stats.mode_compiles);
+        let nl = slot.locked.len();
+        match caps {
+            Some(c) => slot.weight_caps[..nl].copy_from_slice(&c[..nl]),
+            None => {
+                for (c, &i) in slot.weight_caps.iter_mut().zip(slot.locked.iter()) {
+                    *c = net.friction[i].law.capacity(&self.ws.sig[2]).tau_max.abs();
+                }
+            }
+        }
         let rank = null_space(net, slot, &mut self.ws);
         slot.reduced_inertia(net);
         if slot.r > 0 {
@@ -491,11 +510,7 @@ fn constraint_torque_maps(net: &Network, slot: &mut ModeSlot, ws: &mut Work, ran
         // The weighted copy: permanent and kinematic rows (unlimited) weigh as the
         // strongest lock.
         let cap = |a: usize| {
-            if a >= np && a < np + nl {
-                net.friction[slot.locked[a - np]].law.capacity(&ws.sig[2]).tau_max.abs()
-            } else {
-                f64::INFINITY
-            }
+            if a >= np && a < np + nl { slot.weight_caps[a - np] } else { f64::INFINITY }
         };
         let cmax = (np..np + nl).map(cap).fold(0.0f64, f64::max).max(1e-300);
         let gw = &mut ws.compile.ggt_weighted;

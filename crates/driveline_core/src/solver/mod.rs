@@ -151,6 +151,7 @@ mod lanes;
 mod modes;
 mod outputs;
 mod params;
+mod persist;
 mod predictor;
 mod report;
 mod setup;

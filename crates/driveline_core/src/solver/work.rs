@@ -185,7 +185,7 @@ impl Work {
 /// Which of a sub-step's force and torque caches hold the values of the integrated sub-step
 /// (a set of the flags below).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Cached(u8);
+pub(super) struct Cached(pub(super) u8);
 
 impl Cached {
     /// Nothing cached.

@@ -173,3 +173,6 @@ impl AutoControl {
         }
     }
 }
+
+// The handles, converter map and engine map follow from the description.
+crate::snapshot::persist_fields!(AutoControl { tcu, out });

@@ -124,3 +124,5 @@ impl Ecu {
         EcuOutput { throttle, starter }
     }
 }
+
+crate::snapshot::persist_fields!(Ecu { running, limiter_cut, cut_since, integral, idle_throttle, feedforward });

@@ -517,3 +517,6 @@ mod tests {
         assert_eq!(out.cone_force[0], 0.0);
     }
 }
+
+crate::snapshot::persist_fields!(SleeveOutput { engagement, cone_force });
+crate::snapshot::persist_fields!(Sleeve { z, v, passed, indexed, blocked, rest });

@@ -19,7 +19,7 @@ pub(crate) struct ManualIds {
     pub synchros: Vec<Option<usize>>,
 }
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 struct Shift {
     from: i32,
     to: i32,
@@ -328,3 +328,20 @@ impl Manual {
             / (1.0 + dt * th.cooling / th.heat_capacity);
     }
 }
+
+crate::snapshot::persist_fields!(Shift { from, to, start });
+// The element handles and linkage parameters follow from the description.
+crate::snapshot::persist_fields!(Manual {
+    sleeves,
+    selected,
+    shift,
+    released_at,
+    last_up,
+    last_down,
+    temperature,
+    last_clutch_power,
+    engagement,
+    synchro_energy,
+    last_synchro_power,
+    synchros_live,
+});

@@ -32,6 +32,8 @@ pub mod udp;
 use crate::automatic::{ElementTelemetryArray, Selector, ShiftPhase, ShiftReport};
 use crate::network::BuildError;
 use crate::scenario::{ScenarioError, position_of};
+use crate::snapshot::{self, Persist, StateReader, StateWriter, persist_fields};
+pub use crate::snapshot::{SnapshotError, VehicleSnapshot};
 use crate::solver::{InputId, Simulation, StateAdjustment, StateWrite, StateWriteError, StepError, UpdateError};
 use crate::torque_map::RPM;
 use crate::{FrictionMode, Network};
@@ -360,6 +362,9 @@ pub struct VehicleControl {
     contact: [(f64, f64, f64); 4],
     /// External road: distance from the ground speeds.
     distance: f64,
+    /// Fingerprint of the description (spec, road and parameter updates): which snapshots
+    /// restore into these controllers.
+    fingerprint: u64,
 }
 
 fn find(net: &Network, name: &str) -> usize {
@@ -512,7 +517,31 @@ impl Vehicle {
     /// ([`Layout::spec`]) with other values: a final drive ratio, a clutch's `fn_max`, an
     /// inertia. The controllers keep the description they were built with.
     pub fn update_parameters(&mut self, spec: &crate::NetworkSpec) -> Result<(), UpdateError> {
-        self.sim.update_parameters(spec)
+        self.sim.update_parameters(spec)?;
+        self.control.parameters_updated(spec);
+        Ok(())
+    }
+
+    /// Everything the next step depends on (the solver's state and caches, every controller,
+    /// the clock), to restore later with [`Vehicle::restore`]: a rollback, a save game, a
+    /// checkpoint. See [`VehicleSnapshot`].
+    pub fn snapshot(&self) -> VehicleSnapshot {
+        self.control.snapshot(&self.sim)
+    }
+
+    /// Puts the vehicle back in the state of `snapshot`: the steps that follow are bit for bit
+    /// those that followed the snapshot. Refused, with the vehicle unchanged, for a snapshot of
+    /// another description (another spec or road, or other parameters after
+    /// [`Vehicle::update_parameters`]) or a damaged one. The events of the last step are empty
+    /// until the next step.
+    pub fn restore(&mut self, snapshot: &VehicleSnapshot) -> Result<(), SnapshotError> {
+        self.control.restore(&mut self.sim, snapshot)
+    }
+
+    /// The field each run of a snapshot's words belongs to (see [`VehicleControl::state_layout`]).
+    #[doc(hidden)]
+    pub fn state_layout(&self) -> Vec<(usize, &'static str)> {
+        self.control.state_layout(&self.sim)
     }
 
     /// Advances the vehicle by `dt` seconds with the driver's `input`: controllers, the coupled
@@ -558,7 +587,9 @@ impl VehicleControl {
             (_, _, Some(at)) => Trans::Automatic(Box::new(AutoControl::new(at, &layout, &spec.engine, sim))),
             _ => panic!("vehicle spec has no transmission (it was not validated)"),
         };
+        let fingerprint = crate::snapshot::fingerprint(&format!("{spec:?}{road:?}"));
         Self {
+            fingerprint,
             trans,
             ecu: Ecu::new(&spec.engine),
             accel: 0.0,
@@ -575,6 +606,54 @@ impl VehicleControl {
             layout,
             ids,
         }
+    }
+
+    /// Tells the controllers that `sim`'s parameters were updated to `spec` (after
+    /// [`Simulation::update_parameters`]): snapshots taken before no longer restore.
+    pub fn parameters_updated(&mut self, spec: &crate::NetworkSpec) {
+        self.fingerprint = crate::snapshot::fingerprint(&format!("{:016x}{spec:?}", self.fingerprint));
+    }
+
+    /// A snapshot of these controllers and `sim` (see [`Vehicle::snapshot`]).
+    pub fn snapshot(&self, sim: &Simulation) -> VehicleSnapshot {
+        let mut w = StateWriter::with_capacity(2048);
+        self.save(&mut w);
+        sim.save_state(&mut w);
+        VehicleSnapshot { format: snapshot::FORMAT, vehicle: self.fingerprint, time: sim.time(), state: w.words }
+    }
+
+    /// Where each field's words start in a snapshot of these controllers and `sim` (for tests
+    /// that locate a difference between two states).
+    #[doc(hidden)]
+    pub fn state_layout(&self, sim: &Simulation) -> Vec<(usize, &'static str)> {
+        let mut w = StateWriter::with_capacity(2048);
+        w.labels = Some(Vec::new());
+        self.save(&mut w);
+        sim.save_state(&mut w);
+        w.labels.unwrap_or_default()
+    }
+
+    /// Restores a snapshot into these controllers and `sim` (see [`Vehicle::restore`]).
+    pub fn restore(&mut self, sim: &mut Simulation, snap: &VehicleSnapshot) -> Result<(), SnapshotError> {
+        if snap.format != snapshot::FORMAT {
+            return Err(SnapshotError::Format { found: snap.format, expected: snapshot::FORMAT });
+        }
+        if snap.vehicle != self.fingerprint {
+            return Err(SnapshotError::OtherVehicle { snapshot: snap.vehicle, vehicle: self.fingerprint });
+        }
+        let load = |c: &mut Self, sim: &mut Simulation, words: &[u64]| {
+            let mut r = StateReader::new(words);
+            c.load(&mut r)?;
+            sim.load_state(&mut r)?;
+            r.finish()
+        };
+        // (A damaged snapshot fails part-way: the state before is put back.)
+        let before = self.snapshot(sim);
+        if let Err(e) = load(self, sim, &snap.state) {
+            load(self, sim, &before.state).expect("a snapshot of this vehicle restores");
+            return Err(e);
+        }
+        Ok(())
     }
 
     /// Writes the start inputs and telemetry (called once by [`Vehicle`]; an ECS calls it when
@@ -1024,3 +1103,68 @@ fn locate(text: &str, path: &[&str]) -> (usize, usize) {
     }
     pos
 }
+
+persist_fields!(Telemetry {
+    time,
+    engine_rpm,
+    engine_torque,
+    throttle,
+    running,
+    clutch_slip,
+    clutch_torque,
+    clutch_engagement,
+    clutch_temperature,
+    clutch_power,
+    selected_gear,
+    engaged_gear,
+    sleeves,
+    torque_reduction,
+    speed,
+    acceleration,
+    distance,
+    wheel_speed,
+    tyre_force,
+    tyre_slip,
+    tyre_load,
+    brake_torque,
+    drive_torque,
+    fuel_used,
+    selector,
+    turbine_rpm,
+    converter_torque,
+    lockup_engagement,
+    lockup_locked,
+    lockup_mode,
+    shift_phase,
+    elements,
+});
+
+impl Persist for Trans {
+    fn save(&self, w: &mut StateWriter) {
+        match self {
+            Trans::Manual(m) => m.save(w),
+            Trans::Automatic(a) => a.save(w),
+        }
+    }
+    fn load(&mut self, r: &mut StateReader) -> Result<(), SnapshotError> {
+        match self {
+            Trans::Manual(m) => m.load(r),
+            Trans::Automatic(a) => a.load(r),
+        }
+    }
+}
+
+// The description, layout and handles are not state; the events are those of the last step.
+persist_fields!(VehicleControl {
+    now,
+    trans,
+    ecu,
+    accel,
+    fuel,
+    telemetry,
+    last_loads,
+    slope,
+    surface,
+    contact,
+    distance
+});
