@@ -134,5 +134,31 @@ fn time_upshifts(iters: u64, again: bool) -> std::time::Duration {
     total
 }
 
-criterion_group!(benches, step_vehicle, step_automatic);
+/// A rollback's cost: the 8HP sedan's snapshot, and its restore into the vehicle it was taken
+/// of (the state a rollback netcode restores every frame), mid-launch in a gear.
+fn snapshot_restore(c: &mut Criterion) {
+    let mut g = c.benchmark_group("snapshot");
+    let (mut v, input) = sedan_after(4.0, 0.4);
+    g.bench_function("sedan_8hp.ron/snapshot", |b| b.iter(|| black_box(v.snapshot())));
+    let snap = v.snapshot();
+    g.bench_function("sedan_8hp.ron/restore", |b| b.iter(|| v.restore(black_box(&snap)).unwrap()));
+    g.bench_function("sedan_8hp.ron/snapshot_and_restore", |b| {
+        b.iter(|| {
+            let s = v.snapshot();
+            v.restore(black_box(&s)).unwrap()
+        })
+    });
+    // A rollback at 60 Hz: restore, then re-simulate 8 frames.
+    g.bench_function("sedan_8hp.ron/restore_and_8_frames_60hz", |b| {
+        b.iter(|| {
+            v.restore(&snap).unwrap();
+            for _ in 0..8 {
+                v.step(&input, 1.0 / 60.0).unwrap();
+            }
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, step_vehicle, step_automatic, snapshot_restore);
 criterion_main!(benches);

@@ -533,3 +533,50 @@ fn an_edit_in_place_gives_what_the_core_vehicle_gives_with_the_same_edit_bit_for
     // The car kept its speed through the edit (the engine was pulled up to the new ratio).
     assert!(core.telemetry().speed > 8.0 && core.engaged_gear() == 3);
 }
+
+/// The rollback in the plugin: step, snapshot, step 8 frames, restore, step the same 8
+/// frames: the same states and telemetry bit for bit; and a snapshot restores into another
+/// app's vehicle of the same description, which then steps the same.
+#[test]
+fn a_vehicle_rolls_back_bit_for_bit_in_the_plugin() {
+    let dt = Duration::from_secs_f64(1.0 / 60.0);
+    let spawn =
+        |app: &mut App| spawn_vehicle(app.world_mut(), vehicle_spec("sedan_8hp.ron"), Road::Body).expect("spawns");
+    let mut app = create_app();
+    let root = spawn(&mut app);
+    let input = |k: usize| VehicleInput(driveline::core::vehicle::driver::first_to_third(k as f64 / 60.0, 0.8));
+    for k in 0..240 {
+        app.world_mut().entity_mut(root).insert(input(k));
+        fixed_step(&mut app, dt);
+    }
+    let snap = snapshot_vehicle(app.world(), root).expect("running");
+    let run = |app: &mut App, root: Entity| -> Vec<(String, driveline::core::VehicleSnapshot)> {
+        (240..248)
+            .map(|k| {
+                app.world_mut().entity_mut(root).insert(input(k));
+                fixed_step(app, dt);
+                let telemetry = format!("{:?}", app.world().get::<VehicleTelemetry>(root).expect("telemetry").0);
+                (telemetry, snapshot_vehicle(app.world(), root).expect("running"))
+            })
+            .collect()
+    };
+    let first = run(&mut app, root);
+    restore_vehicle(app.world_mut(), root, &snap).expect("restores");
+    let second = run(&mut app, root);
+    assert!(first == second, "the frames after a rollback differ");
+    assert!(first[7].1.time > snap.time + 0.1);
+    // Another app: a vehicle of the same description at rest, restored to the snapshot.
+    let mut other = create_app();
+    let other_root = spawn(&mut other);
+    fixed_step(&mut other, dt);
+    restore_vehicle(other.world_mut(), other_root, &snap).expect("restores");
+    assert!(run(&mut other, other_root) == first, "another app's vehicle differs after the restore");
+    // A running vehicle of another description refuses it.
+    let mut z = create_app();
+    let z_root = spawn_vehicle(z.world_mut(), vehicle_spec("nissan_350z.ron"), Road::Body).expect("spawns");
+    fixed_step(&mut z, dt);
+    assert!(matches!(
+        restore_vehicle(z.world_mut(), z_root, &snap),
+        Err(VehicleSnapshotError::Snapshot(driveline::core::SnapshotError::OtherVehicle { .. }))
+    ));
+}

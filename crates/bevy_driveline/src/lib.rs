@@ -205,8 +205,8 @@ pub mod prelude {
         Spring, SpringDamper, TorqueConverter, TorqueSource, Tyre,
     };
     pub use crate::vehicle::{
-        VehicleController, VehicleDefinition, VehicleInput, VehicleMessage, VehicleParts, VehicleTelemetry,
-        set_road_speed, spawn_vehicle,
+        VehicleController, VehicleDefinition, VehicleInput, VehicleMessage, VehicleParts, VehicleSnapshotError,
+        VehicleTelemetry, restore_vehicle, set_road_speed, snapshot_vehicle, spawn_vehicle,
     };
     pub use crate::{
         BodyState, Connections, CouplingState, Driveline, DrivelineBuildFailed, DrivelineCommandsExt,
@@ -214,6 +214,7 @@ pub mod prelude {
         DrivelineSolveSchedule, DrivelineStepFailed, DrivelineSystems, FrictionModeChanged, PartOf, SkipWriteBack,
         SpawnError, StateWriteAdjusted, skip_write_back, spawn_scenario,
     };
+    pub use driveline_core::{SnapshotError, VehicleSnapshot};
 }
 
 /// The chained phases of a driveline step, in order. See the crate docs, "Scheduling".

@@ -19,7 +19,7 @@ use bevy_reflect::prelude::*;
 use driveline_core::vehicle::{
     DriverInput, Layout, Road, Telemetry, VehicleControl, VehicleError, VehicleEvent, VehicleSpec, WHEELS, build,
 };
-use driveline_core::{IntegrationParameters, StateAdjustment, StateWriteError};
+use driveline_core::{IntegrationParameters, SnapshotError, StateAdjustment, StateWriteError, VehicleSnapshot};
 use serde::{Deserialize, Serialize};
 
 /// What a vehicle is: its description and what its tyres push against. The plugin builds the
@@ -243,6 +243,62 @@ pub fn set_road_speed(world: &mut World, root: Entity, speed: f64) -> Result<Vec
         }
     }
     Ok(report)
+}
+
+/// Why [`snapshot_vehicle`] or [`restore_vehicle`] failed. A failed restore changes nothing.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum VehicleSnapshotError {
+    /// The entity is not the root of a running vehicle (not spawned, or its network not built
+    /// yet: the first fixed step builds it).
+    #[error("{0} is not a running vehicle's root (not spawned, or not built yet)")]
+    NotRunning(Entity),
+    /// The snapshot does not restore into this vehicle.
+    #[error(transparent)]
+    Snapshot(#[from] SnapshotError),
+}
+
+/// Everything the next step of the vehicle at `root` depends on (its simulation and
+/// controllers), to restore with [`restore_vehicle`]: see [`VehicleSnapshot`].
+pub fn snapshot_vehicle(world: &World, root: Entity) -> Result<VehicleSnapshot, VehicleSnapshotError> {
+    let not_running = VehicleSnapshotError::NotRunning(root);
+    let control = world.get::<VehicleController>(root).and_then(|vc| vc.control.as_ref()).ok_or(not_running.clone())?;
+    let sim = world.get::<DrivelineCache>(root).and_then(|c| c.sim.as_ref()).ok_or(not_running)?;
+    Ok(control.snapshot(sim))
+}
+
+/// Puts the vehicle at `root` back in the state of `snapshot` (taken of a vehicle of the same
+/// description): the next fixed steps are bit for bit those that followed the snapshot, as in
+/// [`driveline_core::Vehicle::restore`]. The parts' [`crate::BodyState`]s and the root's
+/// [`VehicleTelemetry`] are written at once, as the write-back would (not as user writes: the
+/// next step starts from the restored state exactly).
+pub fn restore_vehicle(
+    world: &mut World,
+    root: Entity,
+    snapshot: &VehicleSnapshot,
+) -> Result<(), VehicleSnapshotError> {
+    let not_running = || VehicleSnapshotError::NotRunning(root);
+    let mut entity = world.get_entity_mut(root).map_err(|_| not_running())?;
+    let Some(mut vc) = entity.take::<VehicleController>() else { return Err(not_running()) };
+    let result = (|| {
+        let mut cache = entity.get_mut::<DrivelineCache>().ok_or_else(not_running)?;
+        let cache = &mut *cache;
+        let (Some(control), Some(sim)) = (vc.control.as_mut(), cache.sim.as_mut()) else { return Err(not_running()) };
+        control.restore(sim, snapshot)?;
+        let states: Vec<(Entity, (f64, f64))> =
+            cache.parts.iter().enumerate().filter_map(|(k, &e)| Some((e, sim.body_state(k)?))).collect();
+        Ok((states, *control.telemetry()))
+    })();
+    entity.insert(vc);
+    let (states, telemetry) = result?;
+    if let Some(mut t) = world.get_mut::<VehicleTelemetry>(root) {
+        t.0 = telemetry;
+    }
+    for (part, (angle, speed)) in states {
+        if let Some(mut state) = world.get_mut::<crate::BodyState>(part) {
+            *state.bypass_change_detection() = crate::BodyState { angle, speed };
+        }
+    }
+    Ok(())
 }
 
 /// One step of every vehicle, in parallel across the compute task pool: control and

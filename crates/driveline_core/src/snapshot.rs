@@ -185,6 +185,14 @@ impl<'a> StateReader<'a> {
         Ok(w)
     }
 
+    /// The next `n` words.
+    #[inline]
+    pub(crate) fn take(&mut self, n: usize) -> Result<&'a [u64], SnapshotError> {
+        let words = self.words.get(self.pos..self.pos + n).ok_or(SnapshotError::Damaged("it ends early"))?;
+        self.pos += n;
+        Ok(words)
+    }
+
     /// Every word was read.
     pub(crate) fn finish(&self) -> Result<(), SnapshotError> {
         if self.pos == self.words.len() { Ok(()) } else { Err(SnapshotError::Damaged("it has words left over")) }
@@ -195,6 +203,22 @@ impl<'a> StateReader<'a> {
 pub(crate) trait Persist {
     fn save(&self, w: &mut StateWriter);
     fn load(&mut self, r: &mut StateReader) -> Result<(), SnapshotError>;
+
+    /// Saves a run of values (one word each for numbers: a copy, not a loop of pushes).
+    fn save_slice(items: &[Self], w: &mut StateWriter)
+    where
+        Self: Sized,
+    {
+        items.iter().for_each(|x| x.save(w));
+    }
+
+    /// Loads a run of values saved by [`Persist::save_slice`].
+    fn load_slice(items: &mut [Self], r: &mut StateReader) -> Result<(), SnapshotError>
+    where
+        Self: Sized,
+    {
+        items.iter_mut().try_for_each(|x| x.load(r))
+    }
 }
 
 impl Persist for f64 {
@@ -205,6 +229,16 @@ impl Persist for f64 {
     #[inline]
     fn load(&mut self, r: &mut StateReader) -> Result<(), SnapshotError> {
         *self = f64::from_bits(r.word()?);
+        Ok(())
+    }
+    fn save_slice(items: &[f64], w: &mut StateWriter) {
+        w.words.extend(items.iter().map(|x| x.to_bits()));
+    }
+    fn load_slice(items: &mut [f64], r: &mut StateReader) -> Result<(), SnapshotError> {
+        let words = r.take(items.len())?;
+        for (x, &b) in items.iter_mut().zip(words) {
+            *x = f64::from_bits(b);
+        }
         Ok(())
     }
 }
@@ -279,22 +313,22 @@ impl<T: Persist> Persist for Vec<T> {
 impl<T: Persist> Persist for [T] {
     fn save(&self, w: &mut StateWriter) {
         w.word(self.len() as u64);
-        self.iter().for_each(|x| x.save(w));
+        T::save_slice(self, w);
     }
     fn load(&mut self, r: &mut StateReader) -> Result<(), SnapshotError> {
         if r.word()? != self.len() as u64 {
             return Err(SnapshotError::Damaged("a list has another length than this vehicle's"));
         }
-        self.iter_mut().try_for_each(|x| x.load(r))
+        T::load_slice(self, r)
     }
 }
 
 impl<T: Persist, const N: usize> Persist for [T; N] {
     fn save(&self, w: &mut StateWriter) {
-        self.iter().for_each(|x| x.save(w));
+        T::save_slice(self, w);
     }
     fn load(&mut self, r: &mut StateReader) -> Result<(), SnapshotError> {
-        self.iter_mut().try_for_each(|x| x.load(r))
+        T::load_slice(self, r)
     }
 }
 

@@ -225,7 +225,10 @@ impl Simulation {
         w.label("self.signals.time_events");
         self.signals.time_events.save(w);
         w.label("self.signals.sine_state");
-        self.signals.sine_state.save(w);
+        // (Only the sines' rotation state means something.)
+        for &k in self.signals.sines.iter() {
+            self.signals.sine_state[k as usize].save(w);
+        }
         w.label("self.signals.held_value");
         self.signals.held_value.save(w);
         w.label("self.ws");
@@ -326,7 +329,9 @@ impl Simulation {
         more.load(r)?;
         (fr.out_free, fr.zero_slips) = more;
         self.signals.time_events.load(r)?;
-        self.signals.sine_state.load(r)?;
+        for &k in self.signals.sines.iter() {
+            self.signals.sine_state[k as usize].load(r)?;
+        }
         self.signals.held_value.load(r)?;
         let ws_at = r.clone();
         self.ws.load(r)?;

@@ -365,6 +365,8 @@ pub struct VehicleControl {
     /// Fingerprint of the description (spec, road and parameter updates): which snapshots
     /// restore into these controllers.
     fingerprint: u64,
+    /// The state before a restore, put back if the restore fails (a buffer kept for reuse).
+    backup: Vec<u64>,
 }
 
 fn find(net: &Network, name: &str) -> usize {
@@ -589,6 +591,7 @@ impl VehicleControl {
         };
         let fingerprint = crate::snapshot::fingerprint(&format!("{spec:?}{road:?}"));
         Self {
+            backup: Vec::new(),
             fingerprint,
             trans,
             ecu: Ecu::new(&spec.engine),
@@ -647,12 +650,18 @@ impl VehicleControl {
             sim.load_state(&mut r)?;
             r.finish()
         };
-        // (A damaged snapshot fails part-way: the state before is put back.)
-        let before = self.snapshot(sim);
-        if let Err(e) = load(self, sim, &snap.state) {
-            load(self, sim, &before.state).expect("a snapshot of this vehicle restores");
-            return Err(e);
+        // (A damaged snapshot fails part-way: the state before is put back. The backup's
+        // buffer is kept from one restore to the next.)
+        let mut w = StateWriter { words: std::mem::take(&mut self.backup), labels: None };
+        w.words.clear();
+        self.save(&mut w);
+        sim.save_state(&mut w);
+        let result = load(self, sim, &snap.state);
+        if result.is_err() {
+            load(self, sim, &w.words).expect("a snapshot of this vehicle restores");
         }
+        self.backup = w.words;
+        result?;
         Ok(())
     }
 
