@@ -16,7 +16,7 @@ fn load(file: &str) -> Vehicle {
 fn report(v: &Vehicle) {
     for e in v.events() {
         match e.kind {
-            VehicleEventKind::InputRejected => {}
+            VehicleEventKind::InputRejected { .. } => {}
             k => println!("  {:8.4} s  {k}", e.time),
         }
     }

@@ -594,7 +594,7 @@ fn non_finite_driver_inputs_are_replaced_and_reported_never_propagated() {
         ..Default::default()
     };
     v.step(&input, DT).unwrap();
-    assert!(has(&v, |k| *k == VehicleEventKind::InputRejected));
+    assert!(has(&v, |k| matches!(k, VehicleEventKind::InputRejected { .. })));
     let t = v.telemetry();
     assert!(t.engine_rpm.is_finite() && t.speed.is_finite() && t.clutch_temperature.is_finite());
     // Out-of-range pedals are clamped, a bad step is refused without touching the state.
@@ -610,6 +610,45 @@ fn non_finite_driver_inputs_are_replaced_and_reported_never_propagated() {
     v.set_wheel_contact(0, f64::NAN, f64::INFINITY, f64::NAN);
     v.step(&input, DT).unwrap();
     assert!(v.telemetry().tyre_force.iter().all(|f| f.is_finite()));
+}
+
+/// The run-time input policy: out of range (infinities included) clamps, NaN keeps the last
+/// valid value, and each episode of a bad input is reported once.
+#[test]
+fn bad_driver_inputs_clamp_or_hold_and_are_reported_once_per_episode() {
+    use driveline::core::vehicle::InputName;
+    let mut v = car("sedan_8hp.ron");
+    let rejected = |v: &Vehicle| -> Vec<(InputName, f64, f64)> {
+        v.events()
+            .iter()
+            .filter_map(|e| match e.kind {
+                VehicleEventKind::InputRejected { input, value, used } => Some((input, value, used)),
+                _ => None,
+            })
+            .collect()
+    };
+    let good = DriverInput { throttle: 0.3, brake: 0.2, grade: 0.05, ..Default::default() };
+    v.step(&good, DT).unwrap();
+    assert!(rejected(&v).is_empty());
+    // NaN throttle keeps 0.3; infinite brake clamps to 1; a 300 % grade clamps to MAX_GRADE.
+    let bad = DriverInput { throttle: f64::NAN, brake: f64::INFINITY, grade: 3.0, ..good };
+    v.step(&bad, DT).unwrap();
+    let r = rejected(&v);
+    assert_eq!(r.len(), 3, "{r:?}");
+    assert!(r[0].0 == InputName::Throttle && r[0].1.is_nan() && r[0].2 == 0.3);
+    assert_eq!((r[1].0, r[1].1, r[1].2), (InputName::Brake, f64::INFINITY, 1.0));
+    assert_eq!((r[2].0, r[2].2), (InputName::Grade, driveline::core::vehicle::MAX_GRADE));
+    // The same bad inputs for 100 more steps: no more reports.
+    for _ in 0..100 {
+        v.step(&bad, DT).unwrap();
+        assert!(rejected(&v).is_empty());
+    }
+    // Valid for a step, then bad again: a new episode, reported again.
+    v.step(&good, DT).unwrap();
+    v.step(&bad, DT).unwrap();
+    assert_eq!(rejected(&v).len(), 3);
+    let t = v.telemetry();
+    assert!(t.speed.is_finite() && t.engine_rpm.is_finite() && t.brake_torque.iter().all(|b| b.is_finite()));
 }
 
 #[test]

@@ -5,8 +5,11 @@
 //! # One step
 //! [`Vehicle::step`] runs, in this order and nowhere else:
 //!
-//! 1. **Input**: the [`DriverInput`] is checked; non-finite values are replaced by safe ones and
-//!    reported as [`VehicleEventKind::InputRejected`].
+//! 1. **Input**: the [`DriverInput`] is checked. A pedal outside [0, 1] or a grade outside
+//!    [-[`MAX_GRADE`], [`MAX_GRADE`]] (an infinity included) is clamped into its range; a NaN keeps
+//!    the last valid value (0 at the start). Either raises [`VehicleEventKind::InputRejected`]
+//!    once per episode: when the input turns bad, and not again until it has been valid for a
+//!    step. Nothing non-finite reaches the controllers or the solve.
 //! 2. **Control**: the shift controller (gear requests, interlock, auto-clutch, auto-blip,
 //!    ignition cut) and the engine controller ([`ecu`]).
 //! 3. **Actuation**: the shift linkages move ([`linkage`]), giving dog engagement and
@@ -162,9 +165,51 @@ pub enum VehicleEventKind {
         /// Gear.
         gear: i32,
     },
-    /// A non-finite driver input was replaced (0 for pedals and grade).
-    InputRejected,
+    /// A driver input was out of its range or NaN (see [`DriverInput`]'s input policy): an
+    /// out-of-range value (an infinity included) is clamped into the range, a NaN keeps the last
+    /// valid value. Raised once per episode: when an input turns bad, not again until it has
+    /// been valid for a step.
+    InputRejected {
+        /// Which input.
+        input: InputName,
+        /// The value given.
+        value: f64,
+        /// The value used.
+        used: f64,
+    },
 }
+
+/// The numeric driver inputs, as [`VehicleEventKind::InputRejected`] names them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InputName {
+    /// [`DriverInput::throttle`], [0, 1].
+    Throttle,
+    /// [`DriverInput::brake`], [0, 1].
+    Brake,
+    /// [`DriverInput::clutch`], [0, 1].
+    Clutch,
+    /// [`DriverInput::parking_brake`], [0, 1].
+    ParkingBrake,
+    /// [`DriverInput::grade`], [-[`MAX_GRADE`], [`MAX_GRADE`]].
+    Grade,
+}
+
+impl InputName {
+    /// The input's name as it is spelled in [`DriverInput`].
+    pub fn as_str(self) -> &'static str {
+        match self {
+            InputName::Throttle => "throttle",
+            InputName::Brake => "brake",
+            InputName::Clutch => "clutch",
+            InputName::ParkingBrake => "parking_brake",
+            InputName::Grade => "grade",
+        }
+    }
+}
+
+/// The steepest road grade a vehicle takes, rise over run (1 = 45 degrees); a steeper one is
+/// clamped to it.
+pub const MAX_GRADE: f64 = 1.0;
 
 /// The longest step a vehicle takes while its box shifts, s: the shift linkage (or the
 /// automatic's controller and pistons) and the driveline exchange their state at this interval
@@ -209,7 +254,9 @@ impl std::fmt::Display for VehicleEventKind {
                 write!(f, "shift to {} aborted (timeout; in neutral)", gear_name(*gear))
             }
             VehicleEventKind::NoSuchGear { gear } => write!(f, "no gear {}", gear_name(*gear)),
-            VehicleEventKind::InputRejected => write!(f, "non-finite driver input replaced"),
+            VehicleEventKind::InputRejected { input, value, used } => {
+                write!(f, "driver input {} = {value} is out of range; {used} used", input.as_str())
+            }
         }
     }
 }
@@ -367,6 +414,11 @@ pub struct VehicleControl {
     fingerprint: u64,
     /// The state before a restore, put back if the restore fails (a buffer kept for reuse).
     backup: Vec<u64>,
+    /// The numeric driver inputs last used (throttle, brake, clutch, parking brake, grade): a
+    /// NaN keeps them.
+    last_valid: [f64; 5],
+    /// Which of them were rejected at the last step (an episode of rejection reports once).
+    rejecting: [bool; 5],
 }
 
 fn find(net: &Network, name: &str) -> usize {
@@ -591,6 +643,8 @@ impl VehicleControl {
         };
         let fingerprint = crate::snapshot::fingerprint(&format!("{spec:?}{road:?}"));
         Self {
+            last_valid: [0.0; 5],
+            rejecting: [false; 5],
             backup: Vec::new(),
             fingerprint,
             trans,
@@ -905,15 +959,29 @@ impl VehicleControl {
         self.now = t;
         // 1. Input.
         let mut inp = *input;
-        let mut rejected = false;
-        for v in [&mut inp.throttle, &mut inp.brake, &mut inp.clutch, &mut inp.parking_brake, &mut inp.grade] {
-            if !v.is_finite() {
-                *v = 0.0;
-                rejected = true;
+        let fields = [&mut inp.throttle, &mut inp.brake, &mut inp.clutch, &mut inp.parking_brake, &mut inp.grade];
+        for (k, v) in fields.into_iter().enumerate() {
+            let (lo, hi) = if k == 4 { (-MAX_GRADE, MAX_GRADE) } else { (0.0, 1.0) };
+            let given = *v;
+            let used = if given.is_nan() { self.last_valid[k] } else { given.clamp(lo, hi) };
+            let bad = used != given;
+            if bad && !self.rejecting[k] {
+                const NAMES: [InputName; 5] = [
+                    InputName::Throttle,
+                    InputName::Brake,
+                    InputName::Clutch,
+                    InputName::ParkingBrake,
+                    InputName::Grade,
+                ];
+                push_event(
+                    &mut self.events,
+                    t,
+                    VehicleEventKind::InputRejected { input: NAMES[k], value: given, used },
+                );
             }
-        }
-        if rejected {
-            self.push(VehicleEventKind::InputRejected);
+            self.rejecting[k] = bad;
+            self.last_valid[k] = used;
+            *v = used;
         }
         let w_engine = sim.body_state(self.ids.engine).map_or(0.0, |s| s.1);
         let v0 = self.vehicle_speed(sim);
