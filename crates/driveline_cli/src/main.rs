@@ -38,6 +38,10 @@ enum Command {
         /// Mode-change events CSV: time,element,from_mode,to_mode.
         #[arg(long)]
         events: Option<PathBuf>,
+        /// Write the output even when it would pass the size limit (`MAX_OUTPUT_ROWS` rows or
+        /// `MAX_OUTPUT_BYTES` bytes, estimated before the run).
+        #[arg(long)]
+        force: bool,
     },
     /// Validate a scenario, vehicle or gearbox file: exit 0 if valid, 2 with messages if not.
     Check {
@@ -75,6 +79,10 @@ enum Command {
         /// UDP packets per simulated second.
         #[arg(long, allow_negative_numbers = true, default_value_t = 60.0)]
         udp_rate: f64,
+        /// Write the telemetry CSV even when it would pass the size limit (`MAX_OUTPUT_ROWS`
+        /// rows or `MAX_OUTPUT_BYTES` bytes, estimated before the run).
+        #[arg(long)]
+        force: bool,
     },
     /// Benchmark: N vehicles in one headless Bevy App following a cycle, stepped in parallel;
     /// or one scenario network with --scenario.
@@ -166,8 +174,9 @@ fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         },
-        Command::Run { vehicle, cycle, dt, out, rate, plot, summary_json, udp, udp_rate } => {
-            match run::run(run::RunOptions { vehicle, cycle, dt, out, rate, plot, summary_json, udp, udp_rate }) {
+        Command::Run { vehicle, cycle, dt, out, rate, plot, summary_json, udp, udp_rate, force } => {
+            match run::run(run::RunOptions { vehicle, cycle, dt, out, rate, plot, summary_json, udp, udp_rate, force })
+            {
                 Ok(s) => {
                     println!(
                         "{} on {}: {:.2} km in {:.0} s, rms speed error {:.2} km/h (max {:.1}), {} shifts, {} stalls, {:.0}x real time",
@@ -246,13 +255,15 @@ fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         },
-        Command::Simulate { scenario, dt, t_end, out, events } => match simulate(scenario, dt, t_end, out, events) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("{e}");
-                ExitCode::from(2)
+        Command::Simulate { scenario, dt, t_end, out, events, force } => {
+            match simulate(scenario, dt, t_end, out, events, force) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("{e}");
+                    ExitCode::from(2)
+                }
             }
-        },
+        }
     }
 }
 
@@ -310,12 +321,52 @@ fn file_kind(path: &std::path::Path) -> String {
     }
 }
 
+/// The most rows `simulate` and `run` write without `--force` (a 1 ms run of about 83
+/// minutes).
+pub const MAX_OUTPUT_ROWS: u64 = 5_000_000;
+/// The most bytes of CSV `simulate` and `run` write without `--force`, estimated before the
+/// run at [`BYTES_PER_VALUE`] a value: 1 GiB.
+pub const MAX_OUTPUT_BYTES: u64 = 1 << 30;
+/// The size of one CSV value in the estimate, bytes (a full-precision float and its comma).
+pub const BYTES_PER_VALUE: u64 = 22;
+
+/// Refuses an output of `rows` rows of `columns` values past the limits, unless `force`.
+pub fn check_output_size(what: &str, rows: u64, columns: usize, force: bool) -> Result<(), String> {
+    let bytes = rows.saturating_mul(columns as u64).saturating_mul(BYTES_PER_VALUE);
+    if force || (rows <= MAX_OUTPUT_ROWS && bytes <= MAX_OUTPUT_BYTES) {
+        return Ok(());
+    }
+    Err(format!(
+        "{what} would be {rows} rows of {columns} columns (about {:.1} GB); the limit is {MAX_OUTPUT_ROWS} rows and \
+         {:.1} GB: take a longer step, a shorter run or a lower rate, or pass --force",
+        bytes as f64 / 1e9,
+        MAX_OUTPUT_BYTES as f64 / 1e9
+    ))
+}
+
+/// A progress bar on stderr when it is a terminal (hidden otherwise), for `steps` steps.
+pub fn progress(steps: u64, message: String) -> indicatif::ProgressBar {
+    use std::io::IsTerminal;
+    if !std::io::stderr().is_terminal() {
+        return indicatif::ProgressBar::hidden();
+    }
+    let b = indicatif::ProgressBar::new(steps);
+    b.set_style(
+        indicatif::ProgressStyle::with_template("{msg} [{bar:40}] {percent}% {eta}")
+            .expect("valid template")
+            .progress_chars("=> "),
+    );
+    b.set_message(message);
+    b
+}
+
 fn simulate(
     path: PathBuf,
     dt: f64,
     t_end: Option<f64>,
     out: Option<PathBuf>,
     events: Option<PathBuf>,
+    force: bool,
 ) -> Result<(), String> {
     if !(dt.is_finite() && dt > 0.0) {
         return Err(format!("--dt {dt}: the step must be a finite number > 0 s"));
@@ -327,6 +378,12 @@ fn simulate(
     }
     let mut sim = Simulation::new(net);
     let rec = CsvRecorder::new(&sim);
+    let steps = (t_end / dt - 1e-9).ceil().max(0.0);
+    if steps >= u64::MAX as f64 {
+        return Err(format!("--t-end {t_end} at --dt {dt} is more steps than can be counted"));
+    }
+    let steps = steps as u64;
+    check_output_size("the CSV", steps + 1, rec.names().len(), force)?;
     let sink: Box<dyn Write> = match &out {
         Some(p) => Box::new(std::fs::File::create(p).map_err(|e| format!("{}: {e}", p.display()))?),
         None => Box::new(std::io::stdout().lock()),
@@ -343,11 +400,23 @@ fn simulate(
     let io = |e: std::io::Error| e.to_string();
     rec.header(&mut w).map_err(io)?;
     rec.row(&sim, &mut w).map_err(io)?;
-    let steps = (t_end / dt - 1e-9).ceil().max(0.0) as u64;
+    // (Redrawn at most every 1/20 s, shown only on a terminal and for a run of over a second.)
+    let bar = progress(steps, path.display().to_string());
+    bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+    let started = std::time::Instant::now();
     for k in 1..=steps {
         // Step to k*dt exactly (no accumulated rounding in the time grid).
         let target = (k as f64 * dt).min(t_end);
         sim.step(target - sim.time()).map_err(|e| e.to_string())?;
+        if k.is_multiple_of(1024) {
+            if bar.is_hidden()
+                && started.elapsed().as_secs_f64() > 1.0
+                && std::io::IsTerminal::is_terminal(&std::io::stderr())
+            {
+                bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+            }
+            bar.set_position(k);
+        }
         rec.row(&sim, &mut w).map_err(io)?;
         if let Some(f) = ev_out.as_mut() {
             for e in sim.events() {
@@ -356,6 +425,7 @@ fn simulate(
             }
         }
     }
+    bar.finish_and_clear();
     w.flush().map_err(io)?;
     if let Some(mut f) = ev_out {
         f.flush().map_err(io)?;

@@ -46,6 +46,8 @@ pub struct RunOptions {
     pub summary_json: Option<PathBuf>,
     pub udp: Option<std::net::SocketAddr>,
     pub udp_rate: f64,
+    /// Write the CSV even past the size limit ([`crate::check_output_size`]).
+    pub force: bool,
 }
 
 /// One plotted sample.
@@ -118,6 +120,11 @@ pub fn run(o: RunOptions) -> Result<CycleSummary, String> {
     let cycle = load_cycle(&o.cycle)?;
     let mut car = Vehicle::load(&o.vehicle).map_err(|e| e.to_string())?;
     let mut driver = Driver::new(car.spec(), DriverParams::default());
+    let every = ((1.0 / o.rate) / o.dt).round().max(1.0) as u64;
+    let steps = (cycle.duration() / o.dt).round() as u64;
+    if o.out.is_some() {
+        crate::check_output_size("the telemetry CSV", steps / every + 1, HEADER.split(',').count(), o.force)?;
+    }
     let mut csv = match &o.out {
         Some(p) => {
             let f = std::fs::File::create(p).map_err(|e| format!("{}: {e}", p.display()))?;
@@ -127,19 +134,10 @@ pub fn run(o: RunOptions) -> Result<CycleSummary, String> {
         }
         None => None,
     };
-    let every = ((1.0 / o.rate) / o.dt).round().max(1.0) as u64;
     let plot_every = ((0.1 / o.dt).round().max(1.0)) as u64;
-    let steps = (cycle.duration() / o.dt).round() as u64;
-    let bar = std::io::stderr().is_terminal().then(|| {
-        let b = indicatif::ProgressBar::new(steps);
-        b.set_style(
-            indicatif::ProgressStyle::with_template("{msg} [{bar:40}] {percent}% {eta}")
-                .expect("valid template")
-                .progress_chars("=> "),
-        );
-        b.set_message(format!("{} on {}", car.spec().name, cycle.name));
-        b
-    });
+    let bar = std::io::stderr()
+        .is_terminal()
+        .then(|| crate::progress(steps, format!("{} on {}", car.spec().name, cycle.name)));
     let mut udp = match o.udp {
         Some(a) => Some(UdpTelemetry::new(a, o.udp_rate).map_err(|e| format!("--udp {a}: {e}"))?),
         None => None,

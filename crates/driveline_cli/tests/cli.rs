@@ -343,3 +343,55 @@ fn negative_numbers_reach_the_validation() {
         assert!(msg.contains("dt") && !msg.contains("unexpected argument"), "{args:?}: {msg}");
     }
 }
+
+/// An output past the documented size is refused before anything is written (no file), with
+/// the limit and `--force` named; `--force` lifts it (checked on a run cut short by a bad step).
+#[test]
+fn outputs_past_the_size_limit_are_refused_unless_forced() {
+    let dir = std::env::temp_dir().join(format!("driveline_size_{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let csv = dir.join("huge.csv");
+    let csv_s = csv.to_str().unwrap();
+    // CoupledClutches to 1.5 s at 1 ns: 1.5e9 rows.
+    let out = driveline(&["simulate", "assets/scenarios/msl/CoupledClutches.ron", "--dt", "1e-9", "--out", csv_s]);
+    let msg = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{msg}");
+    assert!(msg.contains("rows") && msg.contains("--force") && msg.contains("5000000"), "{msg}");
+    assert!(!csv.exists(), "a refused run created its output");
+    // --t-end 1e12 at the default step: refused the same way.
+    let out = driveline(&["simulate", "assets/scenarios/msl/First.ron", "--t-end", "1e12"]);
+    let msg = String::from_utf8_lossy(&out.stderr);
+    assert!(msg.contains("--force") && out.stdout.is_empty(), "{msg}");
+    // `run` with a telemetry rate that writes every step of a 0.1 ms UDDS run (13.7 M rows).
+    let out = driveline(&[
+        "run",
+        "assets/vehicles/nissan_350z.ron",
+        "--cycle",
+        "udds",
+        "--dt",
+        "1e-4",
+        "--rate",
+        "1e6",
+        "--out",
+        csv_s,
+    ]);
+    let msg = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{msg}");
+    assert!(msg.contains("telemetry CSV") && msg.contains("--force"), "{msg}");
+    assert!(!csv.exists(), "a refused run created its output");
+    // Forced, the size guard lets it through: the run starts (and writes its header).
+    let out = driveline(&[
+        "simulate",
+        "assets/scenarios/msl/First.ron",
+        "--t-end",
+        "1e12",
+        "--dt",
+        "1e-3",
+        "--force",
+        "--out",
+        "/dev/full",
+    ]);
+    let msg = String::from_utf8_lossy(&out.stderr);
+    assert!(!msg.contains("--force"), "{msg}");
+    std::fs::remove_dir_all(&dir).ok();
+}
