@@ -165,3 +165,63 @@ fn a_cloned_vehicle_rolls_back_and_resimulates_bit_for_bit() {
         assert!(car.telemetry().speed > 5.0, "{file}: {}", car.telemetry().speed);
     }
 }
+
+/// Regressions of the fuzz harness's findings (`driveline_tools::fuzz`): a parameter past its
+/// plausible range is refused by `check` at its position, with the range in the message (these
+/// values, each accepted before, ran into a non-finite state or a runaway).
+#[test]
+fn values_past_their_plausible_range_are_refused_with_the_range() {
+    let scenario = |file: &str, from: &str, to: &str| {
+        let path = root().join("assets/scenarios").join(file);
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.contains(from), "{file}: {from}");
+        let text = text.replace(from, to);
+        let err = driveline::core::Scenario::parse(&text, file)
+            .and_then(|sc| sc.build(&text, file).map(|_| sc))
+            .expect_err(to)
+            .to_string();
+        assert!(err.contains("plausible range") && err.starts_with(&format!("{file}:")), "{to}: {err}");
+    };
+    scenario("msl/FirstGrounded.ron", "Damper(d: 10.0)", "Damper(d: 1e30)");
+    scenario("msl/First.ron", "Spring(c: 1.0e4", "Spring(c: 1e300");
+    scenario("msl/First.ron", "Sine(amplitude: 10.0", "Sine(amplitude: 1e300");
+    scenario(
+        "msl/SimpleGearShift.ron",
+        "Inertia(J: 10.0, phi_start: 0.0, w_start: 0.0)",
+        "Inertia(J: 10.0, phi_start: 0.0, w_start: 1000000.0)",
+    );
+    scenario("elements/TwinBreakaway.ron", "Ramp(height: 60.0", "Ramp(height: 1e300");
+    let vehicle = |file: &str, from: &str, to: &str| {
+        let path = root().join("assets/vehicles").join(file);
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.contains(from), "{file}: {from}");
+        let text = text.replace(from, to);
+        let err =
+            Vehicle::parse(&text, file).and_then(|spec| Vehicle::from_text(spec, &text, &path.display().to_string()));
+        let err = err.err().unwrap_or_else(|| panic!("{to} was accepted")).to_string();
+        assert!(err.contains("plausible range"), "{to}: {err}");
+    };
+    vehicle("nissan_350z.ron", "wheelbase: 2.65", "wheelbase: 4.8e-6");
+    vehicle("nissan_350z.ron", "rear_brake: 1500.0", "rear_brake: 1500000000.0");
+    vehicle("nissan_350z.ron", "d: 1.0, e: ", "d: 4294967296.0, e: ");
+    vehicle("sedan_8hp.ron", "drag_area: 0.64", "drag_area: 1e300");
+}
+
+/// Regression of a fuzz finding: the 350Z rolling at 0.13 m/s in neutral with its engine
+/// stalled, brakes and the limited-slip pack releasing at a 1/60 s step, ran away to -11,700
+/// m/s in that step (a Newton iteration that did not converge was committed). The sub-step is
+/// now cut until one converges; the state the fuzzer saved before that step is replayed.
+#[test]
+fn a_stiff_release_at_a_game_step_does_not_run_away() {
+    let mut car = Vehicle::load(&root().join("assets/vehicles/nissan_350z.ron")).unwrap();
+    let text = std::fs::read_to_string(root().join("tests/fixtures/nissan_350z_brakes_release_at_60hz.json")).unwrap();
+    let snap: driveline::core::VehicleSnapshot = serde_json::from_str(&text).unwrap();
+    car.restore(&snap).expect("the saved state restores");
+    let input =
+        driveline::core::DriverInput { throttle: 0.9232927574375576, brake: 0.13874920737658725, ..Default::default() };
+    for _ in 0..30 {
+        car.step(&input, 1.0 / 60.0).unwrap();
+        let t = car.telemetry();
+        assert!(t.speed.abs() < 0.2 && t.wheel_speed.iter().all(|w| w.abs() < 1.0), "{t:?}");
+    }
+}

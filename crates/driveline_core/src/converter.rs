@@ -78,6 +78,10 @@ impl ConverterSpec {
             if t.y_range().0 <= 0.0 {
                 return Err(format!("`{what}` values must be > 0"));
             }
+            // (A K-factor in rpm / sqrt(N m), a torque ratio: both well under 1e4.)
+            if let Some(why) = crate::limits::table_outside(p, 1.0, 1e4) {
+                return Err(format!("`{what}`: {why}"));
+            }
             Ok(())
         };
         covers(&self.k_factor, "k_factor")?;

@@ -45,7 +45,10 @@
 //!
 //! ## Element catalogue
 //! Every element, its flanges, parameters (units, defaults) and equation is documented on
-//! [`ElementKind`]; the laws themselves live in [`elements`], one place each. In short
+//! [`ElementKind`]; the laws themselves live in [`elements`], one place each. Every parameter
+//! has a plausible range, listed by name in [`limits::RANGES`] (signals within
+//! [`limits::SIGNAL`], times within [`limits::TIME`]): a file with a value outside it is refused
+//! at the value's `file:line:col`, with the range in the message. In short
 //! (`phi_rel = phi_b - phi_a`, `w_rel` its rate, `tau` the element torque in MSL convention):
 //!
 //! | element | law |
@@ -201,6 +204,7 @@
 pub mod automatic;
 pub mod converter;
 pub mod elements;
+pub mod limits;
 pub mod linalg;
 pub mod model;
 pub mod network;

@@ -482,7 +482,19 @@ impl Signal {
     /// no unresolved references. The message says what is allowed.
     pub fn validate(&self) -> Result<(), String> {
         let finite = |name: &str, v: f64| {
-            if v.is_finite() { Ok(()) } else { Err(format!("`{name}` is {v}; it must be a finite number")) }
+            if !v.is_finite() {
+                return Err(format!("`{name}` is {v}; it must be a finite number"));
+            }
+            // The plausible range (see `crate::limits`): times, frequencies, values.
+            let (max, what) = match name {
+                "start_time" | "duration" | "period" | "table time" => (crate::limits::TIME, "s"),
+                "f" => (crate::limits::FREQUENCY, "Hz"),
+                _ => (crate::limits::SIGNAL, "(signal units)"),
+            };
+            if v.abs() > max {
+                return Err(format!("`{name}` is {v}; it must be within +-{max:e} {what} (the plausible range)"));
+            }
+            Ok(())
         };
         match self {
             Signal::Constant(k) => finite("k", *k),
@@ -539,7 +551,7 @@ impl Signal {
                     return Err("signal Table is empty; give rows (time, value)".into());
                 }
                 for (i, p) in points.iter().enumerate() {
-                    finite("table value", p.0)?;
+                    finite("table time", p.0)?;
                     finite("table value", p.1)?;
                     if i > 0 && p.0 <= points[i - 1].0 {
                         return Err(format!(

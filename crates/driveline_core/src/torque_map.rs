@@ -116,6 +116,12 @@ impl TorqueMap {
         if rpm[0] < 0.0 {
             return Err(format!("`rpm` starts at {}; speeds must be >= 0 rpm", rpm[0]));
         }
+        if rpm[rpm.len() - 1] > 1e5 {
+            return Err(format!(
+                "`rpm` ends at {}; speeds must be <= 1e5 rpm (the plausible range)",
+                rpm[rpm.len() - 1]
+            ));
+        }
         if rows.len() != throttle.len() {
             return Err(format!(
                 "{} torque rows for {} throttle positions; give one row each",
@@ -130,6 +136,12 @@ impl TorqueMap {
             }
             if let Some(j) = row.iter().position(|t| !t.is_finite()) {
                 return Err(format!("torque row {k} value {j} is {}; torques must be finite", row[j]));
+            }
+            if let Some(j) = row.iter().position(|t| t.abs() > 1e5) {
+                return Err(format!(
+                    "torque row {k} value {j} is {} N m; it must be within +-1e5 N m (the plausible range)",
+                    row[j]
+                ));
             }
             torque.extend_from_slice(row);
         }

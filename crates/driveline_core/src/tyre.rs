@@ -60,17 +60,20 @@ impl MagicFormula {
     /// Checks the coefficients; the message says what is allowed.
     pub fn validate(&self) -> Result<(), String> {
         let ok = |v: f64| v.is_finite();
-        if !(ok(self.b) && self.b > 0.0) {
-            return Err(format!("`b` is {}; the stiffness factor must be > 0", self.b));
+        if !(ok(self.b) && self.b > 0.0 && self.b <= 100.0) {
+            return Err(format!("`b` is {}; the stiffness factor must be in (0, 100] (the plausible range)", self.b));
         }
         if !(ok(self.c) && self.c > 1.0 && self.c < 2.0) {
             return Err(format!("`c` is {}; the shape factor must lie in (1, 2) so the curve has a peak", self.c));
         }
-        if !(ok(self.d) && self.d > 0.0) {
-            return Err(format!("`d` is {}; the peak friction coefficient must be > 0", self.d));
+        if !(ok(self.d) && self.d > 0.0 && self.d <= 10.0) {
+            return Err(format!(
+                "`d` is {}; the peak friction coefficient must be in (0, 10] (the plausible range)",
+                self.d
+            ));
         }
-        if !(ok(self.e) && self.e <= 1.0) {
-            return Err(format!("`e` is {}; the curvature factor must be <= 1", self.e));
+        if !(ok(self.e) && self.e <= 1.0 && self.e >= -100.0) {
+            return Err(format!("`e` is {}; the curvature factor must be in [-100, 1] (the plausible range)", self.e));
         }
         Ok(())
     }

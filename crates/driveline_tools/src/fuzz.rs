@@ -115,6 +115,9 @@ pub enum Defect {
     AcceptedButFails(String),
     /// A restored snapshot did not continue as the original.
     Snapshot(String),
+    /// A vehicle's motion ran away past anything physical (faster than 1,000 m/s, a wheel or
+    /// the engine past 100,000 rad/s): a step that diverged without a non-finite value.
+    Diverged(String),
     /// The case took this long, s.
     Slow(f64),
 }
@@ -145,6 +148,9 @@ pub struct Report {
     pub findings: Vec<Finding>,
     /// Failed cases in all.
     pub failed: u64,
+    /// Of those, files `check` accepted whose run then stopped with a typed step error (the
+    /// state left as it was): what the plausible ranges do not yet rule out.
+    pub errors_after_check: u64,
     /// Wall time, s.
     pub seconds: f64,
 }
@@ -339,7 +345,11 @@ fn mutated_file(corpus: &Corpus, rng: &mut Rng, what: &mut String) -> CaseResult
     let gearbox = rng.chance(0.2);
     let (path, text) = if gearbox { rng.pick(&corpus.gearboxes) } else { rng.pick(&corpus.files) };
     *what = format!("mutated {}", path.display());
+    let original = text;
     let text = mutate(text, rng);
+    // The lines the mutation changed, to replay and read.
+    let changed: Vec<&str> = text.lines().filter(|l| !original.lines().any(|o| o == *l)).take(3).collect();
+    what.push_str(&format!(" {changed:?}"));
     let file = path.display().to_string();
     let is_vehicle = path.parent().is_some_and(|d| d.ends_with("vehicles"));
     let mut outcome = Outcome::default();
@@ -411,12 +421,29 @@ fn drive(mut v: Vehicle, rng: &mut Rng, steps: usize, mut outcome: Outcome, acce
         if rng.chance(0.05) {
             saved = Some((v.clone(), v.snapshot()));
         }
+        if let Some(dir) = std::env::var_os("FUZZ_TRACE") {
+            // The state before each step, to replay the failing one in a test.
+            eprintln!(
+                "t = {}, v = {:e}, rpm {:e}: step {dt:e} with {input:?}",
+                v.telemetry().time,
+                v.telemetry().speed,
+                v.telemetry().engine_rpm
+            );
+            let snap = serde_json::to_string(&v.snapshot()).unwrap_or_default();
+            let _ = std::fs::write(Path::new(&dir).join(format!("snapshot_{}.json", outcome.steps)), snap);
+        }
         match v.step(&input, dt) {
             Ok(()) => {
                 outcome.steps += 1;
                 let t = v.telemetry();
                 if !(t.speed.is_finite() && t.engine_rpm.is_finite() && t.time.is_finite()) {
                     check_telemetry(&v)?;
+                }
+                if t.speed.abs() > 1e3 || t.engine_rpm.abs() > 1e6 || t.wheel_speed.iter().any(|w| w.abs() > 1e5) {
+                    return Err(Defect::Diverged(format!(
+                        "step of {dt:e} s to t = {}: speed {:e} m/s, engine {:e} rpm, wheels {:?} rad/s",
+                        t.time, t.speed, t.engine_rpm, t.wheel_speed
+                    )));
                 }
             }
             // (A step that cannot advance the clock, or too long, is refused: as documented.)
@@ -592,7 +619,7 @@ pub fn random_scenario(rng: &mut Rng) -> String {
 
 fn random_network(rng: &mut Rng, what: &mut String) -> CaseResult {
     let text = random_scenario(rng);
-    *what = "random network".into();
+    *what = format!("random network:\n{text}");
     let mut outcome = Outcome::default();
     let net = Scenario::parse(&text, "random.ron").and_then(|sc| sc.build(&text, "random.ron"));
     let Ok(net) = net else {
@@ -639,6 +666,7 @@ pub fn run(
                         }
                         Err(defect) => {
                             local.failed += 1;
+                            local.errors_after_check += matches!(defect, Defect::AcceptedButFails(_)) as u64;
                             local.findings.push(Finding { case: k, what, defect });
                         }
                     }
@@ -671,6 +699,7 @@ fn merge(into: &mut Report, from: &mut Report) {
     into.accepted += from.accepted;
     into.steps += from.steps;
     into.failed += from.failed;
+    into.errors_after_check += from.errors_after_check;
     if into.findings.len() < 100 {
         into.findings.append(&mut from.findings);
     }

@@ -599,11 +599,11 @@ impl GearboxSpec {
                     ring_above(large_sun, ring, "large sun")?;
                 }
             }
-            if !(set.member_inertia.is_finite() && set.member_inertia > 0.0) {
+            if !(set.member_inertia.is_finite() && set.member_inertia > 0.0 && set.member_inertia <= 10.0) {
                 return Err(gerr(
                     Some(&set.name),
                     Some("member_inertia"),
-                    format!("`member_inertia` is {}; it must be > 0 kg m^2", set.member_inertia),
+                    format!("`member_inertia` is {}; it must be in (0, 10] kg m^2", set.member_inertia),
                 ));
             }
         }
@@ -620,11 +620,11 @@ impl GearboxSpec {
             if sh.name != HOUSING {
                 names.unique(&sh.name)?;
             }
-            if !(sh.inertia.is_finite() && sh.inertia > 0.0) {
+            if !(sh.inertia.is_finite() && sh.inertia > 0.0 && sh.inertia <= 10.0) {
                 return Err(gerr(
                     Some(&sh.name),
                     Some("inertia"),
-                    format!("shaft `{}`: `inertia` is {}; it must be > 0 kg m^2", sh.name, sh.inertia),
+                    format!("shaft `{}`: `inertia` is {}; it must be in (0, 10] kg m^2", sh.name, sh.inertia),
                 ));
             }
             for m in &sh.members {
@@ -680,15 +680,28 @@ impl GearboxSpec {
                 ));
             }
             let p = |key: &'static str, v: f64| -> Result<(), GearboxError> {
-                if v.is_finite() && v > 0.0 {
-                    Ok(())
-                } else {
-                    Err(gerr(Some(&e.name), Some(key), format!("element `{}`: `{key}` is {v}; it must be > 0", e.name)))
+                if !(v.is_finite() && v > 0.0) {
+                    return Err(gerr(
+                        Some(&e.name),
+                        Some(key),
+                        format!("element `{}`: `{key}` is {v}; it must be > 0", e.name),
+                    ));
+                }
+                match crate::limits::outside(key, v) {
+                    Some(range) => Err(gerr(
+                        Some(&e.name),
+                        Some(key),
+                        format!("element `{}`: `{key}` is {v}; it must be {range}", e.name),
+                    )),
+                    None => Ok(()),
                 }
             };
             e.mu.validate().map_err(|m| gerr(Some(&e.name), Some("mu"), format!("`mu`: {m}")))?;
             if e.mu.points()[0].0 != 0.0 || e.mu.y_range().0 < 0.0 {
                 return Err(gerr(Some(&e.name), Some("mu"), "`mu` must start at slip 0 with values >= 0".into()));
+            }
+            if let Some(why) = crate::limits::table_outside(e.mu.points(), 1e4, 10.0) {
+                return Err(gerr(Some(&e.name), Some("mu"), format!("`mu` (rad/s, friction coefficient): {why}")));
             }
             if !(e.peak.is_finite() && e.peak >= 1.0) {
                 return Err(gerr(Some(&e.name), Some("peak"), format!("`peak` is {}; it must be >= 1", e.peak)));

@@ -14,6 +14,9 @@ pub(super) fn check(element: &str, name: &str, v: f64, ok: bool, allowed: &str) 
     if !ok {
         return Err(param(element, format!("`{name}` is {v}; it must be {allowed}")));
     }
+    if let Some(range) = crate::limits::outside(name, v) {
+        return Err(param(element, format!("`{name}` is {v}; it must be {range}")));
+    }
     Ok(())
 }
 
@@ -111,6 +114,9 @@ pub fn validate_element(name: &str, kind: &ElementKind) -> Result<(), BuildError
             if tau_pos.y_range().0 < 0.0 {
                 return Err(param(name, "`tau_pos` torques must be >= 0 N m".into()));
             }
+            if let Some(why) = crate::limits::table_outside(tau_pos.points(), 1e4, 1e6) {
+                return Err(param(name, format!("`tau_pos` (rad/s, N m): {why}")));
+            }
             check(name, "peak", *peak, *peak >= 1.0, ">= 1 (static / kinetic)")
         }
         Mass { m, s_start, v_start } => {
@@ -170,6 +176,9 @@ pub(super) fn check_friction(
     if mu.y_range().0 < 0.0 {
         return Err(param(name, "`mu_pos` values must be >= 0".into()));
     }
+    if let Some(why) = crate::limits::table_outside(mu.points(), 1e4, 10.0) {
+        return Err(param(name, format!("`mu_pos` (rad/s, friction coefficient): {why}")));
+    }
     check(name, "peak", peak, peak >= 1.0, ">= 1 (static / kinetic friction)")?;
     check(name, "cgeo", cgeo, cgeo >= 0.0, ">= 0 m")?;
     check(name, "fn_max", fn_max, fn_max >= 0.0, ">= 0 N")
@@ -203,6 +212,12 @@ fn check_lossy_gear(name: &str, ratio: f64, loss_table: &[[f64; 5]]) -> Result<(
         }
         if row[3] < 0.0 || row[4] < 0.0 {
             return Err(param(name, format!("`loss_table` row {k}: bearing friction torques must be >= 0 N m")));
+        }
+        if row[0] > 1e4 || row[3] > 1e6 || row[4] > 1e6 {
+            return Err(param(
+                name,
+                format!("`loss_table` row {k} is outside the plausible range (speed <= 1e4 rad/s, torques <= 1e6 N m)"),
+            ));
         }
     }
     Ok(())

@@ -94,6 +94,7 @@ impl Simulation {
     /// One Gauss step of size `h` from the current state in the current mode, into
     /// `ws.phi1/w1` (end) and `ws.phi_st/w_st` (stages). Does not change the state.
     pub(super) fn integrate(&mut self, h: f64, full_step: bool) {
+        self.ws.newton_failed = false;
         let slot = self.cur;
         let t0 = self.t;
         let jump = std::mem::take(&mut self.inputs.jump);
@@ -315,6 +316,7 @@ impl Simulation {
             }
             if iter >= self.params.max_newton_iterations {
                 self.stats.newton_failures += 1;
+                self.ws.newton_failed = true;
                 break;
             }
             if reused && iter >= slow {

@@ -2,6 +2,9 @@
 
 use super::*;
 
+/// How many times a sub-step whose Newton iteration did not converge is cut to a quarter.
+const MAX_CUTS: usize = 8;
+
 impl Simulation {
     /// Advances the simulation by `dt` seconds.
     ///
@@ -88,6 +91,18 @@ impl Simulation {
             self.stats.substeps += 1;
             let moving = self.moving_slips();
             self.integrate(h, h >= 0.999 * dt);
+            // A Newton iteration that stopped without converging is not committed: the sub-step
+            // is cut to a quarter, down to 1/65536 of its length, until one converges (a stiff
+            // tyre or brake near standstill at a game step); the loop then goes on from there.
+            let (mut h, mut time_event) = (h, time_event);
+            for _ in 0..MAX_CUTS {
+                if !self.ws.newton_failed {
+                    break;
+                }
+                h *= 0.25;
+                time_event = false;
+                self.integrate(h, false);
+            }
             match self.detect_event(h) {
                 None => {
                     self.commit(h);

@@ -88,6 +88,9 @@ pub(super) struct Work {
     // The integrated sub-step's force caches (valid while `cached` says so).
     /// Which of the per-sub-step caches are filled.
     pub(super) cached: Cached,
+    /// The last sub-step's Newton iteration stopped at its iteration limit without converging
+    /// (the sub-step is then cut, not committed).
+    pub(super) newton_failed: bool,
     /// Forces at the converged stages and at the sub-step end.
     pub(super) f_st: [Vec<f64>; 2],
     pub(super) f_end: Vec<f64>,
@@ -162,6 +165,7 @@ impl Work {
             lam_st: [v(rmax), v(rmax)],
             lam_end: v(rmax),
             cached: Cached::NONE,
+            newton_failed: false,
             qp: QpWork::new(nf, nn),
             compile: CompileWork::new(n, rmax),
             newton_inv: v(4 * n * n),

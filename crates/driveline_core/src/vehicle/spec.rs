@@ -666,7 +666,7 @@ pub(crate) fn err(key: &'static str, message: String) -> SpecError {
 
 pub(crate) fn pos(key: &'static str, v: f64) -> Result<(), SpecError> {
     if v.is_finite() && v > 0.0 {
-        Ok(())
+        plausible(key, v)
     } else {
         Err(err(key, format!("`{key}` is {v}; it must be a finite number > 0")))
     }
@@ -674,9 +674,17 @@ pub(crate) fn pos(key: &'static str, v: f64) -> Result<(), SpecError> {
 
 fn nonneg(key: &'static str, v: f64) -> Result<(), SpecError> {
     if v.is_finite() && v >= 0.0 {
-        Ok(())
+        plausible(key, v)
     } else {
         Err(err(key, format!("`{key}` is {v}; it must be a finite number >= 0")))
+    }
+}
+
+/// Refuses a value outside its plausible range ([`crate::limits`]).
+pub(crate) fn plausible(key: &'static str, v: f64) -> Result<(), SpecError> {
+    match crate::limits::outside(key, v) {
+        Some(range) => Err(err(key, format!("`{key}` is {v}; it must be {range}"))),
+        None => Ok(()),
     }
 }
 
@@ -806,6 +814,9 @@ impl EngineSpec {
         })()
         .map_err(|e| e.within("rev_limiter"))?;
         self.starter.validate().map_err(|e| err("starter", format!("`starter`: {e}")))?;
+        if let Some(why) = crate::limits::table_outside(self.starter.points(), 3e4, 1e4) {
+            return Err(err("starter", format!("`starter` (rpm, N m): {why}")));
+        }
         if let Some(f) = &self.fuel {
             f.validate().map_err(|e| e.within("fuel"))?;
         }
@@ -861,6 +872,9 @@ pub(crate) fn check_pack(mu: &Table1D, peak: f64, surfaces: u32, outer: f64, inn
     mu.validate().map_err(|e| err("mu", format!("`mu`: {e}")))?;
     if mu.y_range().0 < 0.0 {
         return Err(err("mu", "`mu` values must be >= 0".into()));
+    }
+    if let Some(why) = crate::limits::table_outside(mu.points(), 1e4, 10.0) {
+        return Err(err("mu", format!("`mu` (rad/s, friction coefficient): {why}")));
     }
     if !(peak.is_finite() && peak >= 1.0) {
         return Err(err("peak", format!("`peak` is {peak}; it must be >= 1 (static / kinetic)")));

@@ -30,14 +30,15 @@ fn main() -> std::process::ExitCode {
     }
     let show = |r: &Report| {
         eprintln!(
-            "{:>10} executions in {:>7.0} s ({:.0}/s): {} rejected, {} accepted, {} steps, {} failed",
+            "{:>10} executions in {:>7.0} s ({:.0}/s): {} rejected, {} accepted, {} steps, {} failed ({} typed errors after check)",
             r.executions,
             r.seconds,
             r.executions as f64 / r.seconds.max(1e-9),
             r.rejected,
             r.accepted,
             r.steps,
-            r.failed
+            r.failed,
+            r.errors_after_check
         )
     };
     let report = run(&corpus, seed, execs, threads, minutes.map(|m| Duration::from_secs_f64(m * 60.0)), &show);

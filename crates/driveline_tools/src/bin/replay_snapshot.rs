@@ -1,0 +1,30 @@
+//! Replays vehicle steps from a saved snapshot (`FUZZ_TRACE=dir fuzz --case N` writes the state
+//! before each step): `replay_snapshot vehicle.ron snapshot.json dt n throttle brake clutch`
+//! steps `n` times and prints the speeds, the modes that change, and the element torques that
+//! are not finite.
+
+use driveline_core::{DriverInput, Vehicle, VehicleSnapshot};
+use std::path::Path;
+
+fn main() {
+    let a: Vec<String> = std::env::args().collect();
+    let mut v = Vehicle::load(Path::new(&a[1])).expect("vehicle");
+    let snap: VehicleSnapshot = serde_json::from_str(&std::fs::read_to_string(&a[2]).expect("snapshot")).expect("json");
+    v.restore(&snap).expect("restore");
+    let num = |k: usize| a.get(k).and_then(|s| s.parse::<f64>().ok()).unwrap_or(0.0);
+    let (dt, n) = (num(3), num(4) as usize);
+    let input = DriverInput { throttle: num(5), brake: num(6), clutch: num(7), ..Default::default() };
+    for _ in 0..n {
+        let r = v.step(&input, dt);
+        let t = v.telemetry();
+        println!(
+            "{r:?} t {:.6} v {:.4e} wheels {:?} brake {:?} rpm {:.1}",
+            t.time, t.speed, t.wheel_speed, t.brake_torque, t.engine_rpm
+        );
+        let sim = v.simulation();
+        println!("   stats {:?}", sim.stats());
+        for e in sim.events() {
+            println!("   {:.6} {} {:?} -> {:?}", e.time, sim.network().elements[e.element].name, e.from, e.to);
+        }
+    }
+}
