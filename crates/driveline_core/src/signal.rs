@@ -535,8 +535,12 @@ impl Signal {
                 ] {
                     finite(n, *v)?;
                 }
-                if *period <= 0.0 {
-                    return Err(format!("Pulse `period` is {period}; it must be > 0 s"));
+                if *period < 1.0 / crate::limits::FREQUENCY {
+                    return Err(format!(
+                        "Pulse `period` is {period}; it must be >= {:e} s (the plausible range: {:e} Hz at most)",
+                        1.0 / crate::limits::FREQUENCY,
+                        crate::limits::FREQUENCY
+                    ));
                 }
                 if !(*width > 0.0 && *width <= 100.0) {
                     return Err(format!("Pulse `width` is {width}; it must be in (0, 100] percent"));

@@ -29,6 +29,8 @@ use std::time::{Duration, Instant};
 
 /// A case that takes longer than this is a finding (a normal case takes about a millisecond).
 pub const SLOW: Duration = Duration::from_secs(2);
+/// A case still running after this is a hang: the run prints it and stops (exit code 3).
+pub const HANG: Duration = Duration::from_secs(30);
 
 /// SplitMix64: small, fast, and the same on every machine.
 #[derive(Debug, Clone)]
@@ -350,6 +352,9 @@ fn mutated_file(corpus: &Corpus, rng: &mut Rng, what: &mut String) -> CaseResult
     // The lines the mutation changed, to replay and read.
     let changed: Vec<&str> = text.lines().filter(|l| !original.lines().any(|o| o == *l)).take(3).collect();
     what.push_str(&format!(" {changed:?}"));
+    if std::env::var_os("FUZZ_TRACE").is_some() {
+        eprintln!("{what}");
+    }
     let file = path.display().to_string();
     let is_vehicle = path.parent().is_some_and(|d| d.ends_with("vehicles"));
     let mut outcome = Outcome::default();
@@ -501,6 +506,9 @@ fn run_network(mut sim: Simulation, rng: &mut Rng, steps: usize, mut outcome: Ou
             }
         }
         let dt = rng.step_size();
+        if std::env::var_os("FUZZ_TRACE").is_some() {
+            eprintln!("t = {}: step {dt:e}", sim.time());
+        }
         match sim.step(dt) {
             Ok(()) => {
                 outcome.steps += 1;
@@ -531,6 +539,9 @@ fn vehicle_inputs(corpus: &Corpus, rng: &mut Rng, what: &mut String) -> CaseResu
 fn scenario_inputs(corpus: &Corpus, rng: &mut Rng, what: &mut String) -> CaseResult {
     let (name, sim) = rng.pick(&corpus.scenarios);
     *what = format!("inputs to {name}");
+    if std::env::var_os("FUZZ_TRACE").is_some() {
+        eprintln!("{what}");
+    }
     let steps = 1 + rng.below(24);
     run_network(sim.clone(), rng, steps, Outcome::default(), false)
 }
@@ -620,6 +631,9 @@ pub fn random_scenario(rng: &mut Rng) -> String {
 fn random_network(rng: &mut Rng, what: &mut String) -> CaseResult {
     let text = random_scenario(rng);
     *what = format!("random network:\n{text}");
+    if std::env::var_os("FUZZ_TRACE").is_some() {
+        eprintln!("{what}");
+    }
     let mut outcome = Outcome::default();
     let net = Scenario::parse(&text, "random.ron").and_then(|sc| sc.build(&text, "random.ron"));
     let Ok(net) = net else {
@@ -645,9 +659,15 @@ pub fn run(
     // Panics are caught and reported as findings; the default hook would print each one.
     let hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(|_| {}));
+    // Each thread's case and when it started (ms since the run started), for the watchdog.
+    let running: Vec<(std::sync::atomic::AtomicU64, std::sync::atomic::AtomicU64)> =
+        (0..threads.max(1)).map(|_| (u64::MAX.into(), 0.into())).collect();
+    let done = std::sync::atomic::AtomicUsize::new(0);
+    use std::sync::atomic::Ordering::Relaxed;
     std::thread::scope(|s| {
         for t in 0..threads.max(1) {
             let report = &report;
+            let (running, done) = (&running, &done);
             s.spawn(move || {
                 let mut local = Report::default();
                 let mut k = t as u64;
@@ -656,7 +676,10 @@ pub fn run(
                     if limit.is_some_and(|l| started.elapsed() > l) {
                         break;
                     }
+                    running[t].1.store(started.elapsed().as_millis() as u64, Relaxed);
+                    running[t].0.store(k, Relaxed);
                     let (what, r) = run_case(corpus, seed, k);
+                    running[t].0.store(u64::MAX, Relaxed);
                     local.executions += 1;
                     match r {
                         Ok((rejected, accepted, steps)) => {
@@ -682,7 +705,21 @@ pub fn run(
                     }
                 }
                 merge(&mut report.lock().expect("report"), &mut local);
+                done.fetch_add(1, Relaxed);
             });
+        }
+        // The watchdog: a case that runs past HANG cannot be stopped from outside its thread;
+        // it is reported and the run ends.
+        while done.load(Relaxed) < threads.max(1) {
+            std::thread::sleep(Duration::from_millis(200));
+            for r in running.iter() {
+                let case = r.0.load(Relaxed);
+                let since = Duration::from_millis(r.1.load(Relaxed));
+                if case != u64::MAX && started.elapsed().saturating_sub(since) > HANG {
+                    eprintln!("hang: case {case} of seed {seed} has run for over {} s", HANG.as_secs());
+                    std::process::exit(3);
+                }
+            }
         }
     });
     std::panic::set_hook(hook);

@@ -113,7 +113,7 @@ pub enum InputError {
 }
 
 /// Why a step was refused.
-#[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum StepError {
     /// The step size is not a positive finite number.
     #[error("step size {0} s is not a positive finite number")]
@@ -136,8 +136,14 @@ pub enum StepError {
         /// The longest piece, s.
         max_step: f64,
     },
-    /// The step produced a non-finite state (for example from a NaN signal value); the state
-    /// was restored to the step start at this time, s.
-    #[error("the step from t = {0} s produced a non-finite state; the state was restored to that time")]
-    NonFinite(f64),
+    /// The step produced a non-finite state (for example from a NaN signal value, or a motion
+    /// that runs away); the state was restored to the step start.
+    #[error("the step from t = {t} s produced a non-finite state in {elements}; the state was restored to that time")]
+    NonFinite {
+        /// The step's start time, s.
+        t: f64,
+        /// The bodies (inertias, masses) whose angle or speed went non-finite, comma separated
+        /// (the first four).
+        elements: String,
+    },
 }

@@ -130,13 +130,20 @@ impl Simulation {
         self.inputs.jump = false;
         let n = self.model.net.n_dof;
         if !(all_finite(&self.phi[..n]) && all_finite(&self.w[..n])) {
-            // Never propagate NaN or infinity: go back to the step start and report.
+            // Never propagate NaN or infinity: name the bodies, go back to the step start and
+            // report.
+            let bad: Vec<&str> = (0..self.model.net.elements.len())
+                .filter(|&e| self.body_state(e).is_some_and(|(p, w)| !(p.is_finite() && w.is_finite())))
+                .map(|e| self.model.net.elements[e].name.as_str())
+                .take(4)
+                .collect();
+            let elements = if bad.is_empty() { "the network's coordinates".to_string() } else { bad.join(", ") };
             self.phi.copy_from_slice(&self.ws.phi_save);
             self.w.copy_from_slice(&self.ws.w_save);
             self.t = t_start;
             self.select_modes(0, false);
             self.update_outputs();
-            return Err(StepError::NonFinite(t_start));
+            return Err(StepError::NonFinite { t: t_start, elements });
         }
         self.finish_step(clean_end);
         Ok(())
