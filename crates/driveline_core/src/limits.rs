@@ -87,7 +87,7 @@ pub const RANGES: &[(&str, f64, f64, &str)] = &[
     ("stall_rpm", 0.0, 5e3, "rpm"),
     ("idler_inertia", 1e-6, 10.0, "kg m^2"),
     ("index_speed", 1e-3, 1e3, "rad/s"),
-    ("inertia", 1e-6, 1e3, "kg m^2"),
+    ("inertia", 1e-3, 1e3, "kg m^2 (an engine, a wheel)"),
     ("inertia_phase", 1e-4, 10.0, "s"),
     ("inner_radius", 1e-3, 1.0, "m"),
     ("outer_radius", 1e-3, 1.0, "m"),

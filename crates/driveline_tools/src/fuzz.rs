@@ -153,6 +153,16 @@ pub struct Report {
     /// Of those, files `check` accepted whose run then stopped with a typed step error (the
     /// state left as it was): what the plausible ranges do not yet rule out.
     pub errors_after_check: u64,
+    /// Failed cases by kind: panics, non-finite outputs, runaways, snapshot mismatches, slow.
+    pub panics: u64,
+    /// See [`Report::panics`].
+    pub non_finite: u64,
+    /// See [`Report::panics`].
+    pub diverged: u64,
+    /// See [`Report::panics`].
+    pub snapshot: u64,
+    /// See [`Report::panics`].
+    pub slow: u64,
     /// Wall time, s.
     pub seconds: f64,
 }
@@ -689,7 +699,14 @@ pub fn run(
                         }
                         Err(defect) => {
                             local.failed += 1;
-                            local.errors_after_check += matches!(defect, Defect::AcceptedButFails(_)) as u64;
+                            match defect {
+                                Defect::AcceptedButFails(_) => local.errors_after_check += 1,
+                                Defect::Panic(_) => local.panics += 1,
+                                Defect::NonFinite(_) => local.non_finite += 1,
+                                Defect::Diverged(_) => local.diverged += 1,
+                                Defect::Snapshot(_) => local.snapshot += 1,
+                                Defect::Slow(_) => local.slow += 1,
+                            }
                             local.findings.push(Finding { case: k, what, defect });
                         }
                     }
@@ -737,6 +754,11 @@ fn merge(into: &mut Report, from: &mut Report) {
     into.steps += from.steps;
     into.failed += from.failed;
     into.errors_after_check += from.errors_after_check;
+    into.panics += from.panics;
+    into.non_finite += from.non_finite;
+    into.diverged += from.diverged;
+    into.snapshot += from.snapshot;
+    into.slow += from.slow;
     if into.findings.len() < 100 {
         into.findings.append(&mut from.findings);
     }

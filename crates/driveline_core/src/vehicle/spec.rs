@@ -925,6 +925,9 @@ impl ClutchSpec {
                 if f.y_range().0 < 0.0 {
                     return Err(err("fade", "`fade` factors must be >= 0".into()));
                 }
+                if let Some(why) = crate::limits::table_outside(f.points(), 1e4, 10.0) {
+                    return Err(err("fade", format!("`fade` (deg C, factor): {why}")));
+                }
             }
             Ok(())
         })()

@@ -43,6 +43,10 @@ fn main() -> std::process::ExitCode {
     };
     let report = run(&corpus, seed, execs, threads, minutes.map(|m| Duration::from_secs_f64(m * 60.0)), &show);
     show(&report);
+    eprintln!(
+        "failed by kind: {} panics, {} non-finite outputs, {} runaways, {} snapshot mismatches, {} slow, {} typed errors after check",
+        report.panics, report.non_finite, report.diverged, report.snapshot, report.slow, report.errors_after_check
+    );
     for f in &report.findings {
         println!("case {}: {}: {:?}", f.case, f.what, f.defect);
     }
