@@ -11,7 +11,7 @@ use driveline_tools::fuzz::{Corpus, run};
 use std::path::Path;
 
 #[test]
-fn a_fixed_seed_slice_of_the_fuzz_harness_finds_nothing() {
+fn a_fixed_seed_slice_of_the_fuzz_harness_finds_no_crash_and_no_new_failure() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let corpus = Corpus::load(&root).expect("the shipped files load");
     let report = run(&corpus, 1, 40_000, 2, None, &|_| {});
