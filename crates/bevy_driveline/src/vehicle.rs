@@ -223,26 +223,48 @@ pub(crate) fn spawn_vehicle_on(
 /// once. Returns the written values that could not be taken as written; fails when `root` is
 /// not a running vehicle (its network not built yet) or `speed` is not finite.
 pub fn set_road_speed(world: &mut World, root: Entity, speed: f64) -> Result<Vec<StateAdjustment>, StateWriteError> {
-    let not_running = || StateWriteError::NotABody(format!("vehicle {root} (not spawned or not built yet)"));
-    let mut entity = world.get_entity_mut(root).map_err(|_| not_running())?;
-    let Some(mut vc) = entity.take::<VehicleController>() else { return Err(not_running()) };
+    with_running_vehicle(world, root, true, |control, sim| control.set_road_speed(sim, speed))
+        .unwrap_or_else(|| Err(StateWriteError::NotABody(format!("vehicle {root} (not spawned or not built yet)"))))
+}
+
+/// Runs `edit` on the controllers and simulation of the running vehicle at `root` (`None` when
+/// it is not one: not spawned, or its network not built yet). When it succeeds, the parts'
+/// [`crate::BodyState`]s and the root's [`VehicleTelemetry`] are written from the simulation:
+/// marked changed with `mark_changed` (the next step then takes them as a user's write, which
+/// they agree with), else as the write-back writes them.
+fn with_running_vehicle<R, E>(
+    world: &mut World,
+    root: Entity,
+    mark_changed: bool,
+    edit: impl FnOnce(&mut VehicleControl, &mut driveline_core::Simulation) -> Result<R, E>,
+) -> Option<Result<R, E>> {
+    let mut entity = world.get_entity_mut(root).ok()?;
+    let mut vc = entity.take::<VehicleController>()?;
     let result = (|| {
-        let mut cache = entity.get_mut::<DrivelineCache>().ok_or_else(not_running)?;
+        let mut cache = entity.get_mut::<DrivelineCache>()?;
         let cache = &mut *cache;
-        let (Some(control), Some(sim)) = (vc.control.as_mut(), cache.sim.as_mut()) else { return Err(not_running()) };
-        let report = control.set_road_speed(sim, speed)?;
-        let states: Vec<(Entity, (f64, f64))> =
-            cache.parts.iter().enumerate().filter_map(|(k, &e)| Some((e, sim.body_state(k)?))).collect();
-        Ok((report, states))
+        let (Some(control), Some(sim)) = (vc.control.as_mut(), cache.sim.as_mut()) else { return None };
+        Some(edit(control, sim).map(|r| {
+            let states: Vec<(Entity, (f64, f64))> =
+                cache.parts.iter().enumerate().filter_map(|(k, &e)| Some((e, sim.body_state(k)?))).collect();
+            (r, states, *control.telemetry())
+        }))
     })();
     entity.insert(vc);
-    let (report, states) = result?;
+    let (r, states, telemetry) = match result? {
+        Ok(x) => x,
+        Err(e) => return Some(Err(e)),
+    };
+    if let Some(mut t) = world.get_mut::<VehicleTelemetry>(root) {
+        t.0 = telemetry;
+    }
     for (part, (angle, speed)) in states {
         if let Some(mut state) = world.get_mut::<crate::BodyState>(part) {
+            let state = if mark_changed { &mut *state } else { state.bypass_change_detection() };
             *state = crate::BodyState { angle, speed };
         }
     }
-    Ok(report)
+    Some(Ok(r))
 }
 
 /// Why [`snapshot_vehicle`] or [`restore_vehicle`] failed. A failed restore changes nothing.
@@ -276,29 +298,10 @@ pub fn restore_vehicle(
     root: Entity,
     snapshot: &VehicleSnapshot,
 ) -> Result<(), VehicleSnapshotError> {
-    let not_running = || VehicleSnapshotError::NotRunning(root);
-    let mut entity = world.get_entity_mut(root).map_err(|_| not_running())?;
-    let Some(mut vc) = entity.take::<VehicleController>() else { return Err(not_running()) };
-    let result = (|| {
-        let mut cache = entity.get_mut::<DrivelineCache>().ok_or_else(not_running)?;
-        let cache = &mut *cache;
-        let (Some(control), Some(sim)) = (vc.control.as_mut(), cache.sim.as_mut()) else { return Err(not_running()) };
-        control.restore(sim, snapshot)?;
-        let states: Vec<(Entity, (f64, f64))> =
-            cache.parts.iter().enumerate().filter_map(|(k, &e)| Some((e, sim.body_state(k)?))).collect();
-        Ok((states, *control.telemetry()))
-    })();
-    entity.insert(vc);
-    let (states, telemetry) = result?;
-    if let Some(mut t) = world.get_mut::<VehicleTelemetry>(root) {
-        t.0 = telemetry;
+    match with_running_vehicle(world, root, false, |control, sim| control.restore(sim, snapshot)) {
+        None => Err(VehicleSnapshotError::NotRunning(root)),
+        Some(result) => result.map_err(VehicleSnapshotError::from),
     }
-    for (part, (angle, speed)) in states {
-        if let Some(mut state) = world.get_mut::<crate::BodyState>(part) {
-            *state.bypass_change_detection() = crate::BodyState { angle, speed };
-        }
-    }
-    Ok(())
 }
 
 /// One step of every vehicle, in parallel across the compute task pool: control and

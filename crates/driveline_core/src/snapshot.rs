@@ -258,7 +258,7 @@ macro_rules! persist_int {
         }
     )*};
 }
-persist_int!(u64: u64, u32: u64, usize: u64, i32: i64, i8: i64);
+persist_int!(u64: u64, u32: u64, usize: u64, u8: u64, i32: i64, i8: i64);
 
 impl Persist for bool {
     #[inline]
@@ -332,49 +332,28 @@ impl<T: Persist, const N: usize> Persist for [T; N] {
     }
 }
 
-impl<A: Persist, B: Persist> Persist for (A, B) {
-    fn save(&self, w: &mut StateWriter) {
-        self.0.save(w);
-        self.1.save(w);
-    }
-    fn load(&mut self, r: &mut StateReader) -> Result<(), SnapshotError> {
-        self.0.load(r)?;
-        self.1.load(r)
-    }
+/// Tuples: their items in order.
+macro_rules! persist_tuple {
+    ($($t:ident $i:tt),+) => {
+        impl<$($t: Persist),+> Persist for ($($t,)+) {
+            fn save(&self, w: &mut StateWriter) {
+                $( self.$i.save(w); )+
+            }
+            fn load(&mut self, r: &mut StateReader) -> Result<(), SnapshotError> {
+                $( self.$i.load(r)?; )+
+                Ok(())
+            }
+        }
+    };
 }
-
-impl<A: Persist, B: Persist, C: Persist> Persist for (A, B, C) {
-    fn save(&self, w: &mut StateWriter) {
-        self.0.save(w);
-        self.1.save(w);
-        self.2.save(w);
-    }
-    fn load(&mut self, r: &mut StateReader) -> Result<(), SnapshotError> {
-        self.0.load(r)?;
-        self.1.load(r)?;
-        self.2.load(r)
-    }
-}
-
-impl<A: Persist, B: Persist, C: Persist, D: Persist> Persist for (A, B, C, D) {
-    fn save(&self, w: &mut StateWriter) {
-        self.0.save(w);
-        self.1.save(w);
-        self.2.save(w);
-        self.3.save(w);
-    }
-    fn load(&mut self, r: &mut StateReader) -> Result<(), SnapshotError> {
-        self.0.load(r)?;
-        self.1.load(r)?;
-        self.2.load(r)?;
-        self.3.load(r)
-    }
-}
+persist_tuple!(A 0, B 1);
+persist_tuple!(A 0, B 1, C 2);
+persist_tuple!(A 0, B 1, C 2, D 3);
 
 /// `Persist` for a struct from the list of its dynamic fields (the others are parameters the
 /// description fixes).
 macro_rules! persist_fields {
-    ($ty:ty { $($f:ident),* $(,)? }) => {
+    ($ty:ty { $($f:tt),* $(,)? }) => {
         impl $crate::snapshot::Persist for $ty {
             fn save(&self, w: &mut $crate::snapshot::StateWriter) {
                 $( w.label(concat!(stringify!($ty), ".", stringify!($f))); $crate::snapshot::Persist::save(&self.$f, w); )*

@@ -263,7 +263,6 @@ fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {
 
 /// Text with one number replaced, a line dropped or doubled, two numbers swapped, or cut short.
 pub fn mutate(text: &str, rng: &mut Rng) -> String {
-    let numbers = number_spans(text);
     let mut out = text.to_string();
     for _ in 0..1 + rng.below(3) {
         let spans = number_spans(&out);
@@ -307,7 +306,6 @@ pub fn mutate(text: &str, rng: &mut Rng) -> String {
             }
         }
     }
-    let _ = numbers;
     out
 }
 

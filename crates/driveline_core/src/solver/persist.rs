@@ -62,92 +62,33 @@ impl<T: Persist + Default> Persist for CapVec<T> {
     }
 }
 
-/// The buffers of the last sub-step that the next one reads.
-impl Persist for Work {
-    fn save(&self, w: &mut StateWriter) {
-        w.label("self.sig");
-        self.sig.save(w);
-        w.label("self.sig_end");
-        self.sig_end.save(w);
-        w.label("self.q0");
-        self.q0.save(w);
-        w.label("self.q");
-        self.q.save(w);
-        w.label("self.stage_g");
-        self.stage_g.save(w);
-        w.label("self.f");
-        self.f.save(w);
-        w.label("self.lam");
-        self.lam.save(w);
-        w.label("self.lam_start");
-        self.lam_start.save(w);
-        w.label("self.dep_tau");
-        self.dep_tau.save(w);
-        w.label("self.dependent_input");
-        self.dependent_input.save(w);
-        w.label("self.caps");
-        self.caps.save(w);
-        w.label("self.cached.0");
-        self.cached.0.save(w);
-        w.label("self.f_end");
-        self.f_end.save(w);
-        w.label("self.lam_end");
-        self.lam_end.save(w);
-        w.label("self.fric_tau");
-        self.fric_tau.save(w);
-        w.label("self.fric_power_end");
-        self.fric_power_end.save(w);
-        w.label("self.dep_tau_end");
-        self.dep_tau_end.save(w);
-        w.label("self.law_tau_end");
-        self.law_tau_end.save(w);
-        w.label("self.law_diss_end");
-        self.law_diss_end.save(w);
-        w.label("self.fric_tau_end");
-        self.fric_tau_end.save(w);
-        w.label("self.qp.warm_x");
-        self.qp.warm_x.save(w);
-        w.label("self.qp.warm_state");
-        self.qp.warm_state.save(w);
-        w.label("self.qp.warm_ok");
-        self.qp.warm_ok.save(w);
-    }
-    fn load(&mut self, r: &mut StateReader) -> Result<(), SnapshotError> {
-        self.sig.load(r)?;
-        self.sig_end.load(r)?;
-        self.q0.load(r)?;
-        self.q.load(r)?;
-        self.stage_g.load(r)?;
-        self.f.load(r)?;
-        self.lam.load(r)?;
-        self.lam_start.load(r)?;
-        self.dep_tau.load(r)?;
-        self.dependent_input.load(r)?;
-        self.caps.load(r)?;
-        self.cached.0.load(r)?;
-        self.f_end.load(r)?;
-        self.lam_end.load(r)?;
-        self.fric_tau.load(r)?;
-        self.fric_power_end.load(r)?;
-        self.dep_tau_end.load(r)?;
-        self.law_tau_end.load(r)?;
-        self.law_diss_end.load(r)?;
-        self.fric_tau_end.load(r)?;
-        self.qp.warm_x.load(r)?;
-        self.qp.warm_state.load(r)?;
-        self.qp.warm_ok.load(r)
-    }
-}
-
-impl Persist for u8 {
-    fn save(&self, w: &mut StateWriter) {
-        w.word(*self as u64);
-    }
-    fn load(&mut self, r: &mut StateReader) -> Result<(), SnapshotError> {
-        *self = u8::try_from(r.word()?).map_err(|_| SnapshotError::Damaged("a byte is out of range"))?;
-        Ok(())
-    }
-}
+persist_fields!(work::Cached { 0 });
+persist_fields!(work::QpWork { warm_x, warm_state, warm_ok });
+// The buffers of the last sub-step that the next one reads (the others are scratch within a
+// sub-step), and the complementarity warm start.
+persist_fields!(Work {
+    sig,
+    sig_end,
+    q0,
+    q,
+    stage_g,
+    f,
+    lam,
+    lam_start,
+    dep_tau,
+    dependent_input,
+    caps,
+    cached,
+    f_end,
+    lam_end,
+    fric_tau,
+    fric_power_end,
+    dep_tau_end,
+    law_tau_end,
+    law_diss_end,
+    fric_tau_end,
+    qp,
+});
 
 /// Visits the value, rate and start time of every run-time input, in signal order.
 fn for_each_input(

@@ -29,13 +29,13 @@ pub mod driver;
 pub mod ecu;
 pub mod linkage;
 mod manual;
+mod persist;
 pub mod spec;
 pub mod udp;
 
 use crate::automatic::{ElementTelemetryArray, Selector, ShiftPhase, ShiftReport};
 use crate::network::BuildError;
 use crate::scenario::{ScenarioError, position_of};
-use crate::snapshot::{self, Persist, StateReader, StateWriter, persist_fields};
 pub use crate::snapshot::{SnapshotError, VehicleSnapshot};
 use crate::solver::{InputId, Simulation, StateAdjustment, StateWrite, StateWriteError, StepError, UpdateError};
 use crate::torque_map::RPM;
@@ -665,60 +665,6 @@ impl VehicleControl {
         }
     }
 
-    /// Tells the controllers that `sim`'s parameters were updated to `spec` (after
-    /// [`Simulation::update_parameters`]): snapshots taken before no longer restore.
-    pub fn parameters_updated(&mut self, spec: &crate::NetworkSpec) {
-        self.fingerprint = crate::snapshot::fingerprint(&format!("{:016x}{spec:?}", self.fingerprint));
-    }
-
-    /// A snapshot of these controllers and `sim` (see [`Vehicle::snapshot`]).
-    pub fn snapshot(&self, sim: &Simulation) -> VehicleSnapshot {
-        let mut w = StateWriter::with_capacity(2048);
-        self.save(&mut w);
-        sim.save_state(&mut w);
-        VehicleSnapshot { format: snapshot::FORMAT, vehicle: self.fingerprint, time: sim.time(), state: w.words }
-    }
-
-    /// Where each field's words start in a snapshot of these controllers and `sim` (for tests
-    /// that locate a difference between two states).
-    #[doc(hidden)]
-    pub fn state_layout(&self, sim: &Simulation) -> Vec<(usize, &'static str)> {
-        let mut w = StateWriter::with_capacity(2048);
-        w.labels = Some(Vec::new());
-        self.save(&mut w);
-        sim.save_state(&mut w);
-        w.labels.unwrap_or_default()
-    }
-
-    /// Restores a snapshot into these controllers and `sim` (see [`Vehicle::restore`]).
-    pub fn restore(&mut self, sim: &mut Simulation, snap: &VehicleSnapshot) -> Result<(), SnapshotError> {
-        if snap.format != snapshot::FORMAT {
-            return Err(SnapshotError::Format { found: snap.format, expected: snapshot::FORMAT });
-        }
-        if snap.vehicle != self.fingerprint {
-            return Err(SnapshotError::OtherVehicle { snapshot: snap.vehicle, vehicle: self.fingerprint });
-        }
-        let load = |c: &mut Self, sim: &mut Simulation, words: &[u64]| {
-            let mut r = StateReader::new(words);
-            c.load(&mut r)?;
-            sim.load_state(&mut r)?;
-            r.finish()
-        };
-        // (A damaged snapshot fails part-way: the state before is put back. The backup's
-        // buffer is kept from one restore to the next.)
-        let mut w = StateWriter { words: std::mem::take(&mut self.backup), labels: None };
-        w.words.clear();
-        self.save(&mut w);
-        sim.save_state(&mut w);
-        let result = load(self, sim, &snap.state);
-        if result.is_err() {
-            load(self, sim, &w.words).expect("a snapshot of this vehicle restores");
-        }
-        self.backup = w.words;
-        result?;
-        Ok(())
-    }
-
     /// Writes the start inputs and telemetry (called once by [`Vehicle`]; an ECS calls it when
     /// its simulation is (re)built).
     pub fn start(&mut self, sim: &mut Simulation) {
@@ -1180,68 +1126,3 @@ fn locate(text: &str, path: &[&str]) -> (usize, usize) {
     }
     pos
 }
-
-persist_fields!(Telemetry {
-    time,
-    engine_rpm,
-    engine_torque,
-    throttle,
-    running,
-    clutch_slip,
-    clutch_torque,
-    clutch_engagement,
-    clutch_temperature,
-    clutch_power,
-    selected_gear,
-    engaged_gear,
-    sleeves,
-    torque_reduction,
-    speed,
-    acceleration,
-    distance,
-    wheel_speed,
-    tyre_force,
-    tyre_slip,
-    tyre_load,
-    brake_torque,
-    drive_torque,
-    fuel_used,
-    selector,
-    turbine_rpm,
-    converter_torque,
-    lockup_engagement,
-    lockup_locked,
-    lockup_mode,
-    shift_phase,
-    elements,
-});
-
-impl Persist for Trans {
-    fn save(&self, w: &mut StateWriter) {
-        match self {
-            Trans::Manual(m) => m.save(w),
-            Trans::Automatic(a) => a.save(w),
-        }
-    }
-    fn load(&mut self, r: &mut StateReader) -> Result<(), SnapshotError> {
-        match self {
-            Trans::Manual(m) => m.load(r),
-            Trans::Automatic(a) => a.load(r),
-        }
-    }
-}
-
-// The description, layout and handles are not state; the events are those of the last step.
-persist_fields!(VehicleControl {
-    now,
-    trans,
-    ecu,
-    accel,
-    fuel,
-    telemetry,
-    last_loads,
-    slope,
-    surface,
-    contact,
-    distance
-});
