@@ -227,24 +227,34 @@ fn position_source_prescribes_angle_and_speed() {
     assert!(e.residual().abs() < 1e-9 * e.scale(), "ledger residual {}", e.residual());
 }
 
-#[test]
-fn a_non_finite_state_is_refused_and_rolled_back() {
-    // Run-time inputs whose product overflows: the torque becomes infinite at t = 0.5 s (a
-    // file cannot say it: `check` refuses a signal value past 1e7). The step that meets it
-    // reports an error and leaves the last finite state.
-    let text = r#"Scenario(
+/// A torque source `tau` (with `INPUTS` replaced by `n` copies of the input `name`) on 1 kg m^2
+/// spinning at 3 rad/s.
+fn overflow_scenario(tau: &str, name: &str, n: usize) -> String {
+    let inputs = vec![format!("Input(name: \"{name}\")"); n].join(", ");
+    let tau = tau.replace("INPUTS", &inputs);
+    format!(
+        r#"Scenario(
         name: "overflow",
         t_end: 1.0,
         elements: [
-            (name: "drive", kind: Torque(tau: Product([Step(height: 1.0, start_time: 0.5), Input(name: "a"), Input(name: "b")]))),
+            (name: "drive", kind: Torque(tau: {tau})),
             (name: "J", kind: Inertia(J: 1.0, phi_start: 0.0, w_start: 3.0)),
         ],
         connections: [("drive.flange", "J.flange_a")],
-    )"#;
-    let sc = Scenario::parse(text, "overflow.ron").unwrap();
-    let mut sim = Simulation::new(sc.build(text, "overflow.ron").unwrap());
-    sim.set_input("a", 1.0e200).unwrap();
-    sim.set_input("b", 1.0e200).unwrap();
+    )"#
+    )
+}
+
+#[test]
+fn a_non_finite_state_is_refused_and_rolled_back() {
+    // Run-time inputs whose product overflows: the torque becomes infinite at t = 0.5 s (a
+    // file cannot say it: `check` refuses a signal value past 1e7, and the input policy clamps
+    // each input to it; 45 of them multiplied pass 1e308). The step that meets it reports an
+    // error and leaves the last finite state.
+    let text = overflow_scenario("Product([Step(height: 1.0, start_time: 0.5), INPUTS])", "a", 45);
+    let sc = Scenario::parse(&text, "overflow.ron").unwrap();
+    let mut sim = Simulation::new(sc.build(&text, "overflow.ron").unwrap());
+    sim.set_input("a", 1.0e7).unwrap();
     for k in 1..=499 {
         sim.step(k as f64 * 1e-3 - sim.time()).unwrap();
     }
@@ -259,22 +269,16 @@ fn a_non_finite_state_is_refused_and_rolled_back() {
 
 #[test]
 fn a_non_finite_state_is_refused_in_a_time_only_step_too() {
-    // A torque source on an inertia steps in the time-only kernel; 1e307 N m (a run-time input:
-    // a file cannot say it) on 1 kg m^2: the angle, 5e306 t^2, overflows near t = 6 s. The kernel refuses to commit a non-finite state
-    // (from t = 5.1 s, where the sum of angle and speed it tests overflows first, it hands every
-    // step to the general path), the general path reports the overflow, and the state stays.
-    let text = r#"Scenario(
-        name: "overflow",
-        t_end: 1.0,
-        elements: [
-            (name: "drive", kind: Torque(tau: Input(name: "tau"))),
-            (name: "J", kind: Inertia(J: 1.0, phi_start: 0.0, w_start: 3.0)),
-        ],
-        connections: [("drive.flange", "J.flange_a")],
-    )"#;
-    let sc = Scenario::parse(text, "overflow.ron").unwrap();
-    let mut sim = Simulation::new(sc.build(text, "overflow.ron").unwrap());
-    sim.set_input("tau", 1.0e307).unwrap();
+    // A torque source on an inertia steps in the time-only kernel; 1e307 N m (the product of 44
+    // run-time inputs, each within the input policy's 1e7: a file cannot say it) on 1 kg m^2:
+    // the angle, 5e306 t^2, overflows near t = 6 s. The kernel refuses to commit a non-finite
+    // state (from t = 5.1 s, where the sum of angle and speed it tests overflows first, it hands
+    // every step to the general path), the general path reports the overflow, and the state
+    // stays.
+    let text = overflow_scenario("Product([INPUTS])", "tau", 44);
+    let sc = Scenario::parse(&text, "overflow.ron").unwrap();
+    let mut sim = Simulation::new(sc.build(&text, "overflow.ron").unwrap());
+    sim.set_input("tau", 1e307f64.powf(1.0 / 44.0)).unwrap();
     let err = loop {
         let (t, w) = (sim.time(), speed(&sim, "J"));
         match sim.step(1e-3) {

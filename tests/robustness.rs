@@ -225,3 +225,86 @@ fn a_stiff_release_at_a_game_step_does_not_run_away() {
         assert!(t.speed.abs() < 0.2 && t.wheel_speed.iter().all(|w| w.abs() < 1.0), "{t:?}");
     }
 }
+
+/// The run-time input policy of a plain network: a value past +-1e7 (infinities included) is
+/// clamped and taken, NaN is refused and the input keeps its last valid value; each raises one
+/// `InputRejected` per episode, readable after the next step.
+#[test]
+fn a_network_input_past_its_range_is_clamped_and_nan_keeps_the_last_value() {
+    let text = r#"Scenario(name: "input", t_end: 1.0, elements: [
+            (name: "drive", kind: Torque(tau: Input(name: "tau"))),
+            (name: "J", kind: Inertia(J: 1.0, phi_start: 0.0, w_start: 0.0)),
+        ], connections: [("drive.flange", "J.flange_a")])"#;
+    let sc = driveline::core::Scenario::parse(text, "input.ron").unwrap();
+    let mut sim = driveline::core::Simulation::new(sc.build(text, "input.ron").unwrap());
+    let limit = driveline::core::limits::SIGNAL;
+    let k = sim.input_names().iter().position(|n| n == "tau").unwrap();
+    // Infinity: clamped, taken, raised once although given three times.
+    for _ in 0..3 {
+        sim.set_input("tau", f64::INFINITY).unwrap();
+    }
+    sim.step(1e-3).unwrap();
+    let raised = sim.input_rejections().to_vec();
+    assert_eq!(raised.len(), 1, "{raised:?}");
+    assert_eq!((raised[0].input, raised[0].value, raised[0].used), (k, f64::INFINITY, limit));
+    // The torque was the clamped one: w = tau t / J exactly for a constant torque.
+    assert!((speed(&sim, "J") - limit * 1e-3).abs() < 1e-9 * limit * 1e-3, "{}", speed(&sim, "J"));
+    // The same episode goes on (NaN after a clamped value): nothing new is raised, and the next
+    // step drops the old rejection.
+    assert!(matches!(sim.set_input("tau", f64::NAN), Err(driveline::core::InputError::NotFinite { .. })));
+    sim.step(1e-3).unwrap();
+    assert!(sim.input_rejections().is_empty());
+    // A valid value ends the episode; NaN then keeps it and opens a new one.
+    sim.set_input("tau", 2.0).unwrap();
+    sim.step(1e-3).unwrap();
+    let w = speed(&sim, "J");
+    assert!(sim.set_input("tau", f64::NAN).is_err());
+    sim.step(1e-3).unwrap();
+    let raised = sim.input_rejections();
+    assert_eq!(raised.len(), 1);
+    assert!(raised[0].value.is_nan() && raised[0].used == 2.0, "{raised:?}");
+    assert!((speed(&sim, "J") - w - 2.0 * 1e-3).abs() < 1e-12, "the last valid torque acted");
+    // Past the range on the negative side, by id, after a valid value.
+    let id = sim.input_id("tau").unwrap();
+    sim.set_input_id(id, 1.0).unwrap();
+    sim.set_input_id(id, -1e300).unwrap();
+    sim.step(1e-3).unwrap();
+    assert_eq!(sim.input_rejections()[0].used, -limit);
+}
+
+/// Regression of a fuzz finding: RollingWheel with 1e6 N m against its quadratic drag, from
+/// rest at a 1/60 s step. The simplified Newton iteration diverged to NaN, and its norm (a
+/// `max` that passes over NaN) read zero: the NaN was taken as converged. A diverged iteration
+/// now counts as not converged, the sub-step is cut, and the wheel settles at the speed where
+/// the drag balances the torque, 0.4 v^2 = 1e6 N (v = 1581.1 m/s).
+#[test]
+fn a_newton_iteration_that_diverges_is_cut_not_taken() {
+    let text = std::fs::read_to_string(root().join("assets/scenarios/msl/RollingWheel.ron"))
+        .unwrap()
+        .replace("offset_torque: 0.0", "offset_torque: 1000000.0");
+    let sc = driveline::core::Scenario::parse(&text, "RollingWheel.ron").unwrap();
+    let mut sim = driveline::core::Simulation::new(sc.build(&text, "RollingWheel.ron").unwrap());
+    for _ in 0..60 {
+        sim.step(1.0 / 60.0).unwrap();
+    }
+    // (The terminal speed to the Newton tolerance; the step's torque is 1e6 + 10 after 0.1 s.)
+    let v_end = ((1e6f64 + 10.0) / 0.4).sqrt();
+    assert!((speed(&sim, "inertia") - v_end).abs() < 1e-6 * v_end, "{}", speed(&sim, "inertia"));
+}
+
+/// Regression of a fuzz finding: an inertia of 1e-300 kg m^2 passed `check` and its step went
+/// non-finite. A non-zero inertia or mass is now at least `limits::MIN_MASS`.
+#[test]
+fn a_vanishing_inertia_is_refused() {
+    let text = std::fs::read_to_string(root().join("assets/scenarios/msl/Backlash.ron")).unwrap();
+    let bad = text.replacen("J: 5.0", "J: 1e-300", 1);
+    let sc = driveline::core::Scenario::parse(&bad, "Backlash.ron").unwrap();
+    let e = sc.build(&bad, "Backlash.ron").unwrap_err();
+    assert!(e.message.contains("at least 1e-12"), "{e}");
+    let ok = text.replace("J: 5.0", "J: 1e-12");
+    let sc = driveline::core::Scenario::parse(&ok, "Backlash.ron").unwrap();
+    let mut sim = driveline::core::Simulation::new(sc.build(&ok, "Backlash.ron").unwrap());
+    for _ in 0..60 {
+        sim.step(1.0 / 60.0).unwrap();
+    }
+}

@@ -4,6 +4,7 @@
 mod bench;
 mod drive;
 mod run;
+mod soak;
 
 use clap::{Parser, Subcommand};
 use driveline_core::automatic::GearboxSpec;
@@ -120,6 +121,32 @@ enum Command {
         #[arg(long)]
         no_part_states: bool,
     },
+    /// Soak: many vehicles of every shipped kind over mixed drive cycles for a long simulated
+    /// time, with the energy ledger on. Fails (exit 1) on any step error, non-finite telemetry,
+    /// an energy-ledger residual past 1e-9 of its scale, or resident memory growing after the
+    /// first simulated minute (`driveline_cli::soak` docs). Not run in CI: an hour of 400 cars
+    /// takes minutes.
+    Soak {
+        /// Directory of vehicle files: every `.ron` in it is one kind.
+        #[arg(long, default_value = "assets/vehicles")]
+        vehicles: PathBuf,
+        /// Vehicles of each kind.
+        #[arg(long, default_value_t = 100)]
+        per_kind: usize,
+        /// Simulated seconds.
+        #[arg(long, allow_negative_numbers = true, default_value_t = 3600.0)]
+        seconds: f64,
+        /// Fixed step, s (default: a 60 Hz game step).
+        #[arg(long, allow_negative_numbers = true, default_value_t = 1.0 / 60.0)]
+        dt: f64,
+        /// Worker threads (0: one per core).
+        #[arg(long, default_value_t = 0)]
+        threads: usize,
+        /// Write the figures here as JSON (`SoakResult`: rss_bytes per minute, per-kind errors,
+        /// ledger residuals, distance, throughput, passed, failures).
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
     /// Drive a vehicle in real time: paced to the wall clock at --hz, from live input (UDP, a
     /// gamepad) or a recorded input CSV, streaming telemetry over UDP; the loop's health at the
     /// end (the input packet and the health figures: `driveline_cli::drive` docs, README).
@@ -225,6 +252,47 @@ fn main() -> ExitCode {
                         if part_states { "" } else { " (part states not written)" }
                     );
                     ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("{e}");
+                    ExitCode::from(2)
+                }
+            }
+        }
+        Command::Soak { vehicles, per_kind, seconds, dt, threads, json } => {
+            match soak::soak(soak::SoakOptions { vehicles, per_kind, seconds, dt, threads, json }) {
+                Ok(r) => {
+                    for k in &r.kinds {
+                        println!(
+                            "{}: {} vehicles, {:.0} km, {:.1} MJ dissipated, {} step errors, {} non-finite, ledger residual {:.1e}",
+                            k.vehicle,
+                            k.vehicles,
+                            k.distance_km,
+                            k.dissipated_mj,
+                            k.step_errors,
+                            k.non_finite,
+                            k.max_ledger_residual
+                        );
+                    }
+                    let mib = |b: u64| b as f64 / (1 << 20) as f64;
+                    println!(
+                        "{} vehicles x {:.0} s at {:.4} s: {} vehicle-steps in {:.0} s ({:.0}/s on {} threads); RSS {:.1} MiB at start, {:.1} after minute 1, {:.1} at most after, {:.1} at the end",
+                        r.vehicles,
+                        r.seconds,
+                        r.dt,
+                        r.vehicle_steps,
+                        r.wall_s,
+                        r.vehicle_steps_per_s,
+                        r.threads,
+                        mib(r.rss_start_bytes),
+                        mib(r.rss_bytes.first().copied().unwrap_or(0)),
+                        mib(r.rss_bytes.iter().skip(1).copied().max().unwrap_or(0)),
+                        mib(r.rss_bytes.last().copied().unwrap_or(0)),
+                    );
+                    for f in &r.failures {
+                        println!("FAILED: {f}");
+                    }
+                    if r.passed { ExitCode::SUCCESS } else { ExitCode::from(1) }
                 }
                 Err(e) => {
                     eprintln!("{e}");

@@ -225,8 +225,8 @@ pub use output::CsvRecorder;
 pub use scenario::{Scenario, ScenarioError};
 pub use signal::Signal;
 pub use solver::{
-    EnergyLedger, Follow, FrictionMode, InputError, InputId, IntegrationParameters, ModeEvent, NewtonStart, Simulation,
-    StateAdjustment, StateWrite, StateWriteError, StepError, StepStats, UpdateError,
+    EnergyLedger, Follow, FrictionMode, InputError, InputId, InputRejected, IntegrationParameters, ModeEvent,
+    NewtonStart, Simulation, StateAdjustment, StateWrite, StateWriteError, StepError, StepStats, UpdateError,
 };
 pub use table::{Locus, Table1D};
 pub use torque_map::{TorqueMap, TorqueMapSpec};

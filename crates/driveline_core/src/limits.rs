@@ -13,6 +13,10 @@ pub const MAGNITUDE: f64 = 1e7;
 pub const SIGNAL: f64 = 1e7;
 /// The largest magnitude of a time, s (a start time, a duration, a period): 1e9 s.
 pub const TIME: f64 = 1e9;
+/// The smallest non-zero inertia (kg m^2) or mass (kg) of an element (`J`, `m`): 1e-12. Zero
+/// is a massless node; a positive value below this (1e-300) vanishes against its neighbours'
+/// stiffness in the solver's matrices.
+pub const MIN_MASS: f64 = 1e-12;
 /// The highest frequency of a signal, Hz: 1e4.
 pub const FREQUENCY: f64 = 1e4;
 

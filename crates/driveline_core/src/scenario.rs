@@ -254,7 +254,7 @@ mod tests {
         let sc = Scenario::parse(&bad, "bad.ron").unwrap();
         let e = sc.build(&bad, "bad.ron").unwrap_err();
         assert_eq!((e.line, e.col), (5, 35), "{e}");
-        assert!(e.message.contains(">= 0"), "{e}");
+        assert!(e.message.contains("at least 1e-12 kg m^2"), "{e}");
     }
 
     #[test]

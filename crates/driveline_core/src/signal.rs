@@ -439,6 +439,18 @@ impl Signal {
         }
     }
 
+    /// The value of the first [`Signal::Input`] named `name` in this tree at time `t` (a
+    /// ramp's included), if any.
+    pub fn input_value(&self, name: &str, t: f64) -> Option<f64> {
+        match self {
+            Signal::Input { name: n, .. } if n == name => Some(self.eval(t)),
+            Signal::Sum(items) | Signal::Product(items) => items.iter().find_map(|s| s.input_value(name, t)),
+            Signal::OneMinus(u) | Signal::Gain(_, u) => u.input_value(name, t),
+            Signal::Difference(a, b) => a.input_value(name, t).or_else(|| b.input_value(name, t)),
+            _ => None,
+        }
+    }
+
     /// Appends the names of the inputs in this tree to `out` (without duplicates).
     pub fn input_names(&self, out: &mut Vec<String>) {
         match self {

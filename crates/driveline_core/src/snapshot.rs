@@ -16,7 +16,7 @@
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// The version of the word layout. A snapshot of another layout is refused.
-pub(crate) const FORMAT: u32 = 1;
+pub(crate) const FORMAT: u32 = 2;
 
 /// The whole dynamic state of a [`crate::Vehicle`]: restoring it into a vehicle of the same
 /// description continues bit for bit. Made by [`crate::Vehicle::snapshot`], applied by

@@ -20,6 +20,13 @@ pub(super) fn check(element: &str, name: &str, v: f64, ok: bool, allowed: &str) 
     Ok(())
 }
 
+const MASS_ALLOWED_J: &str = "0 (a massless node) or at least 1e-12 kg m^2";
+const MASS_ALLOWED_M: &str = "0 (a massless node) or at least 1e-12 kg";
+
+fn massless_or_above(v: f64) -> bool {
+    v == 0.0 || v >= crate::limits::MIN_MASS
+}
+
 pub(super) fn check_opt(element: &str, name: &str, v: Option<f64>) -> Result<(), BuildError> {
     if let Some(v) = v {
         check(element, name, v, true, "")?;
@@ -32,7 +39,7 @@ pub fn validate_element(name: &str, kind: &ElementKind) -> Result<(), BuildError
     use ElementKind::*;
     match kind {
         Inertia { J, phi_start, w_start } => {
-            check(name, "J", *J, *J >= 0.0, ">= 0 kg m^2")?;
+            check(name, "J", *J, massless_or_above(*J), MASS_ALLOWED_J)?;
             check_opt(name, "phi_start", *phi_start)?;
             check_opt(name, "w_start", *w_start)
         }
@@ -120,7 +127,7 @@ pub fn validate_element(name: &str, kind: &ElementKind) -> Result<(), BuildError
             check(name, "peak", *peak, *peak >= 1.0, ">= 1 (static / kinetic)")
         }
         Mass { m, s_start, v_start } => {
-            check(name, "m", *m, *m >= 0.0, ">= 0 kg")?;
+            check(name, "m", *m, massless_or_above(*m), MASS_ALLOWED_M)?;
             check_opt(name, "s_start", *s_start)?;
             check_opt(name, "v_start", *v_start)
         }

@@ -314,7 +314,8 @@ impl Simulation {
                 }
                 break;
             }
-            if iter >= self.params.max_newton_iterations {
+            // (A diverged iteration, a correction grown past any number, stops at once.)
+            if iter >= self.params.max_newton_iterations || norm_dq == f64::INFINITY {
                 self.stats.newton_failures += 1;
                 self.ws.newton_failed = true;
                 break;
@@ -599,8 +600,11 @@ impl Correction<'_> {
             }
         }
         let (mut norm_dq, mut norm_q) = (0.0f64, 0.0f64);
+        // (`max` passes over a NaN: the sum of the corrections carries one, or an overflow.)
+        let mut sum = 0.0f64;
         let mut update = |k: usize, dq: f64| {
             q[k] += dq;
+            sum += dq;
             norm_dq = norm_dq.max(dq.abs());
             norm_q = norm_q.max(q[k].abs());
         };
@@ -623,6 +627,9 @@ impl Correction<'_> {
             for k in 0..mm {
                 update(k, (0..mm).map(|j| inv[j * mm + k] * res[j]).sum());
             }
+        }
+        if !sum.is_finite() {
+            norm_dq = f64::INFINITY;
         }
         (norm_dq, norm_q)
     }

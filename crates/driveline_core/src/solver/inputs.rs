@@ -29,20 +29,34 @@ pub(super) fn record_input_step(steps: &mut CapVec<(u32, f64, f64)>, pos: &mut [
     }
 }
 impl Simulation {
-    /// Names of the run-time inputs ([`crate::Signal::Input`]) of the network.
+    /// Names of the run-time inputs ([`crate::Signal::Input`]) of the network, each once.
     pub fn input_names(&self) -> Vec<String> {
-        let mut out = Vec::new();
-        self.model.net.signals.iter().for_each(|s| s.input_names(&mut out));
-        out
+        self.inputs.policy.names.clone()
+    }
+
+    /// The input values the input policy did not take as given since the step before the
+    /// last (see [`Simulation::set_input`]): one per input and episode.
+    pub fn input_rejections(&self) -> &[InputRejected] {
+        &self.inputs.policy.raised
     }
 
     /// Sets a run-time input. It takes effect at the start of the next step (a time event:
-    /// friction modes are re-resolved there). Non-finite values and unknown names are refused
-    /// and leave the simulation unchanged.
+    /// friction modes are re-resolved there). Unknown names are refused.
+    ///
+    /// # The input policy
+    /// A value past +-[`limits::SIGNAL`](crate::limits::SIGNAL) (1e7, infinities included)
+    /// is clamped to it and taken; NaN is refused with [`InputError::NotFinite`] and the input
+    /// keeps its last valid value. Either raises an [`InputRejected`] once per episode (until
+    /// the input is next given a valid value), readable from [`Simulation::input_rejections`]
+    /// after the next step.
     pub fn set_input(&mut self, name: &str, value: f64) -> Result<(), InputError> {
-        if !value.is_finite() {
+        let Some(k) = self.inputs.policy.names.iter().position(|n| n == name) else {
+            return Err(InputError::Unknown(name.to_string()));
+        };
+        let last = self.model.net.signals.iter().find_map(|s| s.input_value(name, self.t)).unwrap_or(0.0);
+        let Some(value) = self.inputs.policy.filter(k, value, last) else {
             return Err(InputError::NotFinite { name: name.to_string(), value });
-        }
+        };
         let (mut hits, now) = (0, self.t);
         for (k, s) in self.model.net.signals.iter_mut().enumerate() {
             // A whole signal that steps is recorded as by id (one inside another signal is not).
@@ -96,8 +110,8 @@ impl Simulation {
         }
     }
 
-    /// Sets the input behind `id` (see [`Simulation::input_id`]); same rules as
-    /// [`Simulation::set_input`]: a non-finite value is refused and changes nothing.
+    /// Sets the input behind `id` (see [`Simulation::input_id`]); the same input policy as
+    /// [`Simulation::set_input`].
     #[inline]
     pub fn set_input_id(&mut self, id: InputId, value: f64) -> Result<(), InputError> {
         self.set_input_ramp_id(id, value, 0.0)
@@ -105,7 +119,9 @@ impl Simulation {
 
     /// Sets the input behind `id` to `value` now, changing at `rate` (units per second) from
     /// now on: a first-order hold, so that a prescribed speed carries its acceleration into the
-    /// step (the torque that accelerates what it drives). Non-finite values are refused.
+    /// step (the torque that accelerates what it drives). The value follows the input policy
+    /// of [`Simulation::set_input`]; a rate past +-`SIGNAL * FREQUENCY`
+    /// ([`limits`](crate::limits)) is clamped to it, a NaN rate refused.
     #[inline]
     pub fn set_input_ramp_id(&mut self, id: InputId, value: f64, rate: f64) -> Result<(), InputError> {
         // Controllers write most inputs every step unchanged: that answer stays inline (a NaN
@@ -126,12 +142,17 @@ impl Simulation {
         let now = self.t;
         // (The value now, a ramp's included: what a step starts from.)
         let before = self.model.net.signals[id.0].eval(now);
+        let k = self.inputs.policy.signal_name.get(id.0).copied().unwrap_or(u32::MAX) as usize;
+        let max_rate = crate::limits::SIGNAL * crate::limits::FREQUENCY;
+        let (value, rate) = match (self.inputs.policy.filter(k, value, before), rate.is_nan()) {
+            (Some(v), false) => (v, rate.clamp(-max_rate, max_rate)),
+            (v, _) => {
+                let name = self.inputs.policy.names.get(k).cloned().unwrap_or_default();
+                return Err(InputError::NotFinite { name, value: if v.is_none() { value } else { rate } });
+            }
+        };
         match &mut self.model.net.signals[id.0] {
-            Signal::Input { value: v, name, rate: r, since } => {
-                if !value.is_finite() || !rate.is_finite() {
-                    let bad = if value.is_finite() { rate } else { value };
-                    return Err(InputError::NotFinite { name: name.clone(), value: bad });
-                }
+            Signal::Input { value: v, rate: r, since, .. } => {
                 if *v != value || *r != rate || (rate != 0.0 && *since != now) {
                     // A step of the value now is recorded for the stage predictor.
                     if before != value {
@@ -298,11 +319,14 @@ pub(super) struct InputSteps {
     pub(super) step_pos: Vec<u32>,
     /// The next sub-step is the first since input steps: its predictor follows them.
     pub(super) jump: bool,
+    /// The run-time input policy.
+    pub(super) policy: InputPolicy,
 }
 
 impl InputSteps {
-    /// No steps recorded, with room for one per signal (`ns`) and `nchanges` force changes.
-    pub(super) fn new(ns: usize, nchanges: usize) -> Self {
+    /// No steps recorded, with room for one per signal and `nchanges` force changes.
+    pub(super) fn new(signals: &[Signal], nchanges: usize) -> Self {
+        let ns = signals.len();
         InputSteps {
             changed: false,
             changes: CapVec::new(nchanges),
@@ -310,6 +334,67 @@ impl InputSteps {
             steps: CapVec::new(ns),
             step_pos: vec![u32::MAX; ns],
             jump: false,
+            policy: InputPolicy::new(signals),
         }
+    }
+}
+
+/// The run-time input policy's state: which inputs are in a rejection episode, and the
+/// rejections raised since the last step.
+#[derive(Debug, Clone)]
+pub(super) struct InputPolicy {
+    /// The input names, each once, in [`Simulation::input_names`] order.
+    pub(super) names: Vec<String>,
+    /// Per signal that is a whole input, its name's index (`u32::MAX`: not an input).
+    pub(super) signal_name: Vec<u32>,
+    /// Per input name, whether its last value was rejected (an episode is open).
+    pub(super) rejecting: Vec<bool>,
+    /// The rejections raised since the last step began (one per input at most).
+    pub(super) raised: CapVec<InputRejected>,
+    /// `raised` belongs to an earlier step: cleared at the next rejection or step.
+    pub(super) stale: bool,
+}
+
+impl InputPolicy {
+    fn new(signals: &[Signal]) -> Self {
+        let mut names = Vec::new();
+        signals.iter().for_each(|s| s.input_names(&mut names));
+        let signal_name = signals
+            .iter()
+            .map(|s| match s {
+                Signal::Input { name, .. } => names.iter().position(|n| n == name).map_or(u32::MAX, |k| k as u32),
+                _ => u32::MAX,
+            })
+            .collect();
+        let n = names.len();
+        InputPolicy { names, signal_name, rejecting: vec![false; n], raised: CapVec::new(n), stale: false }
+    }
+
+    /// Applies the policy to `value` for input `k`: the value to use (`None`: keep the last
+    /// valid one), raising a rejection once per episode.
+    pub(super) fn filter(&mut self, k: usize, value: f64, last: f64) -> Option<f64> {
+        let used = if value.is_nan() { None } else { Some(value.clamp(-crate::limits::SIGNAL, crate::limits::SIGNAL)) };
+        let rejected = used != Some(value);
+        if let Some(open) = self.rejecting.get_mut(k) {
+            if rejected && !*open {
+                if self.stale {
+                    self.raised.clear();
+                    self.stale = false;
+                }
+                if self.raised.has_room() {
+                    self.raised.push(InputRejected { input: k, value, used: used.unwrap_or(last) });
+                }
+            }
+            *open = rejected;
+        }
+        used
+    }
+
+    /// At a step's start: what was raised before it stays readable until the next step.
+    pub(super) fn step_started(&mut self) {
+        if self.stale {
+            self.raised.clear();
+        }
+        self.stale = true;
     }
 }

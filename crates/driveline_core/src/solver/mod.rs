@@ -179,7 +179,7 @@ use work::*;
 pub use edit::{Follow, StateAdjustment, StateWrite, StateWriteError, UpdateError};
 pub use inputs::InputId;
 pub use params::{IntegrationParameters, NewtonStart};
-pub use report::{EnergyLedger, FrictionMode, InputError, ModeEvent, StepError, StepStats};
+pub use report::{EnergyLedger, FrictionMode, InputError, InputRejected, ModeEvent, StepError, StepStats};
 
 /// A running simulation of one [`Network`].
 #[derive(Debug, Clone)]

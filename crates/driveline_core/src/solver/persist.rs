@@ -32,7 +32,15 @@ persist_fields!(StepStats {
 });
 persist_fields!(EnergyLedger { input, dissipated, kinetic, potential, initial });
 persist_fields!(ModeEvent { time, element, from, to });
+persist_fields!(InputRejected { input, value, used });
+persist_fields!(inputs::InputPolicy { rejecting, raised, stale });
 persist_fields!(signals::SineState { h, rot, next, sin, cos, age, amplitude, offset, start_time });
+
+impl Default for InputRejected {
+    fn default() -> Self {
+        InputRejected { input: 0, value: 0.0, used: 0.0 }
+    }
+}
 
 impl Default for ModeEvent {
     fn default() -> Self {
@@ -158,6 +166,8 @@ impl Simulation {
         inp.steps.save(w);
         w.label("inp.step_pos");
         inp.step_pos.save(w);
+        w.label("inp.policy");
+        inp.policy.save(w);
         let fr = &self.friction;
         w.label("(fr.breaking, fr.sliding, fr.free)");
         (fr.breaking, fr.sliding, fr.free).save(w);
@@ -260,6 +270,7 @@ impl Simulation {
         (inp.changed, inp.jump) = flags;
         inp.steps.load(r)?;
         inp.step_pos.load(r)?;
+        inp.policy.load(r)?;
         inp.changes_ready = ChangeRecord::NotFormed;
         inp.changes.clear();
         let fr = &mut self.friction;

@@ -45,6 +45,22 @@ pub struct ModeEvent {
     pub to: FrictionMode,
 }
 
+/// A run-time input value the input policy did not take as given ([`Simulation::set_input`]):
+/// raised once per episode (the first bad value of an input after a good one), readable after
+/// the next step from [`Simulation::input_rejections`].
+///
+/// [`Simulation::set_input`]: crate::Simulation::set_input
+/// [`Simulation::input_rejections`]: crate::Simulation::input_rejections
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct InputRejected {
+    /// The input, as its index in [`Simulation::input_names`](crate::Simulation::input_names).
+    pub input: usize,
+    /// The value given (NaN, an infinity, or past +-[`limits::SIGNAL`](crate::limits::SIGNAL)).
+    pub value: f64,
+    /// The value used instead: the clamped value, or for NaN the last valid one.
+    pub used: f64,
+}
+
 /// Counters of what the solver did, for diagnostics.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct StepStats {
@@ -102,7 +118,7 @@ pub enum InputError {
     /// No input of that name.
     #[error("no input named '{0}' in this network")]
     Unknown(String),
-    /// NaN or infinite.
+    /// NaN (a value) or a non-finite ramp rate: refused, the input keeps its last valid value.
     #[error("input '{name}' = {value} refused: inputs must be finite")]
     NotFinite {
         /// Input name.

@@ -53,7 +53,7 @@ impl Simulation {
             params,
             signals: SignalCache::new(ns),
             // (A law reads at most one input, a friction element one normal force or load.)
-            inputs: InputSteps::new(ns, nl + nf),
+            inputs: InputSteps::new(&net.signals, nl + nf),
             friction: FrictionSets::new(nf),
             capacities: CapacityCache::new(),
             qp: QpBase::new(nf, n),

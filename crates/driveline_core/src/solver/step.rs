@@ -17,6 +17,7 @@ impl Simulation {
             return Err(StepError::TooShort { dt, t: self.t });
         }
         self.events.clear();
+        self.inputs.policy.step_started();
         self.stats.steps += 1;
         let max_step = self.params.max_step;
         // (A max_step that is not a positive number, NaN included, never splits.)
@@ -66,6 +67,11 @@ impl Simulation {
         let mut substeps = 0;
         // True when the step ends on an event-free sub-step: its end caches describe the state.
         let mut clean_end = false;
+        // After a cut, the longest sub-step: four times the last converged one, growing by four
+        // with each sub-step that converges uncut (a stiff law met from far off, a huge torque
+        // against a quadratic drag, converges on a short sub-step, then on longer ones as the
+        // state settles; retrying the whole rest each time would use up `max_substeps`).
+        let mut cap = f64::INFINITY;
         while self.t < t_end {
             substeps += 1;
             clean_end = false;
@@ -89,20 +95,25 @@ impl Simulation {
                 continue;
             }
             self.stats.substeps += 1;
+            let (h, time_event) = if h > cap { (cap, false) } else { (h, time_event) };
             let moving = self.moving_slips();
             self.integrate(h, h >= 0.999 * dt);
             // A Newton iteration that stopped without converging is not committed: the sub-step
             // is cut to a quarter, down to 1/65536 of its length, until one converges (a stiff
-            // tyre or brake near standstill at a game step); the loop then goes on from there.
+            // tyre or brake near standstill at a game step); the sub-steps after it start from
+            // four times the converged length (`cap`).
             let (mut h, mut time_event) = (h, time_event);
+            let mut cut = false;
             for _ in 0..MAX_CUTS {
                 if !self.ws.newton_failed {
                     break;
                 }
                 h *= 0.25;
                 time_event = false;
+                cut = true;
                 self.integrate(h, false);
             }
+            cap = if cut { 4.0 * h } else { 4.0 * cap };
             match self.detect_event(h) {
                 None => {
                     self.commit(h);

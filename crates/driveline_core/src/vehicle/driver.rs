@@ -91,7 +91,7 @@ impl Cycle {
 }
 
 /// Driver tuning. Defaults suit every shipped vehicle.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct DriverParams {
     /// How far ahead the trace is read, s. Default 0.8.
     pub preview: f64,
@@ -129,7 +129,7 @@ impl Default for DriverParams {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 enum Phase {
     /// Clutch down, waiting (stopped or rolling to a stop).
     Stopped,
@@ -144,7 +144,10 @@ enum Phase {
 }
 
 /// The driver model (see the module docs).
-#[derive(Debug, Clone)]
+///
+/// `Clone` and serde: its whole state saves beside a [`crate::VehicleSnapshot`] (the driver is
+/// not part of the [`crate::Vehicle`]), so that a run restored from both continues bit for bit.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Driver {
     params: DriverParams,
     integral: f64,
@@ -175,7 +178,8 @@ impl Driver {
             idle_rpm: spec.engine.idle_rpm,
             redline: spec.engine.rev_limiter.rpm,
             ratios: spec.gearbox.as_ref().map_or_else(Vec::new, |g| g.ratios.clone()),
-            last_shift: f64::NEG_INFINITY,
+            // (The lowest finite time: "never", and it survives a JSON round trip.)
+            last_shift: f64::MIN,
             pulse: false,
         }
     }
