@@ -234,3 +234,35 @@ fn a_snapshot_of_another_description_is_refused() {
     assert!(matches!(same.restore(&cut), Err(SnapshotError::Damaged(_))));
     assert!(same.snapshot() == before, "a refused restore changed the vehicle");
 }
+
+/// The driver model is not part of the vehicle: it saves beside the snapshot with serde, and a
+/// run restored from both (after a JSON round trip of each) drives the same cycle bit for bit.
+#[test]
+fn the_driver_model_saves_beside_the_snapshot() {
+    let cycle = cycle();
+    let dt = 1.0 / 60.0;
+    let mut car = vehicle("nissan_350z.ron");
+    let mut driver = Driver::new(car.spec(), DriverParams::default());
+    // Into the cycle, with shifts behind (the driver's integral and shift state are in use).
+    for _ in 0..1500 {
+        let i = driver.input(&cycle, car.telemetry(), dt);
+        car.step(&i, dt).expect("step");
+    }
+    let saved_car = serde_json::to_string(&car.snapshot()).expect("serializes");
+    let saved_driver = serde_json::to_string(&driver).expect("serializes");
+    let run = |car: &mut Vehicle, driver: &mut Driver| {
+        (0..600)
+            .map(|_| {
+                let i = driver.input(&cycle, car.telemetry(), dt);
+                car.step(&i, dt).expect("step");
+                car.snapshot()
+            })
+            .collect::<Vec<_>>()
+    };
+    let expected = run(&mut car, &mut driver);
+    let mut again = vehicle("nissan_350z.ron");
+    again.restore(&serde_json::from_str(&saved_car).expect("reads")).expect("restores");
+    let mut driver_again: Driver = serde_json::from_str(&saved_driver).expect("reads");
+    assert!(run(&mut again, &mut driver_again) == expected, "the restored run left the original's path");
+    assert_eq!(driver_again, driver);
+}

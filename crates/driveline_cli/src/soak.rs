@@ -264,7 +264,7 @@ pub fn soak(o: SoakOptions) -> Result<SoakResult, String> {
         if k.non_finite > 0 {
             failures.push(format!("{}: {} steps with non-finite telemetry", k.vehicle, k.non_finite));
         }
-        if !(k.max_ledger_residual <= LEDGER_TOLERANCE) {
+        if k.max_ledger_residual.is_nan() || k.max_ledger_residual > LEDGER_TOLERANCE {
             failures.push(format!(
                 "{}: energy ledger residual {:e} of its scale (at most {LEDGER_TOLERANCE:e})",
                 k.vehicle, k.max_ledger_residual

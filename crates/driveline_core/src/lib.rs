@@ -46,9 +46,11 @@
 //! ## Element catalogue
 //! Every element, its flanges, parameters (units, defaults) and equation is documented on
 //! [`ElementKind`]; the laws themselves live in [`elements`], one place each. Every parameter
-//! has a plausible range, listed by name in [`limits::RANGES`] (signals within
-//! [`limits::SIGNAL`], times within [`limits::TIME`]): a file with a value outside it is refused
-//! at the value's `file:line:col`, with the range in the message. In short
+//! has a plausible range, stated on its field of [`ElementKind`] and listed by name in
+//! [`limits::RANGES`] (signals within [`limits::SIGNAL`], times within [`limits::TIME`];
+//! friction tables: speeds within 1e4 rad/s, coefficients within 10, bearing torques within
+//! 1e6 N m): a file with a value outside it is refused at the value's `file:line:col`, with the
+//! range in the message. In short
 //! (`phi_rel = phi_b - phi_a`, `w_rel` its rate, `tau` the element torque in MSL convention):
 //!
 //! | element | law |

@@ -162,9 +162,58 @@ pub fn outside(name: &str, v: f64) -> Option<String> {
     }
 }
 
+/// The plausible range of parameter `name` as the element catalogue ([`crate::ElementKind`])
+/// states it, one line per parameter.
+pub fn catalogue_text(name: &str) -> String {
+    fn num(x: f64) -> String {
+        if x == 0.0 {
+            "0".into()
+        } else if x.fract() == 0.0 && x.abs() < 1e4 {
+            format!("{x}")
+        } else {
+            format!("{x:e}")
+        }
+    }
+    match range(name) {
+        Some((_, hi, unit)) if name == "J" || name == "m" => {
+            format!("Plausible range: 0, or {} .. {} {unit}.", num(MIN_MASS), num(hi))
+        }
+        Some((lo, hi, _)) if name == "ratio" => format!("Plausible range: {} .. {} in magnitude.", num(lo), num(hi)),
+        Some((lo, hi, unit)) => {
+            let sep = if unit.is_empty() { "" } else { " " };
+            format!("Plausible range: {} .. {}{sep}{unit}.", num(lo), num(hi))
+        }
+        None => format!("Plausible range: +-{} (`limits::MAGNITUDE`).", num(MAGNITUDE)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every number a file gives an element has its plausible range in the element catalogue,
+    /// the line above the field, as [`RANGES`] has it.
+    #[test]
+    fn the_element_catalogue_states_every_range() {
+        let model = include_str!("model.rs");
+        let start = model.find("pub enum ElementKind").expect("ElementKind");
+        let body = &model[start..start + model[start..].find("\n}\n").expect("its end")];
+        let lines: Vec<&str> = body.lines().collect();
+        let mut fields = 0;
+        for (k, line) in lines.iter().enumerate() {
+            let t = line.trim();
+            let Some((name, ty)) = t.split_once(": ") else { continue };
+            if !(ty == "f64," || ty == "Option<f64>,") || name.contains(' ') {
+                continue;
+            }
+            fields += 1;
+            // (Attributes may stand between the docs and the field.)
+            let doc = lines[..k].iter().rev().find(|l| !l.trim().starts_with("#[")).expect("a doc line");
+            let want = catalogue_text(name);
+            assert!(doc.trim() == format!("/// {want}"), "`{name}`: the catalogue says `{}`, not `{want}`", doc.trim());
+        }
+        assert!(fields > 60, "only {fields} parameters found");
+    }
 
     #[test]
     fn every_range_is_ordered_and_listed_once() {

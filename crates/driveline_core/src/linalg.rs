@@ -4,9 +4,12 @@
 //! preallocated slices beat any sparse machinery. Nothing here allocates: callers own every
 //! buffer, which is what lets the solver step without touching the heap.
 
-/// A matrix was singular to working precision.
+/// A matrix was singular to working precision (or held a non-finite entry).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Singular;
+pub struct Singular {
+    /// The column whose pivot vanished: the unknown the matrix does not determine.
+    pub column: usize,
+}
 
 /// LU factorisation with partial pivoting of the `n x n` row-major matrix `a`, in place.
 ///
@@ -36,7 +39,7 @@ pub fn lu_factor(a: &mut [f64], n: usize, piv: &mut [usize]) -> Result<(), Singu
                 *p = k + i;
             }
             a[..n * n].fill(f64::NAN);
-            return Err(Singular);
+            return Err(Singular { column: k });
         }
         piv[k] = p;
         // Rows below the pivot row are eliminated against it (rows as slices: no index
@@ -299,7 +302,7 @@ mod tests {
     #[test]
     fn lu_reports_singular() {
         let mut a = [1.0, 2.0, 2.0, 4.0];
-        assert_eq!(lu_factor(&mut a, 2, &mut [0; 2]), Err(Singular));
+        assert_eq!(lu_factor(&mut a, 2, &mut [0; 2]), Err(Singular { column: 1 }));
     }
 
     #[test]

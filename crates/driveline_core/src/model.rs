@@ -55,17 +55,21 @@ pub enum ElementKind {
     /// `J a = flange_a.tau + flange_b.tau`.
     Inertia {
         /// Moment of inertia, kg m^2 (>= 0; 0 makes a massless junction).
+        /// Plausible range: 0, or 1e-12 .. 1e4 kg m^2.
         J: f64,
         /// Fixed initial angle, rad.
+        /// Plausible range: -1e6 .. 1e6 rad.
         #[serde(default)]
         phi_start: Option<f64>,
         /// Fixed initial speed, rad/s.
+        /// Plausible range: -1e4 .. 1e4 rad/s.
         #[serde(default)]
         w_start: Option<f64>,
     },
     /// Housing: flange `flange` held at angle `phi0`.
     Fixed {
         /// Fixed angle, rad. Default 0.
+        /// Plausible range: -1e6 .. 1e6 rad.
         #[serde(default = "zero")]
         phi0: f64,
     },
@@ -87,6 +91,7 @@ pub enum ElementKind {
         #[serde(default)]
         use_support: bool,
         /// Fixed initial angle of the flange relative to the support, rad.
+        /// Plausible range: -1e6 .. 1e6 rad.
         #[serde(default)]
         phi_start: Option<f64>,
     },
@@ -110,11 +115,13 @@ pub enum ElementKind {
         /// Engage command signal (`> 0.5` is true).
         command: Signal,
         /// Engagement and release duration, s (> 0).
+        /// Plausible range: 1e-6 .. 1000 s.
         shift_time: f64,
     },
     /// Constant torque `tau_constant` (N m), same sign rule as [`ElementKind::Torque`].
     ConstantTorque {
         /// Torque, N m.
+        /// Plausible range: -1e6 .. 1e6 N m.
         tau_constant: f64,
         /// See [`ElementKind::Torque`].
         #[serde(default)]
@@ -123,11 +130,14 @@ pub enum ElementKind {
     /// `tau = offset_torque + (t < start_time ? 0 : step_torque)`, same sign rule as `Torque`.
     TorqueStep {
         /// Step height, N m.
+        /// Plausible range: -1e6 .. 1e6 N m.
         step_torque: f64,
         /// Torque before the step, N m. Default 0.
+        /// Plausible range: -1e6 .. 1e6 N m.
         #[serde(default = "zero")]
         offset_torque: f64,
         /// Step time, s. Default 0.
+        /// Plausible range: -1e9 .. 1e9 s.
         #[serde(default = "zero")]
         start_time: f64,
         /// See [`ElementKind::Torque`].
@@ -138,8 +148,10 @@ pub enum ElementKind {
     /// `tau_nominal sign(w) (w/w_nominal)^2` (false); negative `tau_nominal` brakes.
     QuadraticSpeedDependentTorque {
         /// Torque at the nominal speed, N m.
+        /// Plausible range: -1e6 .. 1e6 N m.
         tau_nominal: f64,
         /// Nominal speed, rad/s (> 0).
+        /// Plausible range: 1e-3 .. 1e4 rad/s.
         w_nominal: f64,
         /// True: same direction for both signs of w. Default true.
         #[serde(default = "yes")]
@@ -152,6 +164,7 @@ pub enum ElementKind {
     /// Flanges `flange_a`, `flange_b`, `support`.
     IdealGear {
         /// Transmission ratio phi_a / phi_b (non-zero, finite).
+        /// Plausible range: 1e-3 .. 1000 in magnitude.
         ratio: f64,
         /// See [`ElementKind::Torque`].
         #[serde(default)]
@@ -164,6 +177,7 @@ pub enum ElementKind {
     /// the table is ideal).
     LossyGear {
         /// Transmission ratio phi_a / phi_b (non-zero).
+        /// Plausible range: 1e-3 .. 1000 in magnitude.
         ratio: f64,
         /// Rows `[|w_a| rad/s, eta_mf1, eta_mf2, tau_bf1 N m, tau_bf2 N m]`, increasing speed,
         /// first row at 0, efficiencies in (0, 1], bearing torques >= 0. Default ideal.
@@ -177,46 +191,59 @@ pub enum ElementKind {
     /// `ratio = z_ring / z_sun`. Flanges `sun`, `carrier`, `ring`. Massless.
     IdealPlanetary {
         /// Ring / sun tooth ratio (> 0).
+        /// Plausible range: 1e-3 .. 1000 in magnitude.
         ratio: f64,
     },
     /// Linear spring `tau = c (phi_rel - phi_rel0)`.
     Spring {
         /// Stiffness, N m/rad (> 0).
+        /// Plausible range: 0 .. 1e8 N m/rad.
         c: f64,
         /// Unstretched relative angle, rad. Default 0.
+        /// Plausible range: -1e6 .. 1e6 rad.
         #[serde(default = "zero")]
         phi_rel0: f64,
         /// Fixed initial phi_rel, rad.
+        /// Plausible range: -1e6 .. 1e6 rad.
         #[serde(default)]
         phi_rel_start: Option<f64>,
         /// Fixed initial w_rel, rad/s.
+        /// Plausible range: -1e4 .. 1e4 rad/s.
         #[serde(default)]
         w_rel_start: Option<f64>,
     },
     /// Linear damper `tau = d w_rel`.
     Damper {
         /// Damping, N m s/rad (>= 0).
+        /// Plausible range: 0 .. 1e6 N m s/rad.
         d: f64,
         /// Fixed initial phi_rel, rad.
+        /// Plausible range: -1e6 .. 1e6 rad.
         #[serde(default)]
         phi_rel_start: Option<f64>,
         /// Fixed initial w_rel, rad/s.
+        /// Plausible range: -1e4 .. 1e4 rad/s.
         #[serde(default)]
         w_rel_start: Option<f64>,
     },
     /// Spring and damper in parallel, `tau = c (phi_rel - phi_rel0) + d w_rel`.
     SpringDamper {
         /// Stiffness, N m/rad (> 0).
+        /// Plausible range: 0 .. 1e8 N m/rad.
         c: f64,
         /// Damping, N m s/rad (>= 0).
+        /// Plausible range: 0 .. 1e6 N m s/rad.
         d: f64,
         /// Unstretched relative angle, rad. Default 0.
+        /// Plausible range: -1e6 .. 1e6 rad.
         #[serde(default = "zero")]
         phi_rel0: f64,
         /// Fixed initial phi_rel, rad.
+        /// Plausible range: -1e6 .. 1e6 rad.
         #[serde(default)]
         phi_rel_start: Option<f64>,
         /// Fixed initial w_rel, rad/s.
+        /// Plausible range: -1e4 .. 1e4 rad/s.
         #[serde(default)]
         w_rel_start: Option<f64>,
     },
@@ -224,18 +251,24 @@ pub enum ElementKind {
     /// the damping part never exceeds the spring part.
     ElastoBacklash {
         /// Contact stiffness, N m/rad (> 0).
+        /// Plausible range: 0 .. 1e8 N m/rad.
         c: f64,
         /// Contact damping, N m s/rad (>= 0).
+        /// Plausible range: 0 .. 1e6 N m s/rad.
         d: f64,
         /// Total backlash, rad (>= 0).
+        /// Plausible range: 0 .. 10 rad.
         b: f64,
         /// Relative angle at the gap centre, rad. Default 0.
+        /// Plausible range: -1e6 .. 1e6 rad.
         #[serde(default = "zero")]
         phi_rel0: f64,
         /// Fixed initial phi_rel, rad.
+        /// Plausible range: -1e6 .. 1e6 rad.
         #[serde(default)]
         phi_rel_start: Option<f64>,
         /// Fixed initial w_rel, rad/s.
+        /// Plausible range: -1e4 .. 1e4 rad/s.
         #[serde(default)]
         w_rel_start: Option<f64>,
     },
@@ -246,19 +279,24 @@ pub enum ElementKind {
         #[serde(default = "default_mu")]
         mu_pos: Table1D,
         /// Static / kinetic ratio at zero slip (>= 1). Default 1.
+        /// Plausible range: 1 .. 100 (static / kinetic).
         #[serde(default = "one")]
         peak: f64,
         /// Geometry factor, m (>= 0): `N (r_o + r_i)/2` for N surfaces. Default 1.
+        /// Plausible range: 0 .. 10 m.
         #[serde(default = "one")]
         cgeo: f64,
         /// Maximum normal force, N (>= 0).
+        /// Plausible range: 0 .. 1e7 N.
         fn_max: f64,
         /// Normalised normal force signal, normally 0..1; `<= 0` opens the clutch.
         f_normalized: Signal,
         /// Fixed initial phi_rel, rad.
+        /// Plausible range: -1e6 .. 1e6 rad.
         #[serde(default)]
         phi_rel_start: Option<f64>,
         /// Fixed initial w_rel, rad/s.
+        /// Plausible range: -1e4 .. 1e4 rad/s.
         #[serde(default)]
         w_rel_start: Option<f64>,
     },
@@ -272,19 +310,24 @@ pub enum ElementKind {
         #[serde(default = "default_mu")]
         mu_pos: Table1D,
         /// See [`ElementKind::Clutch`].
+        /// Plausible range: 1 .. 100 (static / kinetic).
         #[serde(default = "one")]
         peak: f64,
         /// See [`ElementKind::Clutch`].
+        /// Plausible range: 0 .. 10 m.
         #[serde(default = "one")]
         cgeo: f64,
         /// See [`ElementKind::Clutch`].
+        /// Plausible range: 0 .. 1e7 N.
         fn_max: f64,
         /// Normalised normal force of the parallel clutch; `<= 0` leaves the bare freewheel.
         f_normalized: Signal,
         /// Fixed initial phi_rel, rad.
+        /// Plausible range: -1e6 .. 1e6 rad.
         #[serde(default)]
         phi_rel_start: Option<f64>,
         /// Fixed initial w_rel, rad/s.
+        /// Plausible range: -1e4 .. 1e4 rad/s.
         #[serde(default)]
         w_rel_start: Option<f64>,
     },
@@ -295,15 +338,19 @@ pub enum ElementKind {
     /// when the relative speed reverses. Modes: 0 stick, +-1 slide.
     ElasticClutch {
         /// Shear stiffness, N m/rad (> 0).
+        /// Plausible range: 0 .. 1e8 N m/rad.
         S: f64,
         /// Shear damping, N m s/rad (>= 0).
+        /// Plausible range: 0 .. 1e6 N m s/rad.
         D: f64,
         /// Sliding torque limit `T_s(t)`, N m (values < 0 count as 0).
         limit: Signal,
         /// Fixed initial phi_rel, rad.
+        /// Plausible range: -1e6 .. 1e6 rad.
         #[serde(default)]
         phi_rel_start: Option<f64>,
         /// Fixed initial w_rel, rad/s.
+        /// Plausible range: -1e4 .. 1e4 rad/s.
         #[serde(default)]
         w_rel_start: Option<f64>,
     },
@@ -314,12 +361,15 @@ pub enum ElementKind {
         #[serde(default = "default_mu")]
         mu_pos: Table1D,
         /// See [`ElementKind::Clutch`].
+        /// Plausible range: 1 .. 100 (static / kinetic).
         #[serde(default = "one")]
         peak: f64,
         /// See [`ElementKind::Clutch`].
+        /// Plausible range: 0 .. 10 m.
         #[serde(default = "one")]
         cgeo: f64,
         /// See [`ElementKind::Clutch`].
+        /// Plausible range: 0 .. 1e7 N.
         fn_max: f64,
         /// See [`ElementKind::Clutch`].
         f_normalized: Signal,
@@ -334,6 +384,7 @@ pub enum ElementKind {
         #[serde(default = "default_tau_pos")]
         tau_pos: Table1D,
         /// Static / kinetic ratio (>= 1). Default 1.
+        /// Plausible range: 1 .. 100 (static / kinetic).
         #[serde(default = "one")]
         peak: f64,
         /// See [`ElementKind::Torque`].
@@ -343,11 +394,14 @@ pub enum ElementKind {
     /// Translational point mass (kg), flanges `flange_a`, `flange_b` (rigidly joined).
     Mass {
         /// Mass, kg (>= 0).
+        /// Plausible range: 0, or 1e-12 .. 1e6 kg.
         m: f64,
         /// Fixed initial position, m.
+        /// Plausible range: -1e9 .. 1e9 m.
         #[serde(default)]
         s_start: Option<f64>,
         /// Fixed initial velocity, m/s.
+        /// Plausible range: -1000 .. 1000 m/s.
         #[serde(default)]
         v_start: Option<f64>,
     },
@@ -355,14 +409,17 @@ pub enum ElementKind {
     /// Flanges `flangeR` (rotational), `flangeT` (translational).
     IdealRollingWheel {
         /// Wheel radius, m (> 0).
+        /// Plausible range: 5e-2 .. 5 m.
         radius: f64,
     },
     /// Speed-dependent force on a translational flange: `f = -f_nominal (v/v_nominal)^2` (or
     /// with `sign(v)` when `force_direction = false`); negative `f_nominal` is a drag load.
     QuadraticSpeedDependentForce {
         /// Force at the nominal speed, N.
+        /// Plausible range: -1e7 .. 1e7 N.
         f_nominal: f64,
         /// Nominal speed, m/s (> 0).
+        /// Plausible range: 1e-3 .. 1000 m/s.
         v_nominal: f64,
         /// True: same direction for both signs of v. Default true.
         #[serde(default = "yes")]
@@ -380,6 +437,7 @@ pub enum ElementKind {
         /// Reference speed signal, m/s.
         v_ref: Signal,
         /// Fixed initial position, m.
+        /// Plausible range: -1e9 .. 1e9 m.
         #[serde(default)]
         s_start: Option<f64>,
     },
@@ -415,13 +473,17 @@ pub enum ElementKind {
         /// Number of dogs (>= 1).
         teeth: u32,
         /// Ring-hub torsional stiffness, N m/rad (> 0).
+        /// Plausible range: 0 .. 1e8 N m/rad.
         c: f64,
         /// Ring-hub damping, N m s/rad (>= 0).
+        /// Plausible range: 0 .. 1e6 N m s/rad.
         d: f64,
         /// Total angular free play, rad (in [0, 2 pi / teeth)).
+        /// Plausible range: +-1e7 (`limits::MAGNITUDE`).
         backlash: f64,
         /// Relative angle at which a ring dog sits centred in a hub gap, rad; the Simscape Driveline Dog Clutch allows
         /// `|offset| <= pi / teeth`. Default 0.
+        /// Plausible range: +-1e7 (`limits::MAGNITUDE`).
         #[serde(default)]
         offset: f64,
         /// Engagement (> 0.5: engaged).
@@ -436,10 +498,13 @@ pub enum ElementKind {
     /// coast < power; 2-way: equal). Solved with the coupled step, not from the last step.
     LimitedSlip {
         /// Preload, N m (>= 0).
+        /// Plausible range: 0 .. 1e4 N m.
         preload: f64,
         /// Locking torque per input torque on power (>= 0).
+        /// Plausible range: 0 .. 10.
         power_ramp: f64,
         /// Locking torque per input torque on coast (>= 0).
+        /// Plausible range: 0 .. 10.
         coast_ramp: f64,
         /// One or two `(IdealGear name, scale)` pairs giving the input torque.
         input: Vec<(String, f64)>,
@@ -452,6 +517,7 @@ pub enum ElementKind {
     /// on the falling Magic Formula branch beyond it.
     Tyre {
         /// Rolling radius, m (> 0).
+        /// Plausible range: 5e-2 .. 5 m.
         radius: f64,
         /// Magic Formula coefficients (default: dry road tyre).
         #[serde(default)]
@@ -459,6 +525,7 @@ pub enum ElementKind {
         /// Normal load `F_z`, N (<= 0: the wheel is in the air and transmits nothing).
         load: Signal,
         /// Lower bound of the slip-ratio denominator, m/s (> 0, default 1).
+        /// Plausible range: 1e-6 .. 10 m/s.
         #[serde(default = "default_v_low")]
         v_low: f64,
     },

@@ -58,7 +58,7 @@ impl Simulation {
         let s = &mut self.slots[slot];
         let m = s.m;
         let mm = 2 * m;
-        let Work { newton_inv, newton_piv, newton_tmp, .. } = &mut self.ws;
+        let Work { newton_inv, newton_piv, newton_tmp, singular, .. } = &mut self.ws;
         let (lu, piv) = if scratch {
             (newton_inv, newton_piv)
         } else {
@@ -76,8 +76,11 @@ impl Simulation {
                 }
             }
         }
-        // A singular matrix leaves non-finite factors: the step then reports a non-finite state.
-        let _ = linalg::lu_factor(lu, mm, piv);
+        // A singular matrix leaves non-finite factors: the Newton iteration then diverges, its
+        // sub-step is cut, and a step that still ends non-finite names the coordinate.
+        if let Err(e) = linalg::lu_factor(lu, mm, piv) {
+            *singular = Some((slot, e.column % m.max(1)));
+        }
         // The explicit inverse: every Newton correction of the factors' lifetime (many steps in
         // a linear mode or on a kept Jacobian) is then one matrix-vector product. Stored by
         // columns, which the product runs over ([`Correction`]).

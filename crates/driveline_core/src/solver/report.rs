@@ -152,6 +152,20 @@ pub enum StepError {
         /// The longest piece, s.
         max_step: f64,
     },
+    /// The step met a singular system (a mode whose iteration matrix or reduced inertia does
+    /// not determine the motion: for example a speed-dependent torque whose slope cancels an
+    /// inertia at this step size) and produced a non-finite state; the state was restored to
+    /// the step start.
+    #[error(
+        "the step from t = {t} s met a singular system in {elements} and produced a non-finite state; the state was restored to that time"
+    )]
+    Singular {
+        /// The step's start time, s.
+        t: f64,
+        /// The bodies (inertias, masses) along the undetermined coordinate, comma separated
+        /// (the first four).
+        elements: String,
+    },
     /// The step produced a non-finite state (for example from a NaN signal value, or a motion
     /// that runs away); the state was restored to the step start.
     #[error("the step from t = {t} s produced a non-finite state in {elements}; the state was restored to that time")]

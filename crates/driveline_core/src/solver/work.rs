@@ -91,6 +91,10 @@ pub(super) struct Work {
     /// The last sub-step's Newton iteration stopped at its iteration limit without converging
     /// (the sub-step is then cut, not committed).
     pub(super) newton_failed: bool,
+    /// This step met a singular matrix: the mode slot and the reduced coordinate whose pivot
+    /// vanished (the Newton matrix or the reduced inertia), to name its bodies if the step
+    /// ends non-finite.
+    pub(super) singular: Option<(usize, usize)>,
     /// Forces at the converged stages and at the sub-step end.
     pub(super) f_st: [Vec<f64>; 2],
     pub(super) f_end: Vec<f64>,
@@ -166,6 +170,7 @@ impl Work {
             lam_end: v(rmax),
             cached: Cached::NONE,
             newton_failed: false,
+            singular: None,
             qp: QpWork::new(nf, nn),
             compile: CompileWork::new(n, rmax),
             newton_inv: v(4 * n * n),
