@@ -178,6 +178,18 @@
 //! - *How do I drive it from a game?* Give signals as `Input(name: "...")` and call
 //!   [`Simulation::set_input`] (or set `DrivelineInputs` in Bevy) before each step. For a whole
 //!   car, fill a [`DriverInput`] and call [`Vehicle::step`].
+//! - *What if I feed it garbage?* Nothing panics. A step size that is not a positive finite
+//!   number, or too short to move the clock, is a [`StepError`]; a step longer than
+//!   [`IntegrationParameters::max_step`] is taken in pieces. A run-time input past
+//!   +-[`limits::SIGNAL`] (an infinity included) is clamped, a NaN keeps the last valid value,
+//!   and either raises one [`InputRejected`] per episode ([`Simulation::set_input`]; a vehicle's
+//!   pedals and grade: [`vehicle::VehicleEventKind::InputRejected`]). A step whose state would go
+//!   non-finite (a motion that truly runs away, a singular system) is refused with the bodies
+//!   named and the state left at the step start ([`StepError::NonFinite`],
+//!   [`StepError::Singular`]).
+//! - *Can I save, restore or roll back?* [`Vehicle::snapshot`] and [`Vehicle::restore`]: a
+//!   restored vehicle continues bit for bit; the driver model
+//!   ([`vehicle::driver::Driver`]) saves beside it with serde.
 //! - *Does a braked car creep on a hill?* No: brakes and tyres are friction elements; stuck,
 //!   they hold exactly (no viscous stand-in), for as long as you like.
 //! - *My automatic's gear ratio is not the published one.* Ratios come from the teeth, the
