@@ -120,7 +120,7 @@
 //! | other drivelines: the coupled step | `Solve` | | [`DrivelineCache`] |
 //! | write-back | `Solve` (last) | [`DrivelineCache`] | [`BodyState`], [`CouplingState`], [`ClutchEngagement`] |
 //! | your readers | `Integrate` | the new state | |
-//! | mode messages | `Telemetry` | [`DrivelineCache`] | [`FrictionModeChanged`] |
+//! | mode messages | `Telemetry` | [`DrivelineCache`] | [`FrictionModeChanged`], [`DrivelineInputRejected`] |
 //!
 //! A vehicle's built-in controllers (driver input checks, the shift controller or TCU, the
 //! engine controller, the shift linkages, the clutch actuator and hydraulics, heat, fuel and
@@ -210,9 +210,9 @@ pub mod prelude {
     };
     pub use crate::{
         BodyState, Connections, CouplingState, Driveline, DrivelineBuildFailed, DrivelineCommandsExt,
-        DrivelineCorePlugin, DrivelineEditRefused, DrivelineInputs, DrivelineParts, DrivelinePlugins, DrivelineRebuilt,
-        DrivelineSolveSchedule, DrivelineStepFailed, DrivelineSystems, FrictionModeChanged, PartOf, SkipWriteBack,
-        SpawnError, StateWriteAdjusted, skip_write_back, spawn_scenario,
+        DrivelineCorePlugin, DrivelineEditRefused, DrivelineInputRejected, DrivelineInputs, DrivelineParts,
+        DrivelinePlugins, DrivelineRebuilt, DrivelineSolveSchedule, DrivelineStepFailed, DrivelineSystems,
+        FrictionModeChanged, PartOf, SkipWriteBack, SpawnError, StateWriteAdjusted, skip_write_back, spawn_scenario,
     };
     pub use driveline_core::{SnapshotError, VehicleSnapshot};
 }
@@ -273,6 +273,7 @@ impl Plugin for DrivelineCorePlugin {
             app.init_resource::<Time>();
         }
         app.add_message::<FrictionModeChanged>()
+            .add_message::<DrivelineInputRejected>()
             .add_message::<DrivelineBuildFailed>()
             .add_message::<DrivelineStepFailed>()
             .add_message::<DrivelineEditRefused>()
@@ -321,7 +322,7 @@ impl Plugin for DrivelineCorePlugin {
             self.schedule,
             (
                 run_solve_schedule.in_set(DrivelineSystems::Solve),
-                solve::send_mode_messages.in_set(DrivelineSystems::Telemetry),
+                (solve::send_mode_messages, solve::send_input_rejections).in_set(DrivelineSystems::Telemetry),
             ),
         );
     }
@@ -544,6 +545,22 @@ pub struct FrictionModeChanged {
     pub from: FrictionMode,
     /// Mode after.
     pub to: FrictionMode,
+}
+
+/// A value written to a driveline's [`DrivelineInputs`] that the run-time input policy did not
+/// take as given: past +-`driveline_core::limits::SIGNAL` (an infinity included) it was
+/// clamped, a NaN kept the input's last valid value. Sent once per episode (until the input is
+/// next written a valid value), after the step it applied to.
+#[derive(Message, Debug, Clone, PartialEq)]
+pub struct DrivelineInputRejected {
+    /// The driveline root.
+    pub driveline: Entity,
+    /// The input's name.
+    pub input: String,
+    /// The value written.
+    pub value: f64,
+    /// The value used instead.
+    pub used: f64,
 }
 
 /// A driveline's parts do not form a valid network; the message says why.

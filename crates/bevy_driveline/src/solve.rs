@@ -171,3 +171,18 @@ pub(crate) fn send_mode_messages(roots: Query<(Entity, &DrivelineCache)>, mut ou
         }
     }
 }
+
+/// Sends the input values the run-time input policy did not take as given, after the step
+/// they applied to.
+pub(crate) fn send_input_rejections(
+    roots: Query<(Entity, &DrivelineCache)>,
+    mut out: MessageWriter<crate::DrivelineInputRejected>,
+) {
+    for (root, cache) in &roots {
+        let Some(sim) = cache.sim.as_ref() else { continue };
+        for r in sim.input_rejections() {
+            let input = sim.input_name(r.input).unwrap_or_default().to_string();
+            out.write(crate::DrivelineInputRejected { driveline: root, input, value: r.value, used: r.used });
+        }
+    }
+}

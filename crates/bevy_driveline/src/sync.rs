@@ -201,7 +201,9 @@ fn build(spec: &NetworkSpec, old: Option<&Simulation>, driveline: &Driveline) ->
     }
 }
 
-/// Hands the inputs of each root to its simulation; refused values are reported and skipped.
+/// Hands the inputs of each root to its simulation under the run-time input policy (a value
+/// it clamps or a NaN it refuses is reported once per episode by [`crate::DrivelineInputRejected`]
+/// after the step); an input the network does not have is reported here.
 pub(crate) fn apply_inputs(
     mut roots: Query<(Entity, &DrivelineInputs, &mut DrivelineCache)>,
     mut failed: MessageWriter<DrivelineBuildFailed>,
@@ -209,7 +211,7 @@ pub(crate) fn apply_inputs(
     for (root, inputs, mut cache) in &mut roots {
         let Some(sim) = cache.sim.as_mut() else { continue };
         for (name, value) in &inputs.0 {
-            if let Err(e) = sim.set_input(name, *value) {
+            if let Err(e @ driveline_core::InputError::Unknown(_)) = sim.set_input(name, *value) {
                 failed.write(DrivelineBuildFailed { driveline: root, message: e.to_string() });
             }
         }

@@ -148,7 +148,7 @@ impl Simulation {
                 }
             }
         }
-        if self.slots[self.cur].redundant && suspects != 0 {
+        if self.slots[self.cur].redundant && suspects != 0 && !self.friction.trust_group {
             consider(self, Ev::Group, &mut best);
         }
         for k in 0..self.model.net.laws.len() {

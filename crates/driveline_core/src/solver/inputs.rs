@@ -34,6 +34,11 @@ impl Simulation {
         self.inputs.policy.names.clone()
     }
 
+    /// The name of input `k` (its index in [`Simulation::input_names`]).
+    pub fn input_name(&self, k: usize) -> Option<&str> {
+        self.inputs.policy.names.get(k).map(String::as_str)
+    }
+
     /// The input values the input policy did not take as given since the step before the
     /// last (see [`Simulation::set_input`]): one per input and episode.
     pub fn input_rejections(&self) -> &[InputRejected] {

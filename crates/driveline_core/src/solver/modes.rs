@@ -192,6 +192,17 @@ impl Simulation {
             self.prescribed_in(base, self.t, 3);
             self.resolve_candidates(base);
         }
+        // A selection that the motion contradicted at once (see `FrictionSets::flip`).
+        let (flip, hold) = (std::mem::take(&mut self.friction.flip), std::mem::take(&mut self.friction.hold));
+        for i in bits((flip | hold) & low_bits(nf)) {
+            let m = &mut self.ws.qp.new_modes[i];
+            *m = match *m {
+                _ if hold & 1 << i != 0 && *m != FrictionMode::Free => FrictionMode::Stuck,
+                FrictionMode::Forward => FrictionMode::Backward,
+                FrictionMode::Backward => FrictionMode::Forward,
+                other => other,
+            };
+        }
         // Apply: compile/fetch the mode, project speeds onto new locks, record events.
         let new_key = Self::lock_key(&self.ws.qp.new_modes, &self.kin_engaged);
         let old_key = if self.slots[self.cur].valid { self.slots[self.cur].key } else { 0 };
@@ -200,6 +211,25 @@ impl Simulation {
         }
         if new_key & !old_key != 0 || initial {
             self.project();
+        }
+        // An element that slides against the sign of its slip (the impact of a new lock moved
+        // it off zero the other way, or a slip within the location tolerance of zero had the
+        // other sign): its slip is projected to zero too, as if it locked at the instant and
+        // broke away. Left as it was, the slip would read as a reversal at the very start of
+        // the next sub-step, the selection would repeat without the clock moving, and the step
+        // would run into the Zeno guard in a mode that pushes the slip the wrong way (the
+        // 350Z's braked rear tyre near standstill at 1/60 s ran away so).
+        let mut against = 0u64;
+        for i in 0..nf {
+            let dir = self.ws.qp.new_modes[i].dir();
+            if dir != 0.0 && dir * self.model.net.friction[i].row.dot(&self.w) < 0.0 {
+                against |= 1 << i;
+            }
+        }
+        if against != 0 {
+            self.cur = self.slot_for(new_key | against);
+            self.project();
+            self.cur = self.slot_for(new_key);
         }
         for i in 0..nf {
             let (from, to) = (self.modes[i], self.ws.qp.new_modes[i]);
@@ -873,6 +903,17 @@ pub(super) struct FrictionSets {
     /// Elements whose located break-away event is being resolved: at their static bound they
     /// break away even if the excess is still within rounding.
     pub(super) breaking: u64,
+    /// Elements whose last selected sliding direction reversed at once (the next event came
+    /// with no time passing, twice): the next selection slides them the other way (`flip`) or,
+    /// when that reversed at once too, holds them (`hold`). Set by the step loop, used up by
+    /// [`Simulation::select_modes`].
+    pub(super) flip: u64,
+    /// See `flip`.
+    pub(super) hold: u64,
+    /// A redundant lock group whose break-away test fired at the very instant of its
+    /// selection again and again (the complementarity solve found a split within the limits
+    /// that the minimum-norm test does not): trusted, untested, for the rest of the step.
+    pub(super) trust_group: bool,
     /// Bit `i` set when friction element `i` slides (Forward or Backward): the elements whose
     /// kinetic torque a force evaluation adds.
     pub(super) sliding: u64,
@@ -927,6 +968,9 @@ impl FrictionSets {
     pub(super) fn new(nf: usize) -> Self {
         FrictionSets {
             breaking: 0,
+            flip: 0,
+            hold: 0,
+            trust_group: false,
             sliding: 0,
             zero_slips: None,
             free: 0,

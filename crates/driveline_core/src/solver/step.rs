@@ -4,6 +4,11 @@ use super::*;
 
 /// How many times a sub-step whose Newton iteration did not converge is cut to a quarter.
 const MAX_CUTS: usize = 8;
+/// Events at the same instant forcing the same elements, in a row, after which a sliding
+/// direction the motion keeps reversing is flipped, and after which it is held.
+const STALLS_TO_FLIP: u32 = 3;
+/// See [`STALLS_TO_FLIP`].
+const STALLS_TO_HOLD: u32 = 5;
 
 impl Simulation {
     /// Advances the simulation by `dt` seconds.
@@ -73,6 +78,9 @@ impl Simulation {
         // against a quadratic drag, converges on a short sub-step, then on longer ones as the
         // state settles; retrying the whole rest each time would use up `max_substeps`).
         let mut cap = f64::INFINITY;
+        // Events that came with no time passing, in a row, and the elements they forced.
+        let (mut stalls, mut stall_start) = (0u32, None::<u64>);
+        self.friction.trust_group = false;
         while self.t < t_end {
             substeps += 1;
             clean_end = false;
@@ -125,9 +133,47 @@ impl Simulation {
                     let he = h * theta;
                     if he > 0.0 {
                         self.integrate(he, false);
+                        if self.ws.newton_failed {
+                            // The way to the event did not converge (from another start than the
+                            // sub-step that found it): a quarter of it, and less, is taken
+                            // instead, event-free, and the loop goes on from there.
+                            let mut hc = he;
+                            for _ in 0..MAX_CUTS {
+                                hc *= 0.25;
+                                self.integrate(hc, false);
+                                if !self.ws.newton_failed {
+                                    break;
+                                }
+                            }
+                            self.commit(hc);
+                            clean_end = self.after_clean_substep(moving, false);
+                            cap = 4.0 * hc;
+                            continue;
+                        }
                         self.commit(he);
                     }
                     self.friction.breaking = breaking;
+                    // A sliding direction the motion reversed at once, again and again (the
+                    // selection at an instant that the stage dynamics contradict: a braked
+                    // tyre near standstill): after three such repeats it slides the other way,
+                    // after five it is held; the step would otherwise stall into the Zeno
+                    // guard. (One or two repeats are a break-away's ordinary aftermath.)
+                    // The same with nothing forced (a redundant group's break-away test firing at
+                    // the instant of its selection): after five repeats the group is trusted for
+                    // the rest of the step.
+                    if theta <= 1e-9 && stall_start == Some(forced) {
+                        stalls += 1;
+                        let reversed = forced & self.friction.sliding;
+                        if stalls == STALLS_TO_FLIP {
+                            self.friction.flip = reversed;
+                        } else if stalls >= STALLS_TO_HOLD {
+                            self.friction.hold = reversed;
+                            self.friction.trust_group |= forced == 0;
+                        }
+                    } else {
+                        stalls = 0;
+                    }
+                    stall_start = (theta <= 1e-9).then_some(forced);
                     self.select_modes(forced, false);
                     self.friction.breaking = 0;
                 }

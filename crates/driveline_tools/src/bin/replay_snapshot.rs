@@ -1,6 +1,7 @@
 //! Replays vehicle steps from a saved snapshot (`FUZZ_TRACE=dir fuzz --case N` writes the state
 //! before each step): `replay_snapshot vehicle.ron snapshot.json dt n throttle brake clutch`
-//! steps `n` times and prints the speeds, the modes that change, and the element torques that
+//! [starter gear shift_up]` steps `n` times (with the starter held and shift up requested
+//! when those are 1, in `gear`) and prints the speeds, the modes that change, and the element torques that
 //! are not finite.
 
 use driveline_core::{DriverInput, Vehicle, VehicleSnapshot};
@@ -13,7 +14,16 @@ fn main() {
     v.restore(&snap).expect("restore");
     let num = |k: usize| a.get(k).and_then(|s| s.parse::<f64>().ok()).unwrap_or(0.0);
     let (dt, n) = (num(3), num(4) as usize);
-    let input = DriverInput { throttle: num(5), brake: num(6), clutch: num(7), ..Default::default() };
+    let input = DriverInput {
+        throttle: num(5),
+        brake: num(6),
+        clutch: num(7),
+        starter: num(8) == 1.0,
+        gear: num(9) as i32,
+        shift_up: num(10) == 1.0,
+        selector: driveline_core::automatic::Selector::Drive,
+        ..Default::default()
+    };
     for _ in 0..n {
         let r = v.step(&input, dt);
         let t = v.telemetry();
