@@ -191,6 +191,8 @@ fn values_past_their_plausible_range_are_refused_with_the_range() {
         "Inertia(J: 10.0, phi_start: 0.0, w_start: 1000000.0)",
     );
     scenario("elements/TwinBreakaway.ron", "Ramp(height: 60.0", "Ramp(height: 1e300");
+    // (A fuzz finding: a K-factor of 1e-300 rpm/sqrt(N m) made the converter's torque infinite.)
+    scenario("elements/ConverterLockUp.ron", "k_factor: [(0.0, 144.4)", "k_factor: [(0.0, 1e-300)");
     let vehicle = |file: &str, from: &str, to: &str| {
         let path = root().join("assets/vehicles").join(file);
         let text = std::fs::read_to_string(&path).unwrap();

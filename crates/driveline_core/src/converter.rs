@@ -29,6 +29,9 @@ use crate::torque_map::RPM;
 use crate::{Locus, Table1D};
 use serde::{Deserialize, Serialize};
 
+/// The smallest K-factor a converter table may hold, rpm/sqrt(N m): 1.
+pub const MIN_K_FACTOR: f64 = 1.0;
+
 /// The converter's characteristic as written in files: `K` in rpm/sqrt(N m) (the unit of most
 /// published data; 1 rpm/sqrt(N m) = pi/30 (rad/s)/sqrt(N m)) and `TR`, both over the speed
 /// ratio from 0 to 1.
@@ -67,7 +70,9 @@ impl ConverterSpec {
         Self { k_factor: table(&|i| PUMP_RPM[i] / 10.0), torque_ratio: table(&|i| TR[i]), coast_k_factor: None }
     }
 
-    /// Checks the tables: what is wrong and what is allowed.
+    /// Checks the tables: what is wrong and what is allowed. A K-factor is at least
+    /// [`MIN_K_FACTOR`] and at most 1e4 rpm/sqrt(N m); a torque ratio is positive and at most 1e4,
+    /// its efficiency `SR TR` at most 1.
     pub fn validate(&self) -> Result<(), String> {
         let covers = |t: &Table1D, what: &str| -> Result<(), String> {
             t.validate().map_err(|e| format!("`{what}`: {e}"))?;
@@ -84,10 +89,22 @@ impl ConverterSpec {
             }
             Ok(())
         };
-        covers(&self.k_factor, "k_factor")?;
+        // A K-factor under 1 rpm / sqrt(N m) would take a million N m at 1,000 rpm: none is
+        // built (road vehicles run from about 50, a heavy truck, to 300).
+        let plausible_k = |t: &Table1D, what: &str| -> Result<(), String> {
+            covers(t, what)?;
+            if t.y_range().0 < MIN_K_FACTOR {
+                return Err(format!(
+                    "`{what}` values must be at least {MIN_K_FACTOR} rpm/sqrt(N m) (the plausible range), not {}",
+                    t.y_range().0
+                ));
+            }
+            Ok(())
+        };
+        plausible_k(&self.k_factor, "k_factor")?;
         covers(&self.torque_ratio, "torque_ratio")?;
         if let Some(c) = &self.coast_k_factor {
-            covers(c, "coast_k_factor")?;
+            plausible_k(c, "coast_k_factor")?;
         }
         for &(sr, tr) in self.torque_ratio.points() {
             if sr * tr > 1.0 + 1e-12 {
