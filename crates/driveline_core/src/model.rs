@@ -180,7 +180,8 @@ pub enum ElementKind {
         /// Plausible range: 1e-3 .. 1000 in magnitude.
         ratio: f64,
         /// Rows `[|w_a| rad/s, eta_mf1, eta_mf2, tau_bf1 N m, tau_bf2 N m]`, increasing speed,
-        /// first row at 0, efficiencies in (0, 1], bearing torques >= 0. Default ideal.
+        /// first row at 0, efficiencies in [0.01, 1] (the plausible range), bearing torques within
+        /// 0 .. 1e6 N m, speeds within 1e4 rad/s. Default ideal.
         #[serde(default = "ideal_loss")]
         loss_table: Vec<[f64; 5]>,
         /// See [`ElementKind::Torque`].

@@ -192,7 +192,8 @@ pub(super) fn check_friction(
 }
 
 /// A LossyGear's ratio and loss table: rows `[|w_a|, eta_mf1, eta_mf2, tau_bf1, tau_bf2]` from
-/// `|w_a| = 0` by increasing speed, efficiencies in (0, 1], bearing torques >= 0.
+/// `|w_a| = 0` by increasing speed, efficiencies in [0.01, 1] (the plausible range: a worm gear
+/// at standstill is about 0.2; 1e-300 made the loss torque infinite), bearing torques >= 0.
 fn check_lossy_gear(name: &str, ratio: f64, loss_table: &[[f64; 5]]) -> Result<(), BuildError> {
     check(name, "ratio", ratio, ratio != 0.0, "non-zero (phi_a/phi_b)")?;
     if loss_table.is_empty() {
@@ -211,10 +212,13 @@ fn check_lossy_gear(name: &str, ratio: f64, loss_table: &[[f64; 5]]) -> Result<(
                 format!("`loss_table` speeds must increase; row {k} has {} after {}", row[0], loss_table[k - 1][0]),
             ));
         }
-        if !(row[1] > 0.0 && row[1] <= 1.0 && row[2] > 0.0 && row[2] <= 1.0) {
+        if !(row[1] >= 0.01 && row[1] <= 1.0 && row[2] >= 0.01 && row[2] <= 1.0) {
             return Err(param(
                 name,
-                format!("`loss_table` row {k}: efficiencies must be in (0, 1], got {} and {}", row[1], row[2]),
+                format!(
+                    "`loss_table` row {k}: efficiencies must be within 0.01 .. 1 (the plausible range), got {} and {}",
+                    row[1], row[2]
+                ),
             ));
         }
         if row[3] < 0.0 || row[4] < 0.0 {

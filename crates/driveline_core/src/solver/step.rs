@@ -95,8 +95,21 @@ impl Simulation {
                 continue;
             }
             if substeps > self.params.max_substeps {
+                // The Zeno guard: the rest of the step without events, in the present modes;
+                // a sub-step whose Newton iteration does not converge is cut as below (its
+                // iterate would be no motion at all).
                 self.stats.zeno_guards += 1;
+                let (mut h, mut time_event) = if h > cap { (cap, false) } else { (h, time_event) };
                 self.integrate(h, false);
+                let mut cut = false;
+                for _ in 0..MAX_CUTS {
+                    if !self.ws.newton_failed {
+                        break;
+                    }
+                    (h, time_event, cut) = (0.25 * h, false, true);
+                    self.integrate(h, false);
+                }
+                cap = if cut { 4.0 * h } else { 4.0 * cap };
                 self.commit(h);
                 if time_event {
                     self.after_time_event();
