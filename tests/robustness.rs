@@ -384,3 +384,30 @@ fn the_zeno_guard_does_not_commit_a_diverged_iteration() {
         assert!(t.speed.abs() < 1.0 && t.wheel_speed.iter().all(|w| w.abs() < 100.0), "{t:?}");
     }
 }
+
+/// Regression of a fuzz finding: the 350Z stopped with its brakes barely on, in fifth, clutch
+/// down, at 1/60 s. The Zeno guard's Newton iteration converged only on nanosecond sub-steps,
+/// and the guard took seven million of them (80 s for one step). It now takes at most 64 cut
+/// sub-steps, then the rest of the step whole.
+#[test]
+fn the_zeno_guard_takes_a_bounded_number_of_sub_steps() {
+    use driveline::core::automatic::Selector;
+    let mut car = Vehicle::load(&root().join("assets/vehicles/nissan_350z.ron")).unwrap();
+    let text =
+        std::fs::read_to_string(root().join("tests/fixtures/nissan_350z_zeno_guard_nanosecond_steps.json")).unwrap();
+    car.restore(&serde_json::from_str(&text).unwrap()).expect("the saved state restores");
+    let input = driveline::core::DriverInput {
+        throttle: 0.8366846500935649,
+        brake: 1e-6,
+        clutch: 0.9871576932063745,
+        gear: 5,
+        selector: Selector::Drive,
+        ..Default::default()
+    };
+    let before = car.simulation().stats().zeno_guards;
+    car.step(&input, 1.0 / 60.0).unwrap();
+    let guarded = car.simulation().stats().zeno_guards - before;
+    assert!(guarded <= 200, "{guarded} guarded sub-steps");
+    let t = car.telemetry();
+    assert!(t.speed.abs() < 0.1 && t.wheel_speed.iter().all(|w| w.abs() < 1.0), "{t:?}");
+}

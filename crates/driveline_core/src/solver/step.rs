@@ -4,6 +4,8 @@ use super::*;
 
 /// How many times a sub-step whose Newton iteration did not converge is cut to a quarter.
 const MAX_CUTS: usize = 8;
+/// Sub-steps the Zeno guard takes with cuts before it takes the rest of a step whole.
+const MAX_GUARDED: usize = 64;
 /// Events at the same instant forcing the same elements, in a row, after which a sliding
 /// direction the motion keeps reversing is flipped, and after which it is held.
 const STALLS_TO_FLIP: u32 = 3;
@@ -97,8 +99,11 @@ impl Simulation {
             if substeps > self.params.max_substeps {
                 // The Zeno guard: the rest of the step without events, in the present modes;
                 // a sub-step whose Newton iteration does not converge is cut as below (its
-                // iterate would be no motion at all).
+                // iterate would be no motion at all). When no cut converges either, or the guard
+                // has cut [`MAX_GUARDED`] times, the whole rest is taken as it comes (a Newton
+                // iteration that converges only on nanosecond sub-steps would take millions).
                 self.stats.zeno_guards += 1;
+                let full = (h, time_event);
                 let (mut h, mut time_event) = if h > cap { (cap, false) } else { (h, time_event) };
                 self.integrate(h, false);
                 let mut cut = false;
@@ -108,6 +113,11 @@ impl Simulation {
                     }
                     (h, time_event, cut) = (0.25 * h, false, true);
                     self.integrate(h, false);
+                }
+                if self.ws.newton_failed || substeps > self.params.max_substeps + MAX_GUARDED {
+                    (h, time_event) = full;
+                    self.integrate(h, false);
+                    cut = false;
                 }
                 cap = if cut { 4.0 * h } else { 4.0 * cap };
                 self.commit(h);
