@@ -24,6 +24,18 @@
 //!    at the stage points and the step end, located on the collocation polynomial by a safeguarded
 //!    secant/bisection search, and the sub-step is recomputed to end exactly there.
 //!
+//! # When a sub-step goes wrong
+//! - A Newton iteration that does not converge (or diverges) is never committed: its sub-step is
+//!   cut to a quarter, up to eight times, and the sub-steps after it grow back by four each.
+//! - Events at one instant that keep forcing the same elements (a selection the motion
+//!   contradicts at once) are broken after a few repeats: the sliding direction is flipped,
+//!   then the element held; a redundant lock group whose break-away test fires at its own
+//!   instant is trusted for the rest of the step.
+//! - A step whose events use up `max_substeps` finishes through the Zeno guard, event-free in
+//!   the present modes, with the same cuts for at most 64 sub-steps.
+//! - A step that still ends non-finite is refused: the state goes back to the step start and a
+//!   [`StepError`] names the bodies (`NonFinite`, or `Singular` when a matrix was singular).
+//!
 //! # The modules, in the order of a step
 //! | module | what it holds |
 //! |---|---|
