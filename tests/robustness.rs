@@ -313,15 +313,21 @@ fn a_vanishing_inertia_is_refused() {
     }
 }
 
+/// `vehicle` in the state `fixture` holds (a snapshot the fuzz harness saved before a step).
+fn restore_fixture(vehicle: &str, fixture: &str) -> Vehicle {
+    let mut car = Vehicle::load(&root().join("assets/vehicles").join(vehicle)).unwrap();
+    let text = std::fs::read_to_string(root().join("tests/fixtures").join(fixture)).unwrap();
+    let snap: driveline::core::VehicleSnapshot = serde_json::from_str(&text).unwrap();
+    car.restore(&snap).expect("the saved state restores");
+    car
+}
+
 /// Restores `fixture` (a state the fuzz harness saved before the step that ran away) into
 /// `vehicle`, steps it `n` times with `input` at `dt`, and checks that the motion stays where a
 /// braked car near standstill can be: under `v_max` m/s, every wheel under 100 rad/s, no
 /// Zeno guard.
 fn replay_fixture(vehicle: &str, fixture: &str, input: driveline::core::DriverInput, dt: f64, n: usize, v_max: f64) {
-    let mut car = Vehicle::load(&root().join("assets/vehicles").join(vehicle)).unwrap();
-    let text = std::fs::read_to_string(root().join("tests/fixtures").join(fixture)).unwrap();
-    let snap: driveline::core::VehicleSnapshot = serde_json::from_str(&text).unwrap();
-    car.restore(&snap).expect("the saved state restores");
+    let mut car = restore_fixture(vehicle, fixture);
     let guards = car.simulation().stats().zeno_guards;
     for _ in 0..n {
         car.step(&input, dt).unwrap();
@@ -368,9 +374,7 @@ fn braked_cars_near_standstill_do_not_run_away() {
 #[test]
 fn the_zeno_guard_does_not_commit_a_diverged_iteration() {
     use driveline::core::automatic::Selector;
-    let mut car = Vehicle::load(&root().join("assets/vehicles/nissan_350z.ron")).unwrap();
-    let text = std::fs::read_to_string(root().join("tests/fixtures/nissan_350z_zeno_guard_at_60hz.json")).unwrap();
-    car.restore(&serde_json::from_str(&text).unwrap()).expect("the saved state restores");
+    let mut car = restore_fixture("nissan_350z.ron", "nissan_350z_zeno_guard_at_60hz.json");
     let input = driveline::core::DriverInput {
         throttle: 0.4046701068707361,
         brake: 0.7484422775868574,
@@ -392,10 +396,7 @@ fn the_zeno_guard_does_not_commit_a_diverged_iteration() {
 #[test]
 fn the_zeno_guard_takes_a_bounded_number_of_sub_steps() {
     use driveline::core::automatic::Selector;
-    let mut car = Vehicle::load(&root().join("assets/vehicles/nissan_350z.ron")).unwrap();
-    let text =
-        std::fs::read_to_string(root().join("tests/fixtures/nissan_350z_zeno_guard_nanosecond_steps.json")).unwrap();
-    car.restore(&serde_json::from_str(&text).unwrap()).expect("the saved state restores");
+    let mut car = restore_fixture("nissan_350z.ron", "nissan_350z_zeno_guard_nanosecond_steps.json");
     let input = driveline::core::DriverInput {
         throttle: 0.8366846500935649,
         brake: 1e-6,
