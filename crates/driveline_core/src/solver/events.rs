@@ -138,7 +138,7 @@ impl Simulation {
                     }
                     // Break-away, sampled at both stages and the end so that a torque peak
                     // inside the step is not missed, then located on the dense output.
-                    if suspects & (1 << i) != 0
+                    if suspects & !self.friction.trust_locks & (1 << i) != 0
                         && !self.slots[self.cur].redundant
                         && let Some(th) = consider(self, Ev::Breakaway(i), &mut best)
                     {

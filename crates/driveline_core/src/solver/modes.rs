@@ -914,6 +914,12 @@ pub(super) struct FrictionSets {
     /// selection again and again (the complementarity solve found a split within the limits
     /// that the minimum-norm test does not): trusted, untested, for the rest of the step.
     pub(super) trust_group: bool,
+    /// Locked elements whose break-away test fired at the very instant of their selection again
+    /// and again while the complementarity solve kept them stuck (its torque well inside the
+    /// limit, the mode's own constraint torque at it: the two disagree where a limited-slip
+    /// pack's torque reads constraint torques), as a mask: trusted, untested, for the rest of
+    /// the step.
+    pub(super) trust_locks: u64,
     /// Bit `i` set when friction element `i` slides (Forward or Backward): the elements whose
     /// kinetic torque a force evaluation adds.
     pub(super) sliding: u64,
@@ -971,6 +977,7 @@ impl FrictionSets {
             flip: 0,
             hold: 0,
             trust_group: false,
+            trust_locks: 0,
             sliding: 0,
             zero_slips: None,
             free: 0,

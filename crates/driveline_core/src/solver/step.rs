@@ -81,8 +81,9 @@ impl Simulation {
         // state settles; retrying the whole rest each time would use up `max_substeps`).
         let mut cap = f64::INFINITY;
         // Events that came with no time passing, in a row, and the elements they forced.
-        let (mut stalls, mut stall_start) = (0u32, None::<u64>);
+        let (mut stalls, mut stall_start) = (0u32, None::<(u64, u64)>);
         self.friction.trust_group = false;
+        self.friction.trust_locks = 0;
         while self.t < t_end {
             substeps += 1;
             clean_end = false;
@@ -183,20 +184,23 @@ impl Simulation {
                     // guard. (One or two repeats are a break-away's ordinary aftermath.)
                     // The same with nothing forced (a redundant group's break-away test firing at
                     // the instant of its selection): after five repeats the group is trusted for
-                    // the rest of the step.
-                    if theta <= 1e-9 && stall_start == Some(forced) {
+                    // the rest of the step; and a lock's break-away test that fires at the
+                    // instant of its selection, which keeps it stuck: after five repeats the
+                    // lock is trusted for the rest of the step.
+                    if theta <= 1e-9 && stall_start == Some((forced, breaking)) {
                         stalls += 1;
                         let reversed = forced & self.friction.sliding;
                         if stalls == STALLS_TO_FLIP {
                             self.friction.flip = reversed;
                         } else if stalls >= STALLS_TO_HOLD {
                             self.friction.hold = reversed;
-                            self.friction.trust_group |= forced == 0;
+                            self.friction.trust_group |= forced == 0 && breaking == 0;
+                            self.friction.trust_locks |= breaking;
                         }
                     } else {
                         stalls = 0;
                     }
-                    stall_start = (theta <= 1e-9).then_some(forced);
+                    stall_start = (theta <= 1e-9).then_some((forced, breaking));
                     self.select_modes(forced, false);
                     self.friction.breaking = 0;
                 }

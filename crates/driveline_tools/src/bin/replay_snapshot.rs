@@ -2,7 +2,9 @@
 //! before each step): `replay_snapshot vehicle.ron snapshot.json dt n throttle brake clutch`
 //! [starter gear shift_up]` steps `n` times (with the starter held and shift up requested
 //! when those are 1, in `gear`) and prints the speeds, the modes that change, and the element torques that
-//! are not finite.
+//! are not finite. With `REPLAY_INPUT` set to a JSON `DriverInput`, that input is used instead
+//! of the positional ones (grade and selector included). With `REPLAY_SAVE_AT=k`, the state
+//! before step `k` (from 0) is written to `snapshot_at_k.json`.
 
 use driveline_core::{DriverInput, Vehicle, VehicleSnapshot};
 use std::path::Path;
@@ -14,7 +16,7 @@ fn main() {
     v.restore(&snap).expect("restore");
     let num = |k: usize| a.get(k).and_then(|s| s.parse::<f64>().ok()).unwrap_or(0.0);
     let (dt, n) = (num(3), num(4) as usize);
-    let input = DriverInput {
+    let positional = DriverInput {
         throttle: num(5),
         brake: num(6),
         clutch: num(7),
@@ -24,8 +26,19 @@ fn main() {
         selector: driveline_core::automatic::Selector::Drive,
         ..Default::default()
     };
-    for _ in 0..n {
+    let input = match std::env::var("REPLAY_INPUT") {
+        Ok(json) => serde_json::from_str(&json).expect("REPLAY_INPUT: a JSON DriverInput"),
+        Err(_) => positional,
+    };
+    let save_at = std::env::var("REPLAY_SAVE_AT").ok().and_then(|k| k.parse::<usize>().ok());
+    for k in 0..n {
+        if save_at == Some(k) {
+            let json = serde_json::to_string(&v.snapshot()).expect("json");
+            std::fs::write(format!("snapshot_at_{k}.json"), json).expect("write");
+        }
+        let started = std::time::Instant::now();
         let r = v.step(&input, dt);
+        println!("   took {:?}", started.elapsed());
         let t = v.telemetry();
         println!(
             "{r:?} t {:.6} v {:.4e} wheels {:?} brake {:?} rpm {:.1}",
