@@ -179,8 +179,9 @@
 //!   [`Simulation::set_input`] (or set `DrivelineInputs` in Bevy) before each step. For a whole
 //!   car, fill a [`DriverInput`] and call [`Vehicle::step`].
 //! - *What if I feed it garbage?* Nothing panics. A step size that is not a positive finite
-//!   number, or too short to move the clock, is a [`StepError`]; a step longer than
-//!   [`IntegrationParameters::max_step`] is taken in pieces. A run-time input past
+//!   number, or too short to move the clock, is a [`StepError`]; a step longer than the
+//!   network's [`Simulation::max_step`] (0.05 s, or less for a network whose springs and
+//!   dampers are fast: [`Simulation::fastest_rate`]) is taken in equal pieces. A run-time input past
 //!   +-[`limits::SIGNAL`] (an infinity included) is clamped, a NaN keeps the last valid value,
 //!   and either raises one [`InputRejected`] per episode ([`Simulation::set_input`]; a vehicle's
 //!   pedals and grade: [`vehicle::VehicleEventKind::InputRejected`]). A step whose state would go
@@ -239,8 +240,9 @@ pub use output::CsvRecorder;
 pub use scenario::{Scenario, ScenarioError};
 pub use signal::Signal;
 pub use solver::{
-    EnergyLedger, Follow, FrictionMode, InputError, InputId, InputRejected, IntegrationParameters, ModeEvent,
-    NewtonStart, Simulation, StateAdjustment, StateWrite, StateWriteError, StepError, StepStats, UpdateError,
+    EnergyLedger, Follow, FrictionMode, InputError, InputId, InputRejected, IntegrationParameters, MAX_STEP_TURN,
+    MIN_OWN_MAX_STEP, ModeEvent, NewtonStart, Simulation, StateAdjustment, StateWrite, StateWriteError, StepError,
+    StepStats, UpdateError,
 };
 pub use table::{Locus, Table1D};
 pub use torque_map::{TorqueMap, TorqueMapSpec};

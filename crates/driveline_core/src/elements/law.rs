@@ -409,6 +409,20 @@ impl Law {
         }
     }
 
+    /// The nodes, the largest stiffness (N m/rad) and the damping (N m s/rad) of a law that
+    /// acts as a spring and a damper between two nodes: `(a, b, c, d)`, its contact or sticking
+    /// regime for the piecewise laws (elasto-backlash, dog clutch, elastic clutch); `None` for
+    /// the others. Read by [`Simulation::fastest_rate`](crate::Simulation::fastest_rate).
+    pub fn linear_pair(&self) -> Option<(usize, usize, f64, f64)> {
+        match *self {
+            Law::SpringDamper { a, b, c, d, .. } | Law::Dog { a, b, c, d, .. } | Law::Backlash { a, b, c, d, .. } => {
+                Some((a, b, c, d))
+            }
+            Law::ElasticClutch { a, b, s, d, .. } => Some((a, b, s, d)),
+            _ => None,
+        }
+    }
+
     /// True when the law's force is affine in (phi, w) in every regime and needs no Newton
     /// iteration.
     pub fn is_linear(&self) -> bool {

@@ -45,7 +45,10 @@ pub struct IntegrationParameters {
     /// sub-steps of at most this length (a step more than a million times longer is refused,
     /// [`StepError::TooLong`](super::StepError::TooLong)). The Gauss step is A-stable at any
     /// length; the bound keeps event location and the Newton start within the motion's time
-    /// scales, as a game's hitch of a whole second would not.
+    /// scales, as a game's hitch of a whole second would not. A network whose springs and
+    /// dampers are faster has a shorter bound of its own
+    /// ([`Simulation::max_step`](super::Simulation::max_step)): the shorter one holds. Not a
+    /// positive number (NaN included): only the network's own bound.
     pub max_step: f64,
 }
 

@@ -142,9 +142,8 @@ pub enum StepError {
         /// The time, s.
         t: f64,
     },
-    /// The step is more than a million times
-    /// [`IntegrationParameters::max_step`](crate::IntegrationParameters::max_step): refused
-    /// rather than split.
+    /// The step is more than a million times the longest piece
+    /// ([`Simulation::max_step`](crate::Simulation::max_step)): refused rather than split.
     #[error("step size {dt} s is longer than a million times the longest piece ({max_step} s)")]
     TooLong {
         /// The step, s.

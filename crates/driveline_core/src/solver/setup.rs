@@ -61,6 +61,7 @@ impl Simulation {
         };
         sim.count_unsteady();
         sim.compile_into(0, 0);
+        sim.model.fastest_rate = sim.linear_rate_bound();
         let mmax = sim.slots[0].m;
         let more = sim.params.mode_cache_slots.max(3) - 1;
         sim.slots.extend((0..more).map(|_| ModeSlot::new(n, mmax, rmax, nrhs, nf)));
@@ -195,6 +196,8 @@ pub(super) struct Model {
     /// Each clutch's or brake's normalised normal-force signal, likewise (the ECS writes the
     /// engagement of every clutch part back after every step).
     pub(super) out_engagement: Vec<Option<u32>>,
+    /// [`Simulation::fastest_rate`], 1/s (set once the base mode is compiled).
+    pub(super) fastest_rate: f64,
 }
 
 impl Model {
@@ -224,6 +227,7 @@ impl Model {
                 .collect(),
             input_law_start,
             input_laws,
+            fastest_rate: 0.0,
             net,
         }
     }

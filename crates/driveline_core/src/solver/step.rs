@@ -26,9 +26,8 @@ impl Simulation {
         self.events.clear();
         self.inputs.policy.step_started();
         self.stats.steps += 1;
-        let max_step = self.params.max_step;
-        // (A max_step that is not a positive number, NaN included, never splits.)
-        if dt <= max_step || max_step.is_nan() || max_step <= 0.0 {
+        let max_step = self.max_step();
+        if dt <= max_step {
             return self.step_piece(dt);
         }
         // A long step in equal pieces of at most `max_step` (to rounding: a step of a whole
@@ -107,13 +106,9 @@ impl Simulation {
                 let full = (h, time_event);
                 let (mut h, mut time_event) = if h > cap { (cap, false) } else { (h, time_event) };
                 self.integrate(h, false);
-                let mut cut = false;
-                for _ in 0..MAX_CUTS {
-                    if !self.ws.newton_failed {
-                        break;
-                    }
-                    (h, time_event, cut) = (0.25 * h, false, true);
-                    self.integrate(h, false);
+                let mut cut = self.ws.newton_failed;
+                if cut {
+                    (h, time_event) = (self.cut_until_converged(h), false);
                 }
                 if self.ws.newton_failed || substeps > self.params.max_substeps + MAX_GUARDED {
                     (h, time_event) = full;
@@ -136,15 +131,9 @@ impl Simulation {
             // tyre or brake near standstill at a game step); the sub-steps after it start from
             // four times the converged length (`cap`).
             let (mut h, mut time_event) = (h, time_event);
-            let mut cut = false;
-            for _ in 0..MAX_CUTS {
-                if !self.ws.newton_failed {
-                    break;
-                }
-                h *= 0.25;
-                time_event = false;
-                cut = true;
-                self.integrate(h, false);
+            let cut = self.ws.newton_failed;
+            if cut {
+                (h, time_event) = (self.cut_until_converged(h), false);
             }
             cap = if cut { 4.0 * h } else { 4.0 * cap };
             match self.detect_event(h) {
@@ -161,14 +150,7 @@ impl Simulation {
                             // The way to the event did not converge (from another start than the
                             // sub-step that found it): a quarter of it, and less, is taken
                             // instead, event-free, and the loop goes on from there.
-                            let mut hc = he;
-                            for _ in 0..MAX_CUTS {
-                                hc *= 0.25;
-                                self.integrate(hc, false);
-                                if !self.ws.newton_failed {
-                                    break;
-                                }
-                            }
+                            let hc = self.cut_until_converged(he);
                             self.commit(hc);
                             clean_end = self.after_clean_substep(moving, false);
                             cap = 4.0 * hc;
@@ -244,6 +226,21 @@ impl Simulation {
         }
         self.finish_step(clean_end);
         Ok(())
+    }
+
+    /// After a sub-step of `h` whose Newton iteration did not converge: integrates it again
+    /// cut to a quarter, and again, at most [`MAX_CUTS`] times, until one converges. Returns
+    /// the length of the last one integrated (converged, unless every cut failed:
+    /// `ws.newton_failed` says).
+    fn cut_until_converged(&mut self, mut h: f64) -> f64 {
+        for _ in 0..MAX_CUTS {
+            h *= 0.25;
+            self.integrate(h, false);
+            if !self.ws.newton_failed {
+                break;
+            }
+        }
+        h
     }
 
     /// The whole step from `t` to `t_end` as one sub-step of the time-only kernel, when no
