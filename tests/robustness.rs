@@ -296,6 +296,30 @@ fn a_newton_iteration_that_diverges_is_cut_not_taken() {
     assert!((speed(&sim, "inertia") - v_end).abs() < 1e-6 * v_end, "{}", speed(&sim, "inertia"));
 }
 
+/// Regression of six fuzz findings: RollingWheel with a drag a million times the MSL one
+/// (`f_nominal: -1e7`, or `v_nominal: 0.001`) at a 1/60 s step. The simplified Newton iteration
+/// (its Jacobian taken at rest, where the drag's slope is zero) diverged until the iterate
+/// overflowed to infinity, whose relative tolerance `1e-10 (1 + |q|)` is infinite too: the
+/// infinite iterate passed it and was committed. An iterate or a correction past any number
+/// now stops the iteration as diverged; the sub-step is cut, and the wheel settles where the
+/// drag, 4e5 v^2, balances the 10 N of the torque step: v = 0.005 m/s.
+#[test]
+fn an_iterate_grown_past_any_number_is_not_taken_as_converged() {
+    let text = std::fs::read_to_string(root().join("assets/scenarios/msl/RollingWheel.ron"))
+        .unwrap()
+        .replace("f_nominal: -10.0", "f_nominal: -10000000.0");
+    let sc = driveline::core::Scenario::parse(&text, "RollingWheel.ron").unwrap();
+    let mut sim = driveline::core::Simulation::new(sc.build(&text, "RollingWheel.ron").unwrap());
+    for _ in 0..30 {
+        sim.step(1.0 / 60.0).unwrap();
+    }
+    // (The drag's time constant near the terminal speed is m / (2 k v) = 0.5 ms, 33 times
+    // shorter than the step: the Gauss step, A-stable but not L-stable, damps that transient
+    // by 0.7 a step, to about 1e-6 of the speed after the 24 steps since the torque step.)
+    let v_end = (10.0f64 / 4e5).sqrt();
+    assert!((speed(&sim, "mass") - v_end).abs() < 1e-5 * v_end, "{}", speed(&sim, "mass"));
+}
+
 /// Regression of a fuzz finding: an inertia of 1e-300 kg m^2 passed `check` and its step went
 /// non-finite. A non-zero inertia or mass is now at least `limits::MIN_MASS`.
 #[test]

@@ -18,7 +18,11 @@
 //! A case fails on a panic, a non-finite output (a finite step leaving a NaN or infinite
 //! state or telemetry), a file `check` accepts whose run then fails (what `check` accepts must
 //! run), a restored snapshot that does not continue as the original did, or a case slower than
-//! [`SLOW`].
+//! [`SLOW`]. A network whose motion itself runs to infinity in finite time (a quadratic
+//! speed-dependent torque that drives: `w' = k w^2` reaches infinity at `t = 1 / (k w0)`) ends
+//! in a typed error as it should: the failing step is taken again in finer pieces, and when
+//! the motion grows a millionfold there with the energy ledger closed (the sources do the
+//! work), the case counts as a blow-up ([`Report::blowups`]), not as a failure.
 
 use driveline_core::automatic::{GearboxSource, GearboxSpec, Selector};
 use driveline_core::{DriverInput, Scenario, Simulation, StepError, Vehicle, VehicleSpec};
@@ -31,6 +35,13 @@ use std::time::{Duration, Instant};
 pub const SLOW: Duration = Duration::from_secs(2);
 /// A case still running after this is a hang: the run prints it and stops (exit code 3).
 pub const HANG: Duration = Duration::from_secs(30);
+
+/// Pieces the failing step of an accepted network is taken again in, to tell a blow-up of the
+/// motion itself from a failure of the step ([`Report::blowups`]).
+pub const BLOWUP_PIECES: usize = 1000;
+/// How many times its start (plus one) the fastest speed must grow in the finer steps, with
+/// the energy ledger closed, to count as a blow-up.
+pub const BLOWUP_GROWTH: f64 = 1e6;
 
 /// SplitMix64: small, fast, and the same on every machine.
 #[derive(Debug, Clone)]
@@ -151,8 +162,14 @@ pub struct Report {
     /// Failed cases in all.
     pub failed: u64,
     /// Of those, files `check` accepted whose run then stopped with a typed step error (the
-    /// state left as it was): what the plausible ranges do not yet rule out.
+    /// state left as it was) that is not a blow-up of the motion itself: what the plausible
+    /// ranges do not yet rule out.
     pub errors_after_check: u64,
+    /// Accepted networks whose motion runs to infinity in finite time (a quadratic
+    /// speed-dependent torque that drives, `w' = k w^2`): the failing step, taken again from
+    /// its start in finer pieces, grows a million times with the energy ledger closed (see
+    /// `blows_up`). A typed error is the right end of such a run; counted, not a finding.
+    pub blowups: u64,
     /// Failed cases by kind: panics, non-finite outputs, runaways, snapshot mismatches, slow.
     pub panics: u64,
     /// See [`Report::panics`].
@@ -226,12 +243,13 @@ struct Outcome {
     rejected: bool,
     accepted: bool,
     steps: u64,
+    blowup: bool,
 }
 
 type CaseResult = Result<Outcome, Defect>;
 
 /// Runs case `index` of run `seed`; returns what it did, or its defect and a description.
-pub fn run_case(corpus: &Corpus, seed: u64, index: u64) -> (String, Result<(bool, bool, u64), Defect>) {
+pub fn run_case(corpus: &Corpus, seed: u64, index: u64) -> (String, Result<CaseCounts, Defect>) {
     let mut rng = Rng::for_case(seed, index);
     let started = Instant::now();
     let kind = rng.below(10);
@@ -251,7 +269,56 @@ pub fn run_case(corpus: &Corpus, seed: u64, index: u64) -> (String, Result<(bool
         Ok(_) if elapsed > SLOW => Err(Defect::Slow(elapsed.as_secs_f64())),
         r => r,
     };
-    (what, result.map(|o| (o.rejected, o.accepted, o.steps)))
+    (what, result.map(|o| CaseCounts { rejected: o.rejected, accepted: o.accepted, steps: o.steps, blowup: o.blowup }))
+}
+
+/// What a case that did not fail did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CaseCounts {
+    /// Its file was rejected by `check`.
+    pub rejected: bool,
+    /// Its file was accepted by `check` (then run).
+    pub accepted: bool,
+    /// Steps taken.
+    pub steps: u64,
+    /// Its run ended in a blow-up of the motion itself ([`Report::blowups`]).
+    pub blowup: bool,
+}
+
+/// True when `sim` (at the start of a step of `dt` that failed with a typed error) runs away
+/// by itself: taken again in pieces of `dt /` [`BLOWUP_PIECES`] (a piece that fails is halved
+/// and taken again, down to 2^-60 of it), its fastest speed grows past [`BLOWUP_GROWTH`] times
+/// its start (plus one) while the energy ledger stays closed to 1e-6 of its scale (and a
+/// nanojoule, for a ledger that has hardly moved): the sources do the work that drives the
+/// motion to infinity, which a solver's own runaway would not.
+fn blows_up(sim: &mut Simulation, dt: f64) -> bool {
+    let size = |s: &Simulation| s.speeds().iter().fold(0.0f64, |m, x| m.max(x.abs()));
+    let start = size(sim);
+    let t_end = sim.time() + dt;
+    let mut h = dt / BLOWUP_PIECES as f64;
+    let mut halvings = 0;
+    // (At most a hundred times the pieces: a motion that neither grows nor fails in them is
+    // not a blow-up.)
+    for _ in 0..100 * BLOWUP_PIECES {
+        if sim.time() >= t_end || halvings >= 60 {
+            break;
+        }
+        if sim.step(h.min(t_end - sim.time())).is_err() {
+            h *= 0.5;
+            halvings += 1;
+            continue;
+        }
+        let Some(e) = sim.energy() else { return false };
+        // (A NaN residual is not closed.)
+        let closed = e.residual().abs() <= 1e-6 * e.scale() + 1e-9;
+        if !closed {
+            return false;
+        }
+        if size(sim) > BLOWUP_GROWTH * (1.0 + start) {
+            return true;
+        }
+    }
+    false
 }
 
 fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {
@@ -531,6 +598,10 @@ fn run_network(mut sim: Simulation, rng: &mut Rng, steps: usize, mut outcome: Ou
                 }
             }
             Err(StepError::BadStep(_) | StepError::TooShort { .. } | StepError::TooLong { .. }) => {}
+            Err(StepError::NonFinite { .. } | StepError::Singular { .. }) if accepted && blows_up(&mut sim, dt) => {
+                outcome.blowup = true;
+                return Ok(outcome);
+            }
             Err(e) if accepted => return Err(Defect::AcceptedButFails(format!("step of {dt:e} s: {e}"))),
             Err(_) => return Ok(outcome),
         }
@@ -691,10 +762,11 @@ pub fn run(
                     running[t].0.store(u64::MAX, Relaxed);
                     local.executions += 1;
                     match r {
-                        Ok((rejected, accepted, steps)) => {
-                            local.rejected += rejected as u64;
-                            local.accepted += accepted as u64;
-                            local.steps += steps;
+                        Ok(c) => {
+                            local.rejected += c.rejected as u64;
+                            local.accepted += c.accepted as u64;
+                            local.steps += c.steps;
+                            local.blowups += c.blowup as u64;
                         }
                         Err(defect) => {
                             local.failed += 1;
@@ -753,6 +825,7 @@ fn merge(into: &mut Report, from: &mut Report) {
     into.steps += from.steps;
     into.failed += from.failed;
     into.errors_after_check += from.errors_after_check;
+    into.blowups += from.blowups;
     into.panics += from.panics;
     into.non_finite += from.non_finite;
     into.diverged += from.diverged;
@@ -762,4 +835,39 @@ fn merge(into: &mut Report, from: &mut Report) {
         into.findings.append(&mut from.findings);
     }
     *from = Report::default();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A unit inertia at 10 rad/s driven by `tau = k w^2` with `k = 1` (a positive nominal
+    /// torque drives): `w = 1 / (1/10 - t)` reaches infinity at 0.1 s. A step past it
+    /// fails, and taken in finer pieces it grows a millionfold with the ledger closed: a blow-up
+    /// of the motion. The same network with the torque as a drag steps cleanly, and is no
+    /// blow-up.
+    #[test]
+    fn a_quadratic_drive_that_reaches_infinity_is_a_blow_up_of_the_motion() {
+        let net = |tau: f64| {
+            let text = format!(
+                r#"Scenario(name: "blowup", t_end: 1.0, elements: [
+                    (name: "J", kind: Inertia(J: 1.0, phi_start: 0.0, w_start: 10.0)),
+                    (name: "drive", kind: QuadraticSpeedDependentTorque(tau_nominal: {tau:e}, w_nominal: 1.0)),
+                ], connections: [("drive.flange", "J.flange_a")])"#
+            );
+            let sc = Scenario::parse(&text, "blowup").expect("parses");
+            Simulation::new(sc.build(&text, "blowup").expect("builds"))
+        };
+        let mut sim = net(1.0);
+        for _ in 0..5 {
+            sim.step(0.01).expect("before the blow-up");
+        }
+        // (Halfway to the blow-up, the Gauss step's error is well under 1e-6.)
+        let w = sim.speeds()[0];
+        assert!((w - 1.0 / (0.1 - 0.05)).abs() < 1e-6 * w, "{w}");
+        let err = sim.step(0.1).expect_err("the motion reaches infinity inside the step");
+        assert!(matches!(err, StepError::NonFinite { .. } | StepError::Singular { .. }), "{err}");
+        assert!(blows_up(&mut sim, 0.1));
+        assert!(!blows_up(&mut net(-1.0), 0.1));
+    }
 }

@@ -286,6 +286,13 @@ impl Simulation {
                 let keep = if self.pred.started_from_forces { 0.01 } else { 1.0 };
                 self.pred.force_start = norm_dq > keep * self.params.newton_tolerance * (1.0 + norm_q);
             }
+            // (A diverged iteration, a correction or an iterate grown past any number, stops at
+            // once: its relative tolerance may be infinite too.)
+            if norm_dq == f64::INFINITY {
+                self.stats.newton_failures += 1;
+                self.ws.newton_failed = true;
+                break;
+            }
             let tol = self.params.newton_tolerance * (1.0 + norm_q);
             if by_estimate && iter > 1 {
                 let theta = norm_dq / last_dq;
@@ -317,8 +324,7 @@ impl Simulation {
                 }
                 break;
             }
-            // (A diverged iteration, a correction grown past any number, stops at once.)
-            if iter >= self.params.max_newton_iterations || norm_dq == f64::INFINITY {
+            if iter >= self.params.max_newton_iterations {
                 self.stats.newton_failures += 1;
                 self.ws.newton_failed = true;
                 break;
@@ -631,7 +637,8 @@ impl Correction<'_> {
                 update(k, (0..mm).map(|j| inv[j * mm + k] * res[j]).sum());
             }
         }
-        if !sum.is_finite() {
+        // (An iterate grown past any number has diverged too.)
+        if !(sum.is_finite() && norm_q.is_finite()) {
             norm_dq = f64::INFINITY;
         }
         (norm_dq, norm_q)

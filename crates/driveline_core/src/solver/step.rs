@@ -68,6 +68,7 @@ impl Simulation {
         self.ws.phi_save.copy_from_slice(&self.phi);
         self.ws.singular = None;
         self.ws.w_save.copy_from_slice(&self.w);
+        let energy_start = self.energy;
         if self.inputs.changed {
             self.after_input_change();
         }
@@ -216,6 +217,8 @@ impl Simulation {
             let elements = if bad.is_empty() { "the network's coordinates".to_string() } else { bad.join(", ") };
             self.phi.copy_from_slice(&self.ws.phi_save);
             self.w.copy_from_slice(&self.ws.w_save);
+            // (The ledger too: the failed sub-steps booked their non-finite work in it.)
+            self.energy = energy_start;
             self.t = t_start;
             self.select_modes(0, false);
             self.update_outputs();
@@ -342,6 +345,26 @@ impl Simulation {
 mod tests {
     use crate::elements::Law;
     use crate::{Scenario, Simulation, StepError};
+
+    /// A motion that reaches infinity inside a step (a quadratic drive, `w' = w^2` from 10 rad/s:
+    /// at 0.1 s) is refused with the state and the energy ledger as they were at the step
+    /// start; the ledger does not book the failed sub-steps' infinite work.
+    #[test]
+    fn a_refused_step_leaves_the_energy_ledger_as_it_was() {
+        let text = r#"Scenario(name: "blowup", t_end: 1.0, elements: [
+                (name: "J", kind: Inertia(J: 1.0, phi_start: 0.0, w_start: 10.0)),
+                (name: "drive", kind: QuadraticSpeedDependentTorque(tau_nominal: 1.0, w_nominal: 1.0)),
+            ], connections: [("drive.flange", "J.flange_a")])"#;
+        let sc = Scenario::parse(text, "blowup").expect("parses");
+        let mut sim = Simulation::new(sc.build(text, "blowup").expect("builds"));
+        sim.step(0.05).expect("halfway to the blow-up");
+        let (before, w) = (sim.energy().expect("tracked"), sim.speeds()[0]);
+        let err = sim.step(0.1).expect_err("the motion reaches infinity");
+        assert!(matches!(err, StepError::NonFinite { .. } | StepError::Singular { .. }), "{err}");
+        assert_eq!(sim.energy(), Some(before));
+        assert_eq!(sim.speeds()[0], w);
+        assert!(before.residual().abs() < 1e-9 * before.scale(), "{before:?}");
+    }
 
     /// A singular iteration matrix is reported as such, naming the bodies along the coordinate
     /// it does not determine, with the state left at the step start. No checked file produces

@@ -30,13 +30,14 @@ fn main() -> std::process::ExitCode {
     }
     let show = |r: &Report| {
         eprintln!(
-            "{:>10} executions in {:>7.0} s ({:.0}/s): {} rejected, {} accepted, {} steps, {} failed ({} typed errors after check)",
+            "{:>10} executions in {:>7.0} s ({:.0}/s): {} rejected, {} accepted, {} steps, {} blow-ups of the motion, {} failed ({} typed errors after check)",
             r.executions,
             r.seconds,
             r.executions as f64 / r.seconds.max(1e-9),
             r.rejected,
             r.accepted,
             r.steps,
+            r.blowups,
             r.failed,
             r.errors_after_check
         )
