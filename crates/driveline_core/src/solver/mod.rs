@@ -30,8 +30,8 @@
 //!   fastest linear rate ([`Simulation::fastest_rate`]) when that is shorter, so that the two
 //!   Gauss stages sample the fastest oscillation at least at the Nyquist rate, but never less
 //!   than 1 ms ([`MIN_OWN_MAX_STEP`]). (The 350Z, at
-//!   about 620 /s, is taken in 10 ms pieces; the diesel truck, at 1,000 /s, in 6.3 ms pieces;
-//!   a 60 Hz frame is two or three pieces for them, one for the other shipped vehicles.)
+//!   about 470 /s, is taken in 13 ms pieces; the diesel truck, at 650 /s, in 9.7 ms pieces; a
+//!   60 Hz frame is two pieces for them, one for the other shipped vehicles.)
 //! - A Newton iteration that does not converge (or diverges) is never committed: its sub-step is
 //!   cut to a quarter, up to eight times, and the sub-steps after it grow back by four each.
 //! - Events at one instant that keep forcing the same elements (a selection the motion
