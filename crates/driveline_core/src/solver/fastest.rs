@@ -149,29 +149,23 @@ fn cholesky(a: &[f64], m: usize) -> Option<Vec<f64>> {
 
 /// `L^-1 X L^-T` for the lower-triangular `L` and the symmetric `X` (both `m x m`).
 fn congruence(l: &[f64], x: &[f64], m: usize) -> Vec<f64> {
-    // Y = L^-1 X, column by column; then S = L^-1 Y^T (= (Y L^-T)^T, symmetric).
-    let solve = |b: &mut [f64]| {
-        for i in 0..m {
-            let v = b[i] - (0..i).map(|k| l[i * m + k] * b[k]).sum::<f64>();
-            b[i] = v / l[i * m + i];
+    // `L^-1 A^T`: each row of `A`, solved against `L`, is a column of the result.
+    let solve_rows = |a: &[f64]| -> Vec<f64> {
+        let mut out = vec![0.0; m * m];
+        for c in 0..m {
+            let mut b: Vec<f64> = a[c * m..(c + 1) * m].to_vec();
+            for i in 0..m {
+                let v = b[i] - (0..i).map(|k| l[i * m + k] * b[k]).sum::<f64>();
+                b[i] = v / l[i * m + i];
+            }
+            for (r, v) in b.into_iter().enumerate() {
+                out[r * m + c] = v;
+            }
         }
+        out
     };
-    let mut y = vec![0.0; m * m];
-    for c in 0..m {
-        let mut col: Vec<f64> = (0..m).map(|r| x[r * m + c]).collect();
-        solve(&mut col);
-        for r in 0..m {
-            y[r * m + c] = col[r];
-        }
-    }
-    let mut out = vec![0.0; m * m];
-    for c in 0..m {
-        let mut col: Vec<f64> = (0..m).map(|r| y[c * m + r]).collect();
-        solve(&mut col);
-        for r in 0..m {
-            out[r * m + c] = col[r];
-        }
-    }
+    // Y = L^-1 X (X symmetric: X^T = X), then S = L^-1 Y^T = L^-1 X L^-T.
+    let mut out = solve_rows(&solve_rows(x));
     // (Symmetric to rounding: made exactly so for the rotations.)
     for r in 0..m {
         for c in 0..r {
