@@ -41,6 +41,16 @@ pub(super) const ETA_SAFETY: f64 = 0.1;
 /// correction of 1e-7 relative is far below the tolerance); beyond it (an input that stepped
 /// hard, a lock's impact) the iterate is confirmed by another iteration.
 pub(super) const ETA_RANGE: f64 = 1e3;
+
+/// Corrections a damped Newton iteration ([`Simulation::damped_newton`]) may take. Far from
+/// the motion, Newton on a quadratic law halves the distance to its root per correction, and
+/// each is confirmed by another: 256 corrections come back from a first one 1e30 times too
+/// far (a load of 1e-12 kg m^2 thrown by 1,000 N m for a 1 s step is 1e15 times).
+pub(super) const DAMPED_NEWTON_ITERATIONS: usize = 256;
+
+/// The smallest damping of a damped Newton correction before the iteration fails (and the
+/// sub-step is cut).
+pub(super) const MIN_DAMPING: f64 = 1.0 / 1024.0;
 impl Simulation {
     /// Evaluates the Jacobian of a nonlinear mode now and factors its Newton matrix for `h`
     /// into the slot.
@@ -270,21 +280,33 @@ impl Simulation {
         let mut iter = 0;
         loop {
             iter += 1;
-            self.stats.newton_iterations += 1;
-            self.iterate_stage_states(h, iter == 1 && !prescribed && !predicted);
-            self.reduced_stage_forces(slot, prescribed);
+            // A correction on a fresh Jacobian after the first is watched for divergence.
+            let watched = !linear && !reused && iter > 1;
+            if watched {
+                let m2 = 2 * m;
+                self.ws.q_last[..m2].copy_from_slice(&self.ws.q[..m2]);
+            }
             // From the guess Q_i = q0, Mr (Q_i - q0) is +0.0 (a row's diagonal term is +0.0,
             // so the sum is too) and subtracting it changes nothing: skipped.
             let residual = if iter == 1 && !predicted { Residual::Forces } else { Residual::Full };
-            let s = &self.slots[slot];
-            let Work { newton_inv, res, q, q0, stage_g: gq, .. } = &mut self.ws;
-            let inv = if scratch { &newton_inv[..] } else { &s.newton_inv[..] };
-            let (norm_dq, norm_q) = Correction { residual, h, mr: &s.mr, gq, q0, inv }.apply(m, q, res);
+            let at_start = iter == 1 && !prescribed && !predicted;
+            let (norm_dq, norm_q) = self.newton_correction(slot, h, scratch, prescribed, residual, at_start);
             if iter == 1 {
                 // The force start costs a matrix-vector product: worth it while the simpler
                 // start would miss (a shift's transients), not in a steady cruise.
                 let keep = if self.pred.started_from_forces { 0.01 } else { 1.0 };
                 self.pred.force_start = norm_dq > keep * self.params.newton_tolerance * (1.0 + norm_q);
+            }
+            if watched && !(norm_dq < last_dq) {
+                // The correction grew on a Jacobian taken afresh: the Jacobian is too far from
+                // the iterate's. Back to the iterate before it, from where a damped Newton
+                // iteration takes over. (Cutting the sub-step does not help such a law: a
+                // quadratic drag's slope is zero at rest, and the first correction throws a
+                // light load as far past its terminal speed at any sub-step length.)
+                let m2 = 2 * m;
+                self.ws.q[..m2].copy_from_slice(&self.ws.q_last[..m2]);
+                self.damped_newton(slot, h, scratch, prescribed);
+                break;
             }
             // (A diverged iteration, a correction or an iterate grown past any number, stops at
             // once: its relative tolerance may be infinite too.)
@@ -347,6 +369,103 @@ impl Simulation {
         if reused && iter >= slow {
             self.slots[slot].jac_stale = true;
         }
+    }
+
+    /// One Newton correction of the stages in `ws.q`: the stage forces at the iterate (at the
+    /// current motion when `at_start`), the residual, `Q += J^-1 R` on the factors in use.
+    /// Returns the largest correction and the largest updated stage value.
+    #[inline]
+    fn newton_correction(
+        &mut self,
+        slot: usize,
+        h: f64,
+        scratch: bool,
+        prescribed: bool,
+        residual: Residual,
+        at_start: bool,
+    ) -> (f64, f64) {
+        self.stats.newton_iterations += 1;
+        self.iterate_stage_states(h, at_start);
+        self.reduced_stage_forces(slot, prescribed);
+        let m = self.slots[slot].m;
+        let s = &self.slots[slot];
+        let Work { newton_inv, res, q, q0, stage_g: gq, .. } = &mut self.ws;
+        let inv = if scratch { &newton_inv[..] } else { &s.newton_inv[..] };
+        Correction { residual, h, mr: &s.mr, gq, q0, inv }.apply(m, q, res)
+    }
+
+    /// Newton with a Jacobian at every iterate and damped corrections, from the stages in
+    /// `ws.q`: where the simplified iteration on a fresh Jacobian diverged. Each correction
+    /// `dq` at `x` is tried as `x + lambda dq` and kept when the simplified correction there
+    /// shrinks, `|dq'| <= (1 - lambda / 4) |dq|` (Deuflhard's natural monotonicity test),
+    /// which then doubles `lambda` (to at most 1); else `lambda` halves. Far from the motion,
+    /// Newton on a quadratic law halves the distance to its root per correction. Converged
+    /// when a correction is within the Newton tolerance; failed past
+    /// [`DAMPED_NEWTON_ITERATIONS`] corrections or a `lambda` under [`MIN_DAMPING`].
+    fn damped_newton(&mut self, slot: usize, h: f64, scratch: bool, prescribed: bool) {
+        let m2 = 2 * self.slots[slot].m;
+        let mut lambda = 1.0f64;
+        let mut iters = 0;
+        let outcome = 'newton: loop {
+            // The Jacobian at x, the full correction dq (x in `q_last`, dq in `q_dir`).
+            self.iterate_at_fresh_jacobian(slot, h, scratch);
+            self.ws.q_last[..m2].copy_from_slice(&self.ws.q[..m2]);
+            let (norm_dq, norm_q) = self.newton_correction(slot, h, scratch, prescribed, Residual::Full, false);
+            iters += 1;
+            if norm_dq == f64::INFINITY {
+                break false;
+            }
+            if norm_dq <= self.params.newton_tolerance * (1.0 + norm_q) {
+                break true;
+            }
+            {
+                let Work { q, q_last, q_dir, .. } = &mut self.ws;
+                for ((d, q), x) in q_dir[..m2].iter_mut().zip(&q[..m2]).zip(&q_last[..m2]) {
+                    *d = q - x;
+                }
+            }
+            loop {
+                if iters >= DAMPED_NEWTON_ITERATIONS || lambda < MIN_DAMPING {
+                    break 'newton false;
+                }
+                {
+                    let Work { q, q_last, q_dir, .. } = &mut self.ws;
+                    for ((q, x), d) in q[..m2].iter_mut().zip(&q_last[..m2]).zip(&q_dir[..m2]) {
+                        *q = x + lambda * d;
+                    }
+                }
+                let (norm_bar, norm_q) = self.newton_correction(slot, h, scratch, prescribed, Residual::Full, false);
+                iters += 1;
+                if norm_bar <= self.params.newton_tolerance * (1.0 + norm_q) {
+                    break 'newton true;
+                }
+                if norm_bar <= (1.0 - 0.25 * lambda) * norm_dq {
+                    lambda = (2.0 * lambda).min(1.0);
+                    continue 'newton;
+                }
+                lambda *= 0.5;
+            }
+        };
+        if outcome {
+            // The forces just evaluated are the stage forces (within the tolerance).
+            self.ws.cached.insert(Cached::STAGE_FORCES);
+        } else {
+            self.stats.newton_failures += 1;
+            self.ws.newton_failed = true;
+        }
+    }
+
+    /// Takes the Jacobian at the Newton iterate in `ws.q` and factors its Newton matrix for
+    /// `h`, into the sub-step's own factors (`scratch`) or the slot's.
+    fn iterate_at_fresh_jacobian(&mut self, slot: usize, h: f64, scratch: bool) {
+        self.jacobians_at_iterate(slot, h);
+        let s = &mut self.slots[slot];
+        s.jac_epoch = self.epoch;
+        s.jac_stale = false;
+        if scratch {
+            s.newton_h = f64::NAN;
+        }
+        self.factor_newton(slot, h, scratch);
     }
 
     /// The stage states a Newton iteration evaluates its forces at: from the starting guess

@@ -5,22 +5,29 @@ use super::*;
 impl Simulation {
     /// Reduced Jacobians `Dr = N^T df/dw N`, `Kr = N^T df/dphi N` at the given state.
     pub(super) fn jacobians(&mut self, slot: usize, t_sig: usize) {
+        self.jacobians_at(slot, t_sig, false);
+    }
+
+    /// [`Simulation::jacobians`] at the state `ws.phi1/w1` (`at_scratch`) instead of the
+    /// current one: the Newton iteration's own point ([`Simulation::jacobians_at_iterate`]).
+    fn jacobians_at(&mut self, slot: usize, t_sig: usize, at_scratch: bool) {
         self.stats.jacobian_updates += 1;
         let n = self.model.net.n_dof;
-        let Work { jac_phi: jphi, jac_w: jw, f, sig, .. } = &mut self.ws;
+        let Work { jac_phi: jphi, jac_w: jw, f, sig, phi1, w1, .. } = &mut self.ws;
+        let (phi, w): (&[f64], &[f64]) = if at_scratch { (phi1, w1) } else { (&self.phi, &self.w) };
         jphi[..n * n].fill(0.0);
         jw[..n * n].fill(0.0);
         f.fill(0.0);
         let mut jac = Jacobian { n, dphi: jphi, dw: jw };
         for (k, law) in self.model.net.laws.iter().enumerate() {
-            law.eval(&self.phi, &self.w, &sig[t_sig], self.regimes[k], f, Some(&mut jac));
+            law.eval(phi, w, &sig[t_sig], self.regimes[k], f, Some(&mut jac));
         }
         // Speed-dependent sliding friction: tau = dir * k(|w_rel|), force -row^T tau.
         for (i, fe) in self.model.net.friction.iter().enumerate() {
             let dir = self.modes[i].dir();
             if dir != 0.0 && !fe.law.is_speed_independent() {
-                let wr = fe.row.dot(&self.w);
-                let (_, dk) = fe.law.kinetic(&sig[t_sig], wr.abs(), &self.w);
+                let wr = fe.row.dot(w);
+                let (_, dk) = fe.law.kinetic(&sig[t_sig], wr.abs(), w);
                 // d tau / d w_rel = dir * dk * sign(w_rel) = dk while sliding in direction dir.
                 for &(a, ca) in &fe.row.entries {
                     for &(b, cb) in &fe.row.entries {
@@ -75,6 +82,20 @@ impl Simulation {
             }
         }
         s.omega2 = rows[..m].iter().fold(0.0, |x: f64, &r| x.max(r));
+    }
+
+    /// The Jacobian of a nonlinear mode at the Newton iterate of a sub-step of `h`: at the mean
+    /// of its two stage states (formed from `ws.q` into `ws.phi1/w1`, which the sub-step's end
+    /// values overwrite after the iteration), with the first stage's signals.
+    pub(super) fn jacobians_at_iterate(&mut self, slot: usize, h: f64) {
+        self.stage_states(h);
+        let n = self.model.net.n_dof;
+        let Work { phi_st, w_st, phi1, w1, .. } = &mut self.ws;
+        for k in 0..n {
+            phi1[k] = 0.5 * (phi_st[0][k] + phi_st[1][k]);
+            w1[k] = 0.5 * (w_st[0][k] + w_st[1][k]);
+        }
+        self.jacobians_at(slot, 0, true);
     }
 
     /// Generalised forces at (phi, w) with signals `sig`, modes and regimes as they are.

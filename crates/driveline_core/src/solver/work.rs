@@ -38,6 +38,11 @@ pub(super) struct Work {
     pub(super) q0: Vec<f64>,
     pub(super) q: Vec<f64>,
     pub(super) res: Vec<f64>,
+    /// The stages before the last correction on a fresh Jacobian (`2m`): where Newton goes
+    /// back to when that correction diverged.
+    pub(super) q_last: Vec<f64>,
+    /// A damped Newton iteration's full correction (`2m`).
+    pub(super) q_dir: Vec<f64>,
     /// Reduced stage forces `N^T f` at the two stages (`2m`).
     pub(super) stage_g: Vec<f64>,
     /// Node angles and speeds at the sub-step end, and at an event or dense point.
@@ -145,6 +150,8 @@ impl Work {
             q0: v(n),
             q: v(2 * n),
             res: v(2 * n),
+            q_last: v(2 * n),
+            q_dir: v(2 * n),
             phi1: v(nn),
             w1: v(nn),
             phi_e: v(nn),
