@@ -297,7 +297,9 @@ impl Simulation {
                 let keep = if self.pred.started_from_forces { 0.01 } else { 1.0 };
                 self.pred.force_start = norm_dq > keep * self.params.newton_tolerance * (1.0 + norm_q);
             }
-            if watched && !(norm_dq < last_dq) {
+            // (A NaN correction counts as grown.)
+            let shrank = norm_dq < last_dq;
+            if watched && !shrank {
                 // The correction grew on a Jacobian taken afresh: the Jacobian is too far from
                 // the iterate's. Back to the iterate before it, from where a damped Newton
                 // iteration takes over. (Cutting the sub-step does not help such a law: a
