@@ -353,7 +353,9 @@ fn launch_on_a_low_friction_surface_spins_the_driven_wheels() {
     );
     println!("max slip velocity per wheel {max_slip:?} m/s, max force / peak {max_force_ratio}");
     assert!(max_slip[2] > 1.0 && max_slip[3] > 1.0, "driven wheels did not spin: {max_slip:?}");
-    assert_eq!(max_slip[0], 0.0, "front wheels roll without slip");
+    // (A rolling tyre's slip is the difference of the wheel's rim speed and the body's, one
+    // of them dependent on the other: zero to the rounding of speeds of 10 m/s, 2e-15.)
+    assert!(max_slip[0] <= 1e-12, "front wheels roll without slip: {max_slip:?}");
     assert!(max_force_ratio <= 1.0 + 1e-9);
 }
 

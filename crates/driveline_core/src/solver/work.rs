@@ -327,6 +327,10 @@ pub(super) struct CompileWork {
     pub(super) mr_inv_nt: Vec<f64>,
     /// Augmented matrix for the mode compilation `[G | I]`.
     pub(super) aug: Vec<f64>,
+    /// The coordinates in the order the null space eliminates them (lightest first), and
+    /// each coordinate's place in that order (`n` each).
+    pub(super) order: Vec<usize>,
+    pub(super) place: Vec<usize>,
     /// The compiled mode's constraint-force map `L` (`r x n`, `lambda = L (M a - f)`), stored
     /// by columns (`n x r`), from which the compilation derives the slot's `tmap`.
     pub(super) lmap: Vec<f64>,
@@ -344,6 +348,8 @@ impl CompileWork {
             piv_weighted: vec![0; rmax + 1],
             weighted_rhs: v(rmax * n),
             mr_inv_nt: v(n * n),
+            order: vec![0; n],
+            place: vec![0; n],
             aug: v(rmax * (n + rmax)),
             lmap: v(rmax * n),
         }
