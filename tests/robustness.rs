@@ -497,14 +497,19 @@ fn each_shipped_vehicle_takes_a_60_hz_frame_in_the_pieces_its_fastest_rate_asks(
     }
 }
 
-/// Regression of two fuzz findings: SimpleGearShift with its load inertia cut to 3e-10 and
-/// 1e-5 kg m^2 (and the clutch's initial slip changed) ended in a step error. The load's
-/// quadratic drag has zero slope at rest, so the first Newton correction, on the Jacobian at
-/// the sub-step start, throws the light load far past its terminal speed; the simplified
-/// iteration diverged from there, on every cut. A diverging iteration on a fresh Jacobian now
-/// continues as a damped Newton iteration with a Jacobian at each iterate. Whatever the
-/// load's inertia, the motion is the engine's (1 kg m^2; the light loads differ by 1e-5 of it,
-/// reflected through the first gear's 1/2.5 squared), so the engine speeds agree to 1e-5.
+/// Regression of three fuzz findings: SimpleGearShift with its load inertia cut to 3e-12 ..
+/// 1e-5 kg m^2 (and the clutch's initial slip changed) ended in a step error.
+/// - The load's quadratic drag has zero slope at rest, so the first Newton correction, on the
+///   Jacobian at the sub-step start, throws the light load far past its terminal speed; the
+///   simplified iteration diverged from there, on every cut. A diverging iteration on a fresh
+///   Jacobian now continues as a damped Newton iteration with a Jacobian at each iterate.
+/// - With the sun (1 kg m^2) a dependent coordinate, the reduced inertia held the 3e-12 kg m^2
+///   load as the small difference of the sun's projected entries: Newton's corrections had a
+///   rounding floor of 1e-9 rad/s, above the tolerance. The null space now eliminates the
+///   lightest coordinates first.
+///
+/// Whatever the load's inertia, the motion is the engine's (1 kg m^2; the light loads differ
+/// by under 1e-5 of it), so the engine speeds agree to 1e-5.
 #[test]
 fn a_light_load_under_a_quadratic_drag_steps() {
     let text = std::fs::read_to_string(root().join("assets/scenarios/msl/SimpleGearShift.ron")).unwrap();
