@@ -535,3 +535,46 @@ fn a_light_load_under_a_quadratic_drag_steps() {
         }
     }
 }
+
+/// Regression of a fuzz finding: the race car with its closed-throttle torque at 0 rpm
+/// changed from 0 to -1 N m, creeping backward at 3 mm/s in reverse with its clutch slipping,
+/// ended a 0.2 s step (a game's hitch) in a step error. Its limited-slip pack chose the
+/// power or coast flank by the sign of `T_in w_carrier`: as the carrier's speed crossed zero
+/// the limit jumped, Newton's iterates cycled across the jump on every cut, and the Zeno
+/// guard committed an unconverged iterate (a runaway). The flank now follows the torque
+/// (continuous through standstill), and an iterate that never converges is an error, never
+/// committed. The state before the step, as the fuzz harness saved it, is replayed: the car
+/// backs away slowly, as 1 ms steps of the same input take it.
+#[test]
+fn a_hitch_from_a_creep_in_reverse_steps() {
+    use driveline::core::automatic::Selector;
+    let path = root().join("assets/vehicles/race_sequential.ron");
+    let text = std::fs::read_to_string(&path).unwrap().replacen("closed: [0.0,   -10.0,", "closed: [-1.0,   -10.0,", 1);
+    let mut car = Vehicle::new(Vehicle::parse(&text, "race_sequential.ron").unwrap()).unwrap();
+    let fixture =
+        std::fs::read_to_string(root().join("tests/fixtures/race_sequential_negative_closed_throttle_long_step.json"))
+            .unwrap();
+    car.restore(&serde_json::from_str(&fixture).unwrap()).expect("the saved state restores");
+    let input = driveline::core::DriverInput {
+        throttle: 0.4458112492108647,
+        gear: 2,
+        selector: Selector::Park,
+        ignition: true,
+        ..Default::default()
+    };
+    let d0 = car.telemetry().distance;
+    let mut fine = car.clone();
+    car.step(&input, 0.2).expect("the hitch steps");
+    for _ in 0..200 {
+        fine.step(&input, 1e-3).unwrap();
+    }
+    let (t, f) = (car.telemetry(), fine.telemetry());
+    // (The clutch's actuator moves once per step: over one 0.2 s step it stays at the bite it
+    // had, over 1 ms steps it closes, so the two differ in how hard they pull; both back away
+    // at walking pace, the engine running.)
+    for t in [&t, &f] {
+        assert!(t.speed < 0.0 && t.speed > -1.0, "{t:?}");
+        assert!((t.distance - d0).abs() < 0.2, "{t:?}");
+        assert!(t.engine_rpm > 1000.0 && t.engine_rpm < 6000.0, "{t:?}");
+    }
+}

@@ -248,11 +248,14 @@ fn dog_box_upshift_under_ignition_cut_takes_30_to_80_ms() {
     }
 }
 
-#[test]
-fn limited_slip_locking_torque_follows_preload_plus_ramp() {
+/// Drives the 350Z in `gear` with its rear left wheel on ice, lifting off after 2 s, and checks
+/// at every step that the slipping pack carries half of `preload + ramp |T_in|`, the ramp being
+/// the flank the input torque bears on: power while it drives the carrier forward (`T_in >= 0`),
+/// coast otherwise. Returns the steps slipping on each flank.
+fn limited_slip_run(gear: i32) -> (usize, usize) {
     let mut v = car("nissan_350z.ron");
     let mut input = DriverInput::default();
-    engage(&mut v, &mut input, 1);
+    engage(&mut v, &mut input, gear);
     // Rear left on ice: it spins, the clutch pack slips and carries the locking torque.
     v.set_surface_friction(2, 0.05);
     let (pre, power, coast) = match v.spec().driveline.differential {
@@ -263,7 +266,6 @@ fn limited_slip_locking_torque_follows_preload_plus_ramp() {
     };
     let pack = element(&v, "diff_r_lsd");
     let fd = element(&v, "final_drive_r");
-    let carrier = element(&v, "carrier_r");
     input.throttle = 0.3;
     let t0 = v.simulation().time();
     let (mut power_steps, mut coast_steps) = (0, 0);
@@ -274,7 +276,7 @@ fn limited_slip_locking_torque_follows_preload_plus_ramp() {
         3.0,
         |t, i| {
             i.clutch = (1.0 - (t - t0) / 1.0).clamp(0.0, 1.0);
-            // Lift off after 2 s: the coast ramp takes over.
+            // Lift off after 2 s: the other flank takes over.
             if t - t0 > 2.0 {
                 i.throttle = 0.0;
             }
@@ -284,8 +286,7 @@ fn limited_slip_locking_torque_follows_preload_plus_ramp() {
             if matches!(sim.element_mode(pack), Some(FrictionMode::Forward | FrictionMode::Backward)) {
                 // The torque the final drive delivers to the carrier.
                 let t_in = -sim.element_torque(fd);
-                let wc = sim.body_state(carrier).unwrap().1;
-                let power_side = t_in * wc >= 0.0;
+                let power_side = t_in >= 0.0;
                 let ramp = if power_side { power } else { coast };
                 let expected = pre + ramp * t_in.abs();
                 let locking = 2.0 * sim.element_torque(pack).abs();
@@ -294,13 +295,27 @@ fn limited_slip_locking_torque_follows_preload_plus_ramp() {
             }
         },
     );
-    println!("LSD: {power_steps} power and {coast_steps} coast steps slipping, worst relative error {worst:e}");
-    assert!(power_steps > 100 && coast_steps > 10, "slipped on power {power_steps}, on coast {coast_steps} steps");
+    println!(
+        "LSD in gear {gear}: {power_steps} power and {coast_steps} coast steps slipping, worst relative error {worst:e}"
+    );
     // The pack limit is part of the coupled solve: it matches the input torque of the same
     // instant to rounding.
     assert!(worst < 1e-9, "locking torque off by {worst}");
     let tm = v.telemetry();
     assert!(tm.wheel_speed[2] != tm.wheel_speed[3], "the wheels should differ");
+    (power_steps, coast_steps)
+}
+
+#[test]
+fn limited_slip_locking_torque_follows_preload_plus_ramp() {
+    // Forward in first: power while driving, coast after the lift.
+    let (power_steps, coast_steps) = limited_slip_run(1);
+    assert!(power_steps > 100 && coast_steps > 10, "slipped on power {power_steps}, on coast {coast_steps} steps");
+    // Reversing under power pulls the carrier backward: the ramps bear on their coast flanks
+    // (and on the power flanks after the lift, when the car rolling backward drives the
+    // engine).
+    let (power_steps, coast_steps) = limited_slip_run(-1);
+    assert!(coast_steps > 100, "reversing slipped on coast {coast_steps} steps (power {power_steps})");
 }
 
 #[test]

@@ -185,9 +185,10 @@
 //!   +-[`limits::SIGNAL`] (an infinity included) is clamped, a NaN keeps the last valid value,
 //!   and either raises one [`InputRejected`] per episode ([`Simulation::set_input`]; a vehicle's
 //!   pedals and grade: [`vehicle::VehicleEventKind::InputRejected`]). A step whose state would go
-//!   non-finite (a motion that truly runs away, a singular system) is refused with the bodies
-//!   named and the state left at the step start ([`StepError::NonFinite`],
-//!   [`StepError::Singular`]).
+//!   non-finite (a motion that truly runs away, a singular system), or whose Newton iteration
+//!   converges on no cut, is refused with the bodies named and the state left at the step
+//!   start ([`StepError::NonFinite`], [`StepError::Singular`], [`StepError::NotConverged`]):
+//!   an unconverged iterate is never committed.
 //! - *Can I save, restore or roll back?* [`Vehicle::snapshot`] and [`Vehicle::restore`]: a
 //!   restored vehicle continues bit for bit; the driver model
 //!   ([`vehicle::driver::Driver`]) saves beside it with serde.

@@ -495,8 +495,10 @@ pub enum ElementKind {
     /// `|T_a - T_b|`, is `L = preload + ramp |T_in|`; the pack carries at most `L / 2`. `T_in`
     /// is the differential's input torque, `sum scale_j flange_b torque of gear j` (the torque the
     /// named IdealGears deliver at their b-side); the ramp is `power_ramp` while `T_in` drives the
-    /// `carrier` element forward and `coast_ramp` otherwise (1-way: coast 0; 1.5-way:
-    /// coast < power; 2-way: equal). Solved with the coupled step, not from the last step.
+    /// `carrier` element forward (`T_in >= 0`, whatever the direction of motion: reversing
+    /// under power bears on the coast flanks) and `coast_ramp` otherwise (1-way: coast 0;
+    /// 1.5-way: coast < power; 2-way: equal). Solved with the coupled step, not from the last
+    /// step.
     LimitedSlip {
         /// Preload, N m (>= 0).
         /// Plausible range: 0 .. 1e4 N m.
@@ -509,7 +511,8 @@ pub enum ElementKind {
         coast_ramp: f64,
         /// One or two `(IdealGear name, scale)` pairs giving the input torque.
         input: Vec<(String, f64)>,
-        /// Name of the Inertia on the differential carrier.
+        /// Name of the Inertia on the differential carrier, whose positive direction is forward
+        /// (checked to be an Inertia).
         carrier: String,
     },
     /// Longitudinal tyre (see [`crate::tyre`]): a friction element between the wheel and the

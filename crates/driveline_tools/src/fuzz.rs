@@ -598,7 +598,9 @@ fn run_network(mut sim: Simulation, rng: &mut Rng, steps: usize, mut outcome: Ou
                 }
             }
             Err(StepError::BadStep(_) | StepError::TooShort { .. } | StepError::TooLong { .. }) => {}
-            Err(StepError::NonFinite { .. } | StepError::Singular { .. }) if accepted && blows_up(&mut sim, dt) => {
+            Err(StepError::NonFinite { .. } | StepError::Singular { .. } | StepError::NotConverged { .. })
+                if accepted && blows_up(&mut sim, dt) =>
+            {
                 outcome.blowup = true;
                 return Ok(outcome);
             }
@@ -866,7 +868,10 @@ mod tests {
         let w = sim.speeds()[0];
         assert!((w - 1.0 / (0.1 - 0.05)).abs() < 1e-6 * w, "{w}");
         let err = sim.step(0.1).expect_err("the motion reaches infinity inside the step");
-        assert!(matches!(err, StepError::NonFinite { .. } | StepError::Singular { .. }), "{err}");
+        assert!(
+            matches!(err, StepError::NonFinite { .. } | StepError::Singular { .. } | StepError::NotConverged { .. }),
+            "{err}"
+        );
         assert!(blows_up(&mut sim, 0.1));
         assert!(!blows_up(&mut net(-1.0), 0.1));
     }

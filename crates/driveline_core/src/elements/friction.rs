@@ -63,9 +63,9 @@ pub enum FrictionLaw {
     /// torque `L = preload + ramp |T_in|` (the largest difference between the two output
     /// torques), where `T_in = sum c_j lambda_j` is the differential's input torque from the
     /// constraint torques of permanent rows, and the ramp is `power` while `T_in` drives the
-    /// carrier forward (`T_in w_carrier >= 0`), `coast` otherwise. Like the LossyGear the limit
-    /// depends on the solution, so the solver resolves it with the coupled solve (see
-    /// [`FrictionLaw::ramp_limit`]).
+    /// carrier forward (`T_in >= 0`: the ramps' drive flanks bear), `coast` otherwise. Like the
+    /// LossyGear the limit depends on the solution, so the solver resolves it with the coupled
+    /// solve (see [`FrictionLaw::ramp_limit`]).
     Ramp {
         /// Preload torque, N m.
         preload: f64,
@@ -75,8 +75,6 @@ pub enum FrictionLaw {
         coast: f64,
         /// `(row, c)` pairs: `T_in = sum c lambda_row`; unused entries have `c = 0`.
         input: [(usize, f64); 2],
-        /// Node whose speed tells power from coast.
-        carrier: usize,
     },
     /// BearingFriction: `tau = tau_pos(|w|)`, never free.
     Bearing {
@@ -419,13 +417,17 @@ impl FrictionLaw {
         }
     }
 
-    /// A limited-slip pack's torque limit `(preload + ramp |T_in|) / 2` at input torque `t_in`
-    /// and carrier speed `w_carrier`; `None` for other laws.
+    /// A limited-slip pack's torque limit `(preload + ramp |T_in|) / 2` at input torque `t_in`;
+    /// `None` for other laws. The flank is the torque's, not the motion's: a ramp differential
+    /// reversing under power bears on its coast flanks, and the limit is continuous through
+    /// standstill (a flank chosen by the sign of `T_in w_carrier` jumped by
+    /// `(power - coast) |T_in| / 2` as a creeping car's carrier speed crossed zero, and Newton's
+    /// iterates cycled across the jump).
     #[inline]
-    pub fn ramp_limit(&self, t_in: f64, w_carrier: f64) -> Option<f64> {
+    pub fn ramp_limit(&self, t_in: f64) -> Option<f64> {
         match *self {
             FrictionLaw::Ramp { preload, power, coast, .. } => {
-                let ramp = if t_in * w_carrier >= 0.0 { power } else { coast };
+                let ramp = if t_in >= 0.0 { power } else { coast };
                 Some(0.5 * (preload + ramp * t_in.abs()))
             }
             _ => None,
@@ -445,29 +447,29 @@ impl FrictionLaw {
 
     /// How far a stuck element's constraint torque is past its static limit, `(excess, limit)`:
     /// `excess > 0` means it breaks away. `lam_own` is the element's own row multiplier (the
-    /// element torque is `-lam_own`), `lam` the multipliers of the permanent rows, `w` the node
-    /// speeds, `cap` the capacity at the same instant. LossyGear: `tauLoss = -lam_own` against
+    /// element torque is `-lam_own`), `lam` the multipliers of the permanent rows, `cap` the
+    /// capacity at the same instant. LossyGear: `tauLoss = -lam_own` against
     /// its standstill range at the transmitted torque; limited slip: its ramp limit; a one-way
     /// element only releases forwards.
     #[inline]
-    pub fn hold_excess(&self, cap: Capacity, lam_own: f64, lam: &[f64], w: &[f64]) -> (f64, f64) {
+    pub fn hold_excess(&self, cap: Capacity, lam_own: f64, lam: &[f64]) -> (f64, f64) {
         match self {
-            FrictionLaw::Lossy { .. } | FrictionLaw::Ramp { .. } => self.torque_dependent_excess(lam_own, lam, w),
+            FrictionLaw::Lossy { .. } | FrictionLaw::Ramp { .. } => self.torque_dependent_excess(lam_own, lam),
             _ => cap.excess(lam_own),
         }
     }
 
     /// [`FrictionLaw::hold_excess`] of the laws whose limits read constraint torques.
     #[inline(never)]
-    fn torque_dependent_excess(&self, lam_own: f64, lam: &[f64], w: &[f64]) -> (f64, f64) {
+    fn torque_dependent_excess(&self, lam_own: f64, lam: &[f64]) -> (f64, f64) {
         match self {
             FrictionLaw::Lossy { table, gear_row } => {
                 let tau_loss = -lam_own;
                 let (lo, hi) = table.at(0.0).standstill_bounds(-lam_own - lam[*gear_row]);
                 ((tau_loss - hi).max(lo - tau_loss), hi.abs().max(lo.abs()))
             }
-            FrictionLaw::Ramp { carrier, .. } => {
-                let limit = self.ramp_limit(self.ramp_input(lam), w[*carrier]).unwrap_or(0.0);
+            FrictionLaw::Ramp { .. } => {
+                let limit = self.ramp_limit(self.ramp_input(lam)).unwrap_or(0.0);
                 (lam_own.abs() - limit, limit)
             }
             _ => unreachable!("only LossyGear and limited-slip laws read constraint torques"),

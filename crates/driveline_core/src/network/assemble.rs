@@ -602,7 +602,7 @@ impl Assembly {
                 let row = two(nd[0], nd[1]);
                 info.rel = Some(row);
                 info.friction = Some(self.friction.len());
-                // Input rows and the carrier node are resolved once every row exists.
+                // Input rows are resolved (and the carrier checked) once every row exists.
                 self.friction.push(FrictionElement {
                     element: i,
                     row,
@@ -611,7 +611,6 @@ impl Assembly {
                         power: *power_ramp,
                         coast: *coast_ramp,
                         input: [(0, 0.0); 2],
-                        carrier: 0,
                     },
                 });
             }
@@ -668,15 +667,15 @@ impl Assembly {
         Ok(())
     }
 
-    /// Limited-slip packs: the rows of the gears whose torques load them and the carrier's node,
-    /// resolved once every row exists.
+    /// Limited-slip packs: the rows of the gears whose torques load them, resolved once every
+    /// row exists, and the carrier checked to be an Inertia.
     fn resolve_limited_slip(&mut self, specs: &[ElementSpec], index: &HashMap<&str, usize>) -> Result<(), BuildError> {
         for fe in self.friction.iter_mut() {
             let ElementKind::LimitedSlip { input: names, carrier: cname, .. } = &specs[fe.element].kind else {
                 continue;
             };
             let owner = &specs[fe.element].name;
-            let FrictionLaw::Ramp { input, carrier, .. } = &mut fe.law else { continue };
+            let FrictionLaw::Ramp { input, .. } = &mut fe.law else { continue };
             // An element of the given kind by name, or a message naming what is wanted.
             let lookup = |name: &str, key: &str, kind: &str, is: fn(&ElementKind) -> bool| {
                 index.get(name).copied().filter(|&k| is(&specs[k].kind)).ok_or_else(|| {
@@ -690,8 +689,7 @@ impl Assembly {
                 let cb = self.rows[ri].entries.iter().find(|x| x.0 == b).map_or(0.0, |x| x.1);
                 input[j] = (ri, scale * cb);
             }
-            let ci = lookup(cname, "carrier", "Inertia", |k| matches!(k, ElementKind::Inertia { .. }))?;
-            *carrier = self.elements[ci].nodes[0];
+            lookup(cname, "carrier", "Inertia", |k| matches!(k, ElementKind::Inertia { .. }))?;
         }
         Ok(())
     }

@@ -51,14 +51,9 @@ impl Simulation {
                 };
                 let s = &self.slots[self.cur];
                 let pos = s.locked.iter().position(|&k| k == i).unwrap_or(0);
-                let w = match at {
-                    At::Stage(k) => &self.ws.w_st[k],
-                    At::End => &self.ws.w1,
-                    At::Dense => &self.ws.w_e,
-                };
                 self.model.net.friction[i]
                     .law
-                    .hold_excess(self.capacity(i, sig), lam[self.model.net.rows.len() + pos], lam, w)
+                    .hold_excess(self.capacity(i, sig), lam[self.model.net.rows.len() + pos], lam)
                     .0
             }
             Ev::Regime(k) => {
@@ -209,14 +204,10 @@ impl Simulation {
             // the sub-step: a shaft ringing at 20 Hz at 60 Hz steps can carry a lock's torque
             // past its limit between two step ends well inside it
             // (`a_ringing_shaft_breaks_away_between_step_ends`).
-            let Work { lam_end, sig_end, w1, .. } = &self.ws;
+            let Work { lam_end, sig_end, .. } = &self.ws;
             let deep = self.slots[self.cur].locked.iter().enumerate().all(|(pos, &i)| {
-                let (g, limit) = self.model.net.friction[i].law.hold_excess(
-                    self.capacity(i, sig_end),
-                    lam_end[np + pos],
-                    lam_end,
-                    w1,
-                );
+                let (g, limit) =
+                    self.model.net.friction[i].law.hold_excess(self.capacity(i, sig_end), lam_end[np + pos], lam_end);
                 g < -STAGE_SAMPLE_MARGIN * limit
             });
             if deep {
@@ -224,18 +215,17 @@ impl Simulation {
             }
         }
         self.stage_torques();
-        let Work { lam_st, lam_end, sig, sig_end, w_st, w1, .. } = &self.ws;
-        let samples = [(&lam_st[0], &sig[0], &w_st[0]), (&lam_st[1], &sig[1], &w_st[1]), (lam_end, sig_end, w1)];
+        let Work { lam_st, lam_end, sig, sig_end, .. } = &self.ws;
+        let samples = [(&lam_st[0], &sig[0]), (&lam_st[1], &sig[1]), (lam_end, sig_end)];
         if redundant {
-            let all_inside =
-                samples.iter().all(|&(lam, sig, w)| self.min_norm_inside(lam, w, |i| self.capacity(i, sig)));
+            let all_inside = samples.iter().all(|&(lam, sig)| self.min_norm_inside(lam, |i| self.capacity(i, sig)));
             return if all_inside { 0 } else { u64::MAX };
         }
         let mut mask = 0;
         for (pos, &i) in self.slots[self.cur].locked.iter().enumerate() {
             let law = &self.model.net.friction[i].law;
-            for &(lam, sig, w) in &samples {
-                if law.hold_excess(self.capacity(i, sig), lam[np + pos], lam, w).0 > 0.0 {
+            for &(lam, sig) in &samples {
+                if law.hold_excess(self.capacity(i, sig), lam[np + pos], lam).0 > 0.0 {
                     mask |= 1 << i;
                     break;
                 }

@@ -225,7 +225,7 @@ impl Simulation {
         for i in bits(mask) {
             let fe = &net.friction[i];
             let dir = modes[i].dir();
-            if let crate::elements::FrictionLaw::Ramp { input, carrier, .. } = &fe.law {
+            if let crate::elements::FrictionLaw::Ramp { input, .. } = &fe.law {
                 // T_in(tau) = A - tau B for the pack force -tau row^T added to f.
                 let lt = |k: usize| if k < n { row_coef(&fe.row, k) } else { 0.0 };
                 let fl = |k: usize| f[k];
@@ -236,11 +236,10 @@ impl Simulation {
                         tb += c * lam_of(&lt, r, a);
                     }
                 }
-                let wc = w[*carrier];
                 let solve = |sgn: f64| {
                     let (p, ramp) = match fe.law {
                         crate::elements::FrictionLaw::Ramp { preload, power, coast, .. } => {
-                            (preload, if sgn * wc >= 0.0 { power } else { coast })
+                            (preload, if sgn >= 0.0 { power } else { coast })
                         }
                         _ => (0.0, 0.0),
                     };
@@ -254,7 +253,7 @@ impl Simulation {
                     t0
                 } else {
                     let (t1, ok1) = solve(-s0);
-                    if ok1 { t1 } else { dir * fe.law.ramp_limit(0.0, wc).unwrap_or(0.0) }
+                    if ok1 { t1 } else { dir * fe.law.ramp_limit(0.0).unwrap_or(0.0) }
                 };
                 fe.row.add_scaled(f, -tau);
                 tau_out[i] = tau;

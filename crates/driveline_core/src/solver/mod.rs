@@ -32,8 +32,13 @@
 //!   than 1 ms ([`MIN_OWN_MAX_STEP`]). (The 350Z, at
 //!   about 470 /s, is taken in 13 ms pieces; the diesel truck, at 650 /s, in 9.7 ms pieces; a
 //!   60 Hz frame is two pieces for them, one for the other shipped vehicles.)
+//! - A simplified Newton iteration whose correction grows on a freshly taken Jacobian (a
+//!   law whose slope at the sub-step start is far from its slope at the motion, such as a
+//!   quadratic drag at rest) goes back one iterate and continues as a damped Newton iteration
+//!   with a Jacobian at each iterate (Deuflhard's natural monotonicity test).
 //! - A Newton iteration that does not converge (or diverges) is never committed: its sub-step is
-//!   cut to a quarter, up to eight times, and the sub-steps after it grow back by four each.
+//!   cut to a quarter, up to 24 times, and the sub-steps after it grow back by four each. A
+//!   sub-step that converges on no cut refuses the step ([`StepError::NotConverged`]).
 //! - Events at one instant that keep forcing the same elements (a selection the motion
 //!   contradicts at once) are broken after a few repeats: the sliding direction is flipped,
 //!   then the element held; a redundant lock group, or a lock, whose break-away test fires at
@@ -43,6 +48,10 @@
 //!   the present modes, with the same cuts for at most 64 sub-steps.
 //! - A step that still ends non-finite is refused: the state goes back to the step start and a
 //!   [`StepError`] names the bodies (`NonFinite`, or `Singular` when a matrix was singular).
+//! - The null space of a mode's constraints eliminates the lightest coordinates first, so that
+//!   the reduced inertia holds each light body on its own diagonal entry (a light body as the
+//!   small difference of a heavy body's projected entries sets a rounding floor on Newton's
+//!   corrections).
 //!
 //! # The modules, in the order of a step
 //! | module | what it holds |

@@ -59,14 +59,14 @@ impl Simulation {
     /// True when the current mode's minimum-norm split (`lam` at speeds `w`) holds every lock
     /// strictly inside its static limit (capacities from `cap`), with a margin of 1e-9 of the
     /// limit. A LossyGear's bounds move with the split itself: never certified here.
-    pub(super) fn min_norm_inside(&self, lam: &[f64], w: &[f64], cap: impl Fn(usize) -> Capacity) -> bool {
+    pub(super) fn min_norm_inside(&self, lam: &[f64], cap: impl Fn(usize) -> Capacity) -> bool {
         let np = self.model.net.rows.len();
         self.slots[self.cur].locked.iter().enumerate().all(|(pos, &i)| {
             let law = &self.model.net.friction[i].law;
             if matches!(law, crate::elements::FrictionLaw::Lossy { .. }) {
                 return false;
             }
-            let (g, limit) = law.hold_excess(cap(i), lam[np + pos], lam, w);
+            let (g, limit) = law.hold_excess(cap(i), lam[np + pos], lam);
             g < -1e-9 * limit.max(1e-300)
         })
     }
@@ -421,7 +421,7 @@ impl Simulation {
         let s = &self.slots[self.cur];
         let (lam, caps) = (&self.ws.lam_start, &self.ws.caps);
         if s.redundant {
-            if self.min_norm_inside(lam, &self.w, |i| caps[i]) {
+            if self.min_norm_inside(lam, |i| caps[i]) {
                 return false;
             }
             // The capacity-weighted split is the second certificate (as at the samples); the
@@ -440,8 +440,7 @@ impl Simulation {
         }
         let np = self.model.net.rows.len();
         s.locked.iter().enumerate().any(|(pos, &i)| {
-            test & 1 << i != 0
-                && self.model.net.friction[i].law.hold_excess(caps[i], lam[np + pos], lam, &self.w).0 > 0.0
+            test & 1 << i != 0 && self.model.net.friction[i].law.hold_excess(caps[i], lam[np + pos], lam).0 > 0.0
         })
     }
 
@@ -580,9 +579,9 @@ impl Simulation {
                             (-h, -l)
                         }
                     }
-                    law @ crate::elements::FrictionLaw::Ramp { carrier, .. } => {
+                    law @ crate::elements::FrictionLaw::Ramp { .. } => {
                         // The input torque of the last pass (or of the last solve).
-                        let tm = law.ramp_limit(self.ws.dependent_input[ia], self.w[*carrier]).unwrap_or(0.0);
+                        let tm = law.ramp_limit(self.ws.dependent_input[ia]).unwrap_or(0.0);
                         (-tm, tm)
                     }
                     _ => {
@@ -704,11 +703,11 @@ impl Simulation {
     /// redundant group overloads one element.
     pub(super) fn weighted_split_inside(&mut self, at: At) -> bool {
         let n = self.model.net.n_dof;
-        let Work { f_st, presc_acc: ud, w_st, f_end, w1, f, w_e, acc, scratch_r: lam, caps, xnz, .. } = &mut self.ws;
-        let (f, ud, w) = match at {
-            At::Stage(i) => (&f_st[i], &ud[i], &w_st[i]),
-            At::End => (&*f_end, &ud[2], &*w1),
-            At::Dense => (&*f, &ud[3], &*w_e),
+        let Work { f_st, presc_acc: ud, f_end, f, acc, scratch_r: lam, caps, xnz, .. } = &mut self.ws;
+        let (f, ud) = match at {
+            At::Stage(i) => (&f_st[i], &ud[i]),
+            At::End => (&*f_end, &ud[2]),
+            At::Dense => (&*f, &ud[3]),
         };
         let s = &self.slots[self.cur];
         let np = self.model.net.rows.len();
@@ -728,7 +727,7 @@ impl Simulation {
                 inside = false;
                 break;
             }
-            let (g, limit) = law.hold_excess(caps[i], lam[np + pos], lam, w);
+            let (g, limit) = law.hold_excess(caps[i], lam[np + pos], lam);
             if g >= -1e-5 * limit.max(1e-300) {
                 inside = false;
                 break;
@@ -779,12 +778,12 @@ impl Simulation {
         // The current mode's minimum-norm split is one split: when it is strictly inside every
         // limit, the group holds and the complementarity solve below would say so too.
         {
-            let (lam, w) = match at {
-                At::Stage(i) => (&self.ws.lam_st[i], &self.ws.w_st[i]),
-                At::End => (&self.ws.lam_end, &self.ws.w1),
-                At::Dense => (&self.ws.lam, &self.ws.w_e),
+            let lam = match at {
+                At::Stage(i) => &self.ws.lam_st[i],
+                At::End => &self.ws.lam_end,
+                At::Dense => &self.ws.lam,
             };
-            if self.min_norm_inside(lam, w, |i| self.ws.caps[i]) {
+            if self.min_norm_inside(lam, |i| self.ws.caps[i]) {
                 return -1.0;
             }
         }

@@ -153,16 +153,30 @@ pub enum StepError {
     },
     /// The step met a singular system (a mode whose iteration matrix or reduced inertia does
     /// not determine the motion: for example a speed-dependent torque whose slope cancels an
-    /// inertia at this step size) and produced a non-finite state; the state was restored to
-    /// the step start.
-    #[error(
-        "the step from t = {t} s met a singular system in {elements} and produced a non-finite state; the state was restored to that time"
-    )]
+    /// inertia at this step size) and could not go on (a non-finite state, or a Newton
+    /// iteration that converged on no cut); the state was restored to the step start.
+    #[error("the step from t = {t} s met a singular system in {elements}; the state was restored to that time")]
     Singular {
         /// The step's start time, s.
         t: f64,
         /// The bodies (inertias, masses) along the undetermined coordinate, comma separated
         /// (the first four).
+        elements: String,
+    },
+    /// A sub-step's Newton iteration did not converge, not even cut 24 times to a quarter
+    /// (to 3.6e-15 of its length): a motion that runs away within the step, or a law that
+    /// jumps with the iterate and keeps the iteration cycling. The state was restored to the
+    /// step start rather than continue from an unconverged iterate.
+    #[error(
+        "the step from t = {t} s did not converge in {elements}, not even in sub-steps of {h} s; the state was restored to that time"
+    )]
+    NotConverged {
+        /// The step's start time, s.
+        t: f64,
+        /// The shortest sub-step tried, s.
+        h: f64,
+        /// The bodies (inertias, masses) along the coordinate whose residual was largest,
+        /// comma separated (the first four).
         elements: String,
     },
     /// The step produced a non-finite state (for example from a NaN signal value, or a motion

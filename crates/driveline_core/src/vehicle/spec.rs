@@ -567,8 +567,10 @@ pub enum DifferentialSpec {
     /// Both outputs locked together.
     Locked,
     /// Clutch-pack limited slip: locking torque `preload + ramp |T_in|`, where the ramp is
-    /// `power_ramp` while the input drives and `coast_ramp` while it brakes (1-way: coast 0;
-    /// 1.5-way: coast < power; 2-way: equal).
+    /// `power_ramp` while the input torque drives the carrier forward and `coast_ramp` while it
+    /// pulls it backward (engine braking going forward, or reversing under power: the flank
+    /// the ramps bear on follows the torque) (1-way: coast 0; 1.5-way: coast < power; 2-way:
+    /// equal).
     ClutchPack {
         /// Preload torque, N m (>= 0).
         preload: f64,
