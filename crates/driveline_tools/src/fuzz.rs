@@ -128,8 +128,9 @@ pub enum Defect {
     AcceptedButFails(String),
     /// A restored snapshot did not continue as the original.
     Snapshot(String),
-    /// A vehicle's motion ran away past anything physical (faster than 1,000 m/s, a wheel or
-    /// the engine past 100,000 rad/s): a step that diverged without a non-finite value.
+    /// A vehicle's motion ran away past anything physical (faster than 1,000 m/s at a step's
+    /// end or on average over it, a wheel or the engine past 100,000 rad/s): a step that
+    /// diverged without a non-finite value.
     Diverged(String),
     /// The case took this long, s.
     Slow(f64),
@@ -512,10 +513,21 @@ fn drive(mut v: Vehicle, rng: &mut Rng, steps: usize, mut outcome: Outcome, acce
             let snap = serde_json::to_string(&v.snapshot()).unwrap_or_default();
             let _ = std::fs::write(Path::new(&dir).join(format!("snapshot_{}.json", outcome.steps)), snap);
         }
+        let distance = v.telemetry().distance;
         match v.step(&input, dt) {
             Ok(()) => {
                 outcome.steps += 1;
                 let t = v.telemetry();
+                // (A motion that ran away within the step and came back to rest shows in the
+                // distance it covered.)
+                let covered = (t.distance - distance).abs();
+                let past = covered > 1e3 * dt + 1e-9;
+                if past {
+                    return Err(Defect::Diverged(format!(
+                        "step of {dt:e} s to t = {}: covered {covered:e} m, faster than 1,000 m/s",
+                        t.time
+                    )));
+                }
                 if !(t.speed.is_finite() && t.engine_rpm.is_finite() && t.time.is_finite()) {
                     check_telemetry(&v)?;
                 }
