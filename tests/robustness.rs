@@ -578,3 +578,56 @@ fn a_hitch_from_a_creep_in_reverse_steps() {
         assert!(t.engine_rpm > 1000.0 && t.engine_rpm < 6000.0, "{t:?}");
     }
 }
+
+/// Regression of three fuzz findings: LossyGearDemo2 with a bearing friction that rises to
+/// 1e6 N m at 1 rad/s, on a massless input shaft, at 1/60 s. The motion creeps at 1e-7 rad/s
+/// where friction balances the torques, every step meets its events until the Zeno guard
+/// takes over, and the guard, without event location, kept a friction sliding after its slip
+/// had passed zero: the friction torque then drove the shaft to 8,561 rad/s (later cases
+/// ended in a step error instead). A guarded sub-step now ends with a mode selection for
+/// every slip that is no longer ahead of its sliding direction. The shaft stays where the
+/// friction holds it: past 2e-5 rad/s the friction, 20 N m, exceeds every torque on it.
+#[test]
+fn the_zeno_guard_does_not_let_a_friction_drive_the_motion() {
+    let text = std::fs::read_to_string(root().join("assets/scenarios/msl/LossyGearDemo2.ron"))
+        .unwrap()
+        .replace("tau_pos: [(0.0, 0.5), (1.0, 1.0)]", "tau_pos: [(0.0, 0.5), (1.0, 1000000.0)]")
+        .replace("(name: \"Inertia1\", kind: Inertia(J: 1.0)),", "(name: \"Inertia1\", kind: Inertia(J: 0.0)),");
+    let sc = driveline::core::Scenario::parse(&text, "LossyGearDemo2.ron").unwrap();
+    let mut sim = driveline::core::Simulation::new(sc.build(&text, "LossyGearDemo2.ron").unwrap());
+    for k in 0..30 {
+        sim.step(1.0 / 60.0).unwrap_or_else(|e| panic!("step {k}: {e}"));
+        assert!(sim.speeds().iter().all(|w| w.abs() < 1e-4), "step {k}: {:?}", sim.speeds());
+    }
+    assert!(sim.stats().zeno_guards > 0, "the case exercises the guard");
+}
+
+/// Regression of a fuzz finding: RollingWheel driven by its quadratic force (a million times
+/// the MSL one, pushing) at 1/60 s. A damped Newton iteration that failed left the slot the
+/// Jacobian of its last iterate, 1e85 m/s away; the next, shorter sub-step took that huge
+/// matrix's tiny corrections (1e-35) for convergence and committed its starting guess: the
+/// step booked 80 J of work for 0.15 J of motion. A failed damped iteration now leaves no
+/// Jacobian behind, and a correction that grows on a kept Jacobian goes back one iterate to a
+/// fresh one. The motion runs to infinity within a few steps (`v' = 2,700 v^2` about): every
+/// step taken before the refusal keeps the energy ledger closed.
+#[test]
+fn a_failed_damped_iteration_leaves_no_jacobian_behind() {
+    let text = std::fs::read_to_string(root().join("assets/scenarios/msl/RollingWheel.ron"))
+        .unwrap()
+        .replace("f_nominal: -10.0", "f_nominal: 10000000.0");
+    let sc = driveline::core::Scenario::parse(&text, "RollingWheel.ron").unwrap();
+    let mut sim = driveline::core::Simulation::new(sc.build(&text, "RollingWheel.ron").unwrap());
+    sim.step(0.10109073900961717).unwrap();
+    let mut refused = false;
+    for k in 0..12 {
+        if let Err(e) = sim.step(1.0 / 60.0) {
+            // (The state stays at the last step's end.)
+            refused = true;
+            assert!(sim.speeds().iter().all(|w| w.is_finite()), "step {k}: {e}");
+            break;
+        }
+        let e = sim.energy().unwrap();
+        assert!(e.residual().abs() <= 1e-6 * e.scale() + 1e-9, "step {k}: {e:?}");
+    }
+    assert!(refused, "the pushing drag runs the wheel to infinity");
+}

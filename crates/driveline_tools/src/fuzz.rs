@@ -287,17 +287,20 @@ pub struct CaseCounts {
 }
 
 /// True when `sim` (at the start of a step of `dt` that failed with a typed error) runs away
-/// by itself: taken again in pieces of `dt /` [`BLOWUP_PIECES`] (a piece that fails is halved
-/// and taken again, down to 2^-60 of it), its fastest speed grows past [`BLOWUP_GROWTH`] times
-/// its start (plus one) while the energy ledger stays closed to 1e-6 of its scale (and a
-/// nanojoule, for a ledger that has hardly moved): the sources do the work that drives the
-/// motion to infinity, which a solver's own runaway would not.
+/// by itself: taken again in pieces of `dt /` [`BLOWUP_PIECES`] (a piece that fails, or leaves
+/// the energy ledger open, is halved and taken again, down to 2^-60 of it), its fastest speed
+/// grows past [`BLOWUP_GROWTH`] times its start (plus one) while the energy ledger stays closed
+/// to 1e-6 of its scale (and a nanojoule, for a ledger that has hardly moved): the sources do
+/// the work that drives the motion to infinity, which a solver's own runaway would not.
 fn blows_up(sim: &mut Simulation, dt: f64) -> bool {
     let size = |s: &Simulation| s.speeds().iter().fold(0.0f64, |m, x| m.max(x.abs()));
     let start = size(sim);
     let t_end = sim.time() + dt;
     let mut h = dt / BLOWUP_PIECES as f64;
     let mut halvings = 0;
+    // The state before the piece: a piece that leaves the ledger open (it stepped across the
+    // singularity) is taken again from there, halved.
+    let mut before = sim.clone();
     // (At most a hundred times the pieces: a motion that neither grows nor fails in them is
     // not a blow-up.)
     for _ in 0..100 * BLOWUP_PIECES {
@@ -313,11 +316,15 @@ fn blows_up(sim: &mut Simulation, dt: f64) -> bool {
         // (A NaN residual is not closed.)
         let closed = e.residual().abs() <= 1e-6 * e.scale() + 1e-9;
         if !closed {
-            return false;
+            sim.clone_from(&before);
+            h *= 0.5;
+            halvings += 1;
+            continue;
         }
         if size(sim) > BLOWUP_GROWTH * (1.0 + start) {
             return true;
         }
+        before.clone_from(sim);
     }
     false
 }
@@ -595,7 +602,7 @@ fn run_network(mut sim: Simulation, rng: &mut Rng, steps: usize, mut outcome: Ou
         }
         let dt = rng.step_size();
         if std::env::var_os("FUZZ_TRACE").is_some() {
-            eprintln!("t = {}: step {dt:e}", sim.time());
+            eprintln!("t = {}: step {dt:e}, energy {:?}, speeds {:?}", sim.time(), sim.energy(), sim.speeds());
         }
         match sim.step(dt) {
             Ok(()) => {

@@ -280,8 +280,8 @@ impl Simulation {
         let mut iter = 0;
         loop {
             iter += 1;
-            // A correction on a fresh Jacobian after the first is watched for divergence.
-            let watched = !linear && !reused && iter > 1;
+            // A correction after the first is watched for divergence.
+            let watched = !linear && iter > 1;
             if watched {
                 let m2 = 2 * m;
                 self.ws.q_last[..m2].copy_from_slice(&self.ws.q[..m2]);
@@ -300,13 +300,20 @@ impl Simulation {
             // (A NaN correction counts as grown.)
             let shrank = norm_dq < last_dq;
             if watched && !shrank {
-                // The correction grew on a Jacobian taken afresh: the Jacobian is too far from
-                // the iterate's. Back to the iterate before it, from where a damped Newton
-                // iteration takes over. (Cutting the sub-step does not help such a law: a
-                // quadratic drag's slope is zero at rest, and the first correction throws a
-                // light load as far past its terminal speed at any sub-step length.)
+                // The correction grew: the Jacobian is too far from the iterate's. Back to the
+                // iterate before it, to go on from there on a fresh Jacobian (a kept one), or
+                // by a damped Newton iteration (a fresh one). (Cutting the sub-step does not
+                // help such a law: a quadratic drag's slope is zero at rest, and the first
+                // correction throws a light load as far past its terminal speed at any sub-step
+                // length.)
                 let m2 = 2 * m;
                 self.ws.q[..m2].copy_from_slice(&self.ws.q_last[..m2]);
+                if reused {
+                    reused = false;
+                    last_dq = f64::INFINITY;
+                    self.refresh_jacobian(slot, h, scratch);
+                    continue;
+                }
                 self.damped_newton(slot, h, scratch, prescribed);
                 break;
             }
@@ -357,19 +364,25 @@ impl Simulation {
                 // Slow on the old Jacobian: continue from this iterate on a fresh one.
                 reused = false;
                 last_dq = f64::INFINITY;
-                if scratch {
-                    self.jacobians(slot, 0);
-                    self.slots[slot].jac_epoch = self.epoch;
-                    self.slots[slot].jac_stale = false;
-                    self.slots[slot].newton_h = f64::NAN;
-                    self.factor_newton(slot, h, true);
-                } else {
-                    self.fresh_jacobian(slot, h);
-                }
+                self.refresh_jacobian(slot, h, scratch);
             }
         }
         if reused && iter >= slow {
             self.slots[slot].jac_stale = true;
+        }
+    }
+
+    /// A fresh Jacobian (at the sub-step start) in place of a kept one, factored for `h` into
+    /// the sub-step's own factors (`scratch`) or the slot's.
+    fn refresh_jacobian(&mut self, slot: usize, h: f64, scratch: bool) {
+        if scratch {
+            self.jacobians(slot, 0);
+            self.slots[slot].jac_epoch = self.epoch;
+            self.slots[slot].jac_stale = false;
+            self.slots[slot].newton_h = f64::NAN;
+            self.factor_newton(slot, h, true);
+        } else {
+            self.fresh_jacobian(slot, h);
         }
     }
 
@@ -454,6 +467,11 @@ impl Simulation {
         } else {
             self.stats.newton_failures += 1;
             self.ws.newton_failed = true;
+            // The last Jacobian was taken wherever the iteration ended, perhaps far past any
+            // motion: a simplified iteration on it would take its huge matrix's tiny
+            // corrections for convergence. The next sub-step takes its own.
+            self.slots[slot].jac_stale = true;
+            self.slots[slot].newton_h = f64::NAN;
         }
     }
 

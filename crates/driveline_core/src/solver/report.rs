@@ -168,7 +168,7 @@ pub enum StepError {
     /// jumps with the iterate and keeps the iteration cycling. The state was restored to the
     /// step start rather than continue from an unconverged iterate.
     #[error(
-        "the step from t = {t} s did not converge in {elements}, not even in sub-steps of {h} s; the state was restored to that time"
+        "the step from t = {t} s did not converge in {elements}, not even in sub-steps of {h:e} s; the state was restored to that time"
     )]
     NotConverged {
         /// The step's start time, s.

@@ -6,8 +6,10 @@ use super::*;
 /// 4^-24 (3.6e-15) of its length, where a light body driven hard reaches its next event (a
 /// 3e-12 kg m^2 planetary load thrown against a sliding brake locks 1e-13 s into a 1 ms step).
 const MAX_CUTS: usize = 24;
-/// Sub-steps the Zeno guard takes with cuts before it takes the rest of a step whole.
-const MAX_GUARDED: usize = 64;
+/// Sub-steps the Zeno guard may take (each cut at most [`MAX_CUTS`] times) before the step
+/// is refused: growing by four from a converged one, a guarded sub-step reaches the rest of
+/// any step from 1e-15 of it in 25.
+const MAX_GUARDED: usize = 4096;
 /// Events at the same instant forcing the same elements, in a row, after which a sliding
 /// direction the motion keeps reversing is flipped, and after which it is held.
 const STALLS_TO_FLIP: u32 = 3;
@@ -102,31 +104,33 @@ impl Simulation {
                 continue;
             }
             if substeps > self.params.max_substeps {
-                // The Zeno guard: the rest of the step without events, in the present modes;
-                // a sub-step whose Newton iteration does not converge is cut as below (its
-                // iterate would be no motion at all). When no cut converges either, or the guard
-                // has cut [`MAX_GUARDED`] times, the whole rest is taken in one sub-step (a
-                // Newton iteration that converges only on nanosecond sub-steps would take
-                // millions); if that does not converge, the step is refused.
+                // The Zeno guard: the rest of the step without events, in the present modes, in
+                // sub-steps that grow by four from the last converged one (`cap`); one whose
+                // Newton iteration does not converge is cut as below. A sub-step that converges
+                // on no cut, or more than [`MAX_GUARDED`] guarded sub-steps (a Newton iteration
+                // that converges only on nanosecond sub-steps would take millions), refuse the
+                // step: an unconverged iterate is never committed.
                 self.stats.zeno_guards += 1;
-                let full = (h, time_event);
                 let (mut h, mut time_event) = if h > cap { (cap, false) } else { (h, time_event) };
                 self.integrate(h, false);
-                let mut cut = self.ws.newton_failed;
+                let cut = self.ws.newton_failed;
                 if cut {
                     (h, time_event) = (self.cut_until_converged(h), false);
                 }
                 if self.ws.newton_failed || substeps > self.params.max_substeps + MAX_GUARDED {
-                    (h, time_event) = full;
-                    self.integrate(h, false);
-                    cut = false;
-                    if self.ws.newton_failed {
-                        unconverged = Some((self.cur, self.worst_coordinate(), h));
-                        break;
-                    }
+                    unconverged = Some((self.cur, self.worst_coordinate(), h));
+                    break;
                 }
                 cap = if cut { 4.0 * h } else { 4.0 * cap };
                 self.commit(h);
+                // Without event location a sliding element's slip may have passed zero within
+                // the sub-step: at its end it is stuck or slides the other way, as a mode
+                // selection says, rather than drive the motion on in its old direction (a
+                // friction torque against the old direction is a motor for the new one).
+                let passed = self.slips_not_ahead();
+                if passed != 0 {
+                    self.select_modes(passed, false);
+                }
                 if time_event {
                     self.after_time_event();
                 }
@@ -355,6 +359,23 @@ impl Simulation {
         } else {
             self.update_outputs();
         }
+    }
+
+    /// Sliding friction elements whose slip is zero (to rounding) or against their sliding
+    /// direction now.
+    fn slips_not_ahead(&self) -> u64 {
+        if self.friction.sliding == 0 {
+            return 0;
+        }
+        let tol = zero_slip_tolerance(speed_scale(&self.w[..self.model.net.n_dof]));
+        let mut mask = 0;
+        for i in bits(self.friction.sliding) {
+            let ahead = self.model.net.friction[i].row.dot(&self.w) * self.modes[i].dir() > tol;
+            if !ahead {
+                mask |= 1 << i;
+            }
+        }
+        mask
     }
 
     /// Sliding friction elements whose slip is zero (to rounding) now.
