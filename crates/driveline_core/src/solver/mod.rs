@@ -44,8 +44,12 @@
 //!   then the element held; a redundant lock group, or a lock, whose break-away test fires at
 //!   its own instant while the complementarity solve keeps it stuck is trusted for the rest
 //!   of the step.
-//! - A step whose events use up `max_substeps` finishes through the Zeno guard, event-free in
-//!   the present modes, with the same cuts for at most 64 sub-steps.
+//! - A step whose events use up `max_substeps` finishes through the Zeno guard, without event
+//!   location, in sub-steps that grow by four from the last converged one (cut the same way),
+//!   at most 4096 of them; each ends with a mode selection for every sliding element whose
+//!   slip is no longer ahead of its direction (a friction kept sliding past zero would drive
+//!   the motion). A correction that grows on a kept Jacobian goes back one iterate to a fresh
+//!   one; a damped iteration that fails leaves no Jacobian behind.
 //! - A step that still ends non-finite is refused: the state goes back to the step start and a
 //!   [`StepError`] names the bodies (`NonFinite`, or `Singular` when a matrix was singular).
 //! - The null space of a mode's constraints eliminates the lightest coordinates first, so that
