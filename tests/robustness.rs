@@ -631,3 +631,34 @@ fn a_failed_damped_iteration_leaves_no_jacobian_behind() {
     }
     assert!(refused, "the pushing drag runs the wheel to infinity");
 }
+
+/// Regression of a fuzz finding: the 350Z with its engine map moved to start at 0 rpm (and a
+/// closed-throttle drag of 23,730 N m at 1,600 rpm), its engine stalled at -15 rpm, engaging
+/// first gear at a 57 ms step. The map's torque jumped at standstill (none at or below 0 rad/s,
+/// the first point's just above), and Newton cycled around the stalled engine until the Zeno
+/// guard gave up. A map from 0 rpm now ramps its torque in over the first 10 rpm. The state
+/// before the step, as the fuzz harness saved it, is replayed: the engine stays stalled.
+#[test]
+fn a_stalled_engine_whose_map_starts_at_zero_rpm_steps() {
+    use driveline::core::automatic::Selector;
+    let text = std::fs::read_to_string(root().join("assets/vehicles/nissan_350z.ron"))
+        .unwrap()
+        .replacen("rpm:    [1000.0, 1600.0,", "rpm:    [0.0, 1600.0,", 1)
+        .replacen("closed: [ -28.1,  -47.3,", "closed: [ -28.1,  -23730.244967207418,", 1);
+    let mut car = Vehicle::new(Vehicle::parse(&text, "nissan_350z.ron").unwrap()).unwrap();
+    let fixture =
+        std::fs::read_to_string(root().join("tests/fixtures/nissan_350z_map_from_zero_rpm_stalled.json")).unwrap();
+    car.restore(&serde_json::from_str(&fixture).unwrap()).expect("the saved state restores");
+    let input = driveline::core::DriverInput {
+        throttle: 0.7655970778996888,
+        brake: 0.08477449793879488,
+        gear: 1,
+        selector: Selector::Neutral,
+        ignition: true,
+        grade: f64::NAN,
+        ..Default::default()
+    };
+    car.step(&input, 5.7105319741893625e-2).expect("the step converges");
+    let t = car.telemetry();
+    assert!(t.engine_rpm.abs() < 100.0 && t.speed.abs() < 0.01, "{t:?}");
+}

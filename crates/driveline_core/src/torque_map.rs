@@ -15,13 +15,21 @@
 //! `T = (1 - theta) T_closed(n) + theta T_full(n)`.
 //!
 //! Below the lowest map speed the torque falls linearly to 0 at 0 rpm, and it is 0 for a shaft
-//! turning backwards: an engine at rest neither drives nor pulls. Above the highest speed the last
-//! value is held (maps end with their cut-off point).
+//! turning backwards: an engine at rest neither drives nor pulls. A map whose lowest speed is
+//! 0 rpm ramps its torque in linearly over the first [`ZERO_RPM_RAMP`] (10 rpm, or half the
+//! first segment if that is shorter), so that the torque is continuous through standstill
+//! too: a jump there (the race car's full-load row starts at 104.6 N m at 0 rpm) kept Newton
+//! cycling around a stalled engine. Above the highest speed the last value is held (maps end
+//! with their cut-off point).
 
 use serde::{Deserialize, Serialize};
 
 /// rad/s per rpm.
 pub const RPM: f64 = std::f64::consts::PI / 30.0;
+
+/// The speed over which a map whose lowest speed is 0 rpm ramps its torque in from zero at
+/// standstill, rad/s (10 rpm).
+pub const ZERO_RPM_RAMP: f64 = 10.0 * RPM;
 
 /// A torque map over throttle and engine speed. Build it with [`TorqueMap::full_and_closed`] or
 /// [`TorqueMap::table`]; files describe it with [`TorqueMapSpec`].
@@ -36,6 +44,9 @@ pub struct TorqueMap {
     /// segment `j - 1 .. j`'s, entry 0 the line from the origin to the first point (formed
     /// once: a lookup multiplies where it would divide, the same quotient bit for bit).
     slope: Vec<f64>,
+    /// For a map whose lowest speed is 0 rpm, the speed below which its torque ramps in from
+    /// zero at standstill, rad/s ([`ZERO_RPM_RAMP`]); 0 for the others.
+    ramp: f64,
 }
 
 /// How a file writes a torque map (speeds in rpm, torques in N m).
@@ -154,7 +165,12 @@ impl TorqueMap {
                 slope.push((r[j] - r[j - 1]) / (speed[j] - speed[j - 1]));
             }
         }
-        Ok(Self { throttle, speed, torque, slope })
+        let ramp = match speed[..] {
+            [0.0] => ZERO_RPM_RAMP,
+            [0.0, second, ..] => ZERO_RPM_RAMP.min(0.5 * second),
+            _ => 0.0,
+        };
+        Ok(Self { throttle, speed, torque, slope, ramp })
     }
 
     /// Lowest and highest map speed, rad/s.
@@ -199,7 +215,13 @@ impl TorqueMap {
             let dw = w - sp[j - 1];
             ((r0[j - 1] + m0[j] * dw, m0[j]), (r1[j - 1] + m1[j] * dw, m1[j]))
         };
-        (t0 + s * (t1 - t0), d0 + s * (d1 - d0))
+        let (t, d) = (t0 + s * (t1 - t0), d0 + s * (d1 - d0));
+        if w < self.ramp {
+            // (A map from 0 rpm: the torque ramps in from zero at standstill.)
+            let f = w / self.ramp;
+            return (t * f, d * f + t / self.ramp);
+        }
+        (t, d)
     }
 
     /// Largest full-load torque over the map's speeds, N m.
@@ -250,6 +272,32 @@ mod tests {
         let (t, d) = m.eval(1.0, 1500.0 * RPM);
         assert!((t - 146.25).abs() < 1e-9);
         assert!((d - (158.3 - 134.2) / (1000.0 * RPM)).abs() < 1e-12);
+    }
+
+    /// A map whose lowest speed is 0 rpm (the race car's) is continuous through standstill:
+    /// its torque ramps in over the first 10 rpm, with the slope of that ramp, and is the map's
+    /// own from there.
+    #[test]
+    fn a_map_from_zero_rpm_ramps_its_torque_in_at_standstill() {
+        let m =
+            TorqueMap::full_and_closed(&[0.0, 992.0, 1433.0], &[104.6, 269.0, 359.9], &[-1.0, -10.0, -10.0]).unwrap();
+        for theta in [0.0, 0.5, 1.0] {
+            // (The torque within 1e-9 rad/s of standstill is within 1e-7 N m of zero.)
+            assert!(m.eval(theta, 1e-9).0.abs() < 1e-6, "{theta}");
+            let (t, d) = m.eval(theta, 0.5 * ZERO_RPM_RAMP);
+            let h = 1e-7;
+            let fd = (m.eval(theta, 0.5 * ZERO_RPM_RAMP + h).0 - m.eval(theta, 0.5 * ZERO_RPM_RAMP - h).0) / (2.0 * h);
+            // (A central difference of a quadratic is exact to rounding: 1e-6 of 100 N m s/rad.)
+            assert!((d - fd).abs() < 1e-6 * d.abs().max(1.0), "{theta}: {d} vs {fd}");
+            let full = |w: f64| {
+                let f = w / (992.0 * RPM);
+                let (c, u) = (-1.0 + (-10.0 + 1.0) * f, 104.6 + (269.0 - 104.6) * f);
+                (1.0 - theta) * c + theta * u
+            };
+            assert!((t - 0.5 * full(0.5 * ZERO_RPM_RAMP)).abs() < 1e-9, "{theta}: {t}");
+            let w = 2.0 * ZERO_RPM_RAMP;
+            assert!((m.eval(theta, w).0 - full(w)).abs() < 1e-9, "{theta}");
+        }
     }
 
     #[test]
