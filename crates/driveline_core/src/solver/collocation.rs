@@ -311,7 +311,7 @@ impl Simulation {
                 if reused {
                     reused = false;
                     last_dq = f64::INFINITY;
-                    self.refresh_jacobian(slot, h, scratch);
+                    self.refresh_jacobian(slot, h, scratch, false);
                     continue;
                 }
                 self.damped_newton(slot, h, scratch, prescribed);
@@ -364,7 +364,7 @@ impl Simulation {
                 // Slow on the old Jacobian: continue from this iterate on a fresh one.
                 reused = false;
                 last_dq = f64::INFINITY;
-                self.refresh_jacobian(slot, h, scratch);
+                self.refresh_jacobian(slot, h, scratch, false);
             }
         }
         if reused && iter >= slow {
@@ -372,18 +372,22 @@ impl Simulation {
         }
     }
 
-    /// A fresh Jacobian (at the sub-step start) in place of a kept one, factored for `h` into
-    /// the sub-step's own factors (`scratch`) or the slot's.
-    fn refresh_jacobian(&mut self, slot: usize, h: f64, scratch: bool) {
-        if scratch {
-            self.jacobians(slot, 0);
-            self.slots[slot].jac_epoch = self.epoch;
-            self.slots[slot].jac_stale = false;
-            self.slots[slot].newton_h = f64::NAN;
-            self.factor_newton(slot, h, true);
+    /// A fresh Jacobian in place of the one in use: at the sub-step start, or at the Newton
+    /// iterate in `ws.q` (`at_iterate`); factored for `h` into the sub-step's own factors
+    /// (`scratch`) or the slot's.
+    fn refresh_jacobian(&mut self, slot: usize, h: f64, scratch: bool, at_iterate: bool) {
+        if at_iterate {
+            self.jacobians_at_iterate(slot, h);
         } else {
-            self.fresh_jacobian(slot, h);
+            self.jacobians(slot, 0);
         }
+        let s = &mut self.slots[slot];
+        s.jac_epoch = self.epoch;
+        s.jac_stale = false;
+        if scratch {
+            s.newton_h = f64::NAN;
+        }
+        self.factor_newton(slot, h, scratch);
     }
 
     /// One Newton correction of the stages in `ws.q`: the stage forces at the iterate (at the
@@ -423,7 +427,7 @@ impl Simulation {
         let mut iters = 0;
         let outcome = 'newton: loop {
             // The Jacobian at x, the full correction dq (x in `q_last`, dq in `q_dir`).
-            self.iterate_at_fresh_jacobian(slot, h, scratch);
+            self.refresh_jacobian(slot, h, scratch, true);
             self.ws.q_last[..m2].copy_from_slice(&self.ws.q[..m2]);
             let (norm_dq, norm_q) = self.newton_correction(slot, h, scratch, prescribed, Residual::Full, false);
             iters += 1;
@@ -473,19 +477,6 @@ impl Simulation {
             self.slots[slot].jac_stale = true;
             self.slots[slot].newton_h = f64::NAN;
         }
-    }
-
-    /// Takes the Jacobian at the Newton iterate in `ws.q` and factors its Newton matrix for
-    /// `h`, into the sub-step's own factors (`scratch`) or the slot's.
-    fn iterate_at_fresh_jacobian(&mut self, slot: usize, h: f64, scratch: bool) {
-        self.jacobians_at_iterate(slot, h);
-        let s = &mut self.slots[slot];
-        s.jac_epoch = self.epoch;
-        s.jac_stale = false;
-        if scratch {
-            s.newton_h = f64::NAN;
-        }
-        self.factor_newton(slot, h, scratch);
     }
 
     /// The stage states a Newton iteration evaluates its forces at: from the starting guess
