@@ -180,6 +180,13 @@ impl Simulation {
                         }
                         self.commit(he);
                     }
+                    // Events that coincide are one event: every sliding element whose slip is
+                    // at zero or reversed in the state taken to the event instant crossed zero
+                    // with the located one (its own root, located on the same dense output,
+                    // may lie a rounding later, past the localisation tolerance; the way to
+                    // the event, integrated again, lands within it). It is a stuck candidate
+                    // like the located one, not taken through the opposite sliding mode first.
+                    let forced = forced | self.slips_not_ahead();
                     self.friction.breaking = breaking;
                     // A sliding direction the motion reversed at once, again and again (the
                     // selection at an instant that the stage dynamics contradict: a braked
