@@ -14,6 +14,6 @@ fi
 cargo test --workspace --exclude driveline_car --locked
 cargo test --benches --locked
 # The plugin's headless examples, which check what they print (a run is a few seconds each).
-for example in coupled_clutches inspector_tweaks launch_control; do
+for example in coupled_clutches inspector_tweaks launch_control custom_shift_strategy; do
   cargo run --locked --quiet --example "$example" >/dev/null
 done

@@ -205,8 +205,9 @@ pub mod prelude {
         Spring, SpringDamper, TorqueConverter, TorqueSource, Tyre,
     };
     pub use crate::vehicle::{
-        VehicleController, VehicleDefinition, VehicleInput, VehicleMessage, VehicleParts, VehicleSnapshotError,
-        VehicleTelemetry, restore_vehicle, set_road_speed, snapshot_vehicle, spawn_vehicle,
+        EngineController, TransmissionController, VehicleController, VehicleDefinition, VehicleInput, VehicleMessage,
+        VehicleParts, VehicleSnapshotError, VehicleTelemetry, restore_vehicle, set_road_speed, snapshot_vehicle,
+        spawn_vehicle,
     };
     pub use crate::{
         BodyState, Connections, CouplingState, Driveline, DrivelineBuildFailed, DrivelineCommandsExt,

@@ -17,7 +17,8 @@ use bevy_ecs::entity::{EntityMapper, MapEntities};
 use bevy_ecs::prelude::*;
 use bevy_reflect::prelude::*;
 use driveline_core::vehicle::{
-    DriverInput, Layout, Road, Telemetry, VehicleControl, VehicleError, VehicleEvent, VehicleSpec, WHEELS, build,
+    Controllers, DriverInput, Layout, Road, Telemetry, VehicleControl, VehicleError, VehicleEvent, VehicleSpec, WHEELS,
+    build,
 };
 use driveline_core::{IntegrationParameters, SnapshotError, StateAdjustment, StateWriteError, VehicleSnapshot};
 use serde::{Deserialize, Serialize};
@@ -73,6 +74,28 @@ impl VehicleController {
         self.control.as_ref().map_or(&[], |c| c.events())
     }
 }
+
+/// The vehicle's built-in engine controller (idle speed, rev limiter, stall and start, the
+/// transmission's torque reductions) drives this engine: on the engine's part entity
+/// ([`VehicleParts::engine`]). Remove it to drive the engine yourself: its `engine.throttle`
+/// (the effective throttle the torque map sees, [0, 1]) and `starter.torque` (N m) inputs then
+/// take what you write in the root's [`crate::DrivelineInputs`]. Insert it again to hand the
+/// engine back. See `driveline_core::vehicle::Controllers`.
+#[derive(Component, Reflect, Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[reflect(Component, Debug, Clone, PartialEq, Default)]
+pub struct EngineController;
+
+/// The vehicle's built-in transmission controller runs: on the vehicle's root. For a manual
+/// or sequential box, the gear selection, the shift linkages and the clutch actuator; for an
+/// automatic, the TCU with its hydraulics, the lock-up and the park pawl. Remove it to shift
+/// yourself: write the shift elements' (or the clutch's) [`crate::ClutchEngagement`], and the
+/// other inputs (`lockup.force`, `park.engage`, each dog's `engagement`) in
+/// [`crate::DrivelineInputs`]; they keep the value last written. The engine controller, the
+/// brakes, the tyres, heat and telemetry keep working (the telemetry's gear fields keep their
+/// last values). Example: `custom_shift_strategy`. See `driveline_core::vehicle::Controllers`.
+#[derive(Component, Reflect, Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[reflect(Component, Debug, Clone, PartialEq, Default)]
+pub struct TransmissionController;
 
 /// The clutch engagements written over the built-in actuators for the coming step (see
 /// [`crate::ClutchEngagement`]), gathered before the step and cleared after it.
@@ -161,7 +184,9 @@ pub(crate) fn register_types(app: &mut bevy_app::App) {
         .register_type::<VehicleController>()
         .register_type::<VehicleParts>()
         .register_type::<VehicleInput>()
-        .register_type::<VehicleTelemetry>();
+        .register_type::<VehicleTelemetry>()
+        .register_type::<EngineController>()
+        .register_type::<TransmissionController>();
 }
 
 /// Spawns a vehicle: a [`Driveline`] root with its [`VehicleDefinition`], [`VehicleParts`],
@@ -207,10 +232,14 @@ pub(crate) fn spawn_vehicle_on(
         brakes: wheels("brake"),
         body: by_name("body"),
     };
+    if let Ok(mut engine) = world.get_entity_mut(parts.engine) {
+        engine.insert(EngineController);
+    }
     world.entity_mut(root).insert((
         Driveline { parameters: IntegrationParameters::vehicle() },
         VehicleDefinition { spec, road },
         VehicleController { layout: Some(layout), control: None, generation: 0 },
+        TransmissionController,
         parts,
     ));
     Ok(())
@@ -319,7 +348,10 @@ pub(crate) fn step_vehicles(
         &mut VehicleTelemetry,
         &mut DrivelineCache,
         &mut EngagementOverrides,
+        &VehicleParts,
+        Has<TransmissionController>,
     )>,
+    engines: Query<(), With<EngineController>>,
     mut failed: MessageWriter<DrivelineStepFailed>,
     mut messages: MessageWriter<VehicleMessage>,
     mut failures: Local<std::sync::Mutex<Vec<DrivelineStepFailed>>>,
@@ -330,7 +362,8 @@ pub(crate) fn step_vehicles(
         let f = DrivelineStepFailed { driveline: root, message: e.to_string() };
         sink.lock().unwrap_or_else(|p| p.into_inner()).push(f);
     };
-    let step = |(root, def, mut vc, input, mut tele, mut cache, mut overrides): (
+    let engines = &engines;
+    let step = |(root, def, mut vc, input, mut tele, mut cache, mut overrides, parts, transmission): (
         Entity,
         &VehicleDefinition,
         Mut<VehicleController>,
@@ -338,6 +371,8 @@ pub(crate) fn step_vehicles(
         Mut<VehicleTelemetry>,
         Mut<DrivelineCache>,
         Mut<EngagementOverrides>,
+        &VehicleParts,
+        bool,
     )| {
         let generation = cache.generation();
         let Some(sim) = cache.simulation_mut() else { return };
@@ -352,6 +387,10 @@ pub(crate) fn step_vehicles(
             return;
         }
         let control = vc.control.as_mut().expect("created above");
+        let controllers = Controllers { engine: engines.contains(parts.engine), transmission };
+        if control.controllers() != controllers {
+            control.set_controllers(controllers);
+        }
         // The same step as the core `Vehicle`'s (shifts sub-stepped at game steps), with the
         // engagements users wrote over the built-in actuators; a refused step leaves the state
         // where it was, and the controllers still see its end.

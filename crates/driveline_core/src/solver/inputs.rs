@@ -115,6 +115,16 @@ impl Simulation {
         }
     }
 
+    /// The value of the input behind `id` now (see [`Simulation::input_id`]): what was last
+    /// written, or its start value; along a ramp ([`Simulation::set_input_ramp_id`]) the value
+    /// it started from. 0 for a handle that is not an input.
+    pub fn input_value(&self, id: InputId) -> f64 {
+        match self.model.net.signals.get(id.0) {
+            Some(Signal::Input { value, .. }) => *value,
+            _ => 0.0,
+        }
+    }
+
     /// Sets the input behind `id` (see [`Simulation::input_id`]); the same input policy as
     /// [`Simulation::set_input`].
     #[inline]

@@ -148,6 +148,11 @@ impl AutoControl {
         self.out.lockup
     }
 
+    /// The lock-up command as its input holds it (the TCU's, or whoever wrote it last).
+    pub fn lockup_command(&self, sim: &Simulation) -> f64 {
+        sim.input_value(self.ids.lockup_in)
+    }
+
     pub fn telemetry(&self, sim: &Simulation, t: &mut Telemetry) {
         t.turbine_rpm = sim.body_state(self.ids.turbine).map_or(0.0, |s| s.1) / RPM;
         t.converter_torque = sim.element_torque(self.ids.converter);

@@ -42,7 +42,7 @@ use crate::torque_map::RPM;
 use crate::{FrictionMode, Network};
 use automatic::AutoControl;
 pub use build::{AutoLayout, G, GearSlot, Layout, Road, WHEELS};
-use ecu::{Ecu, EcuEvent};
+use ecu::{Ecu, EcuEvent, EcuOutput};
 use manual::Manual;
 pub use spec::*;
 use std::path::Path;
@@ -419,6 +419,35 @@ pub struct VehicleControl {
     last_valid: [f64; 5],
     /// Which of them were rejected at the last step (an episode of rejection reports once).
     rejecting: [bool; 5],
+    /// The built-in controllers that run.
+    controllers: Controllers,
+}
+
+/// Which of a vehicle's built-in controllers run ([`VehicleControl::set_controllers`]). A
+/// controller that does not run writes none of its inputs: they keep the values last written,
+/// by it or by you ([`Simulation::set_input_id`], or in the Bevy plugin a part's
+/// `ClutchEngagement` and `DrivelineInputs`). Everything else works as before. Not part of a
+/// snapshot: it is the vehicle's configuration, not its state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Controllers {
+    /// The engine controller (idle speed, rev limiter, stall and start, the shift controller's
+    /// torque reductions): writes the engine's `engine.throttle` and `starter.torque` inputs.
+    /// Without it, the throttle input is the effective throttle the torque map sees, and fuel
+    /// is counted while it is above zero. Default on.
+    pub engine: bool,
+    /// The transmission controller. For a manual or sequential box: the gear selection, the
+    /// shift linkages and the clutch actuator (`clutch.force`, each dog's `engagement` and
+    /// synchroniser's `force`). For an automatic: the TCU with its hydraulics, the lock-up and
+    /// the park pawl (each shift element's and `lockup.force`, `park.engage`). Without it no
+    /// shift is sub-stepped, the torque reduction is zero, and the telemetry's gear fields keep
+    /// their last values. Default on.
+    pub transmission: bool,
+}
+
+impl Default for Controllers {
+    fn default() -> Self {
+        Self { engine: true, transmission: true }
+    }
 }
 
 fn find(net: &Network, name: &str) -> usize {
@@ -514,6 +543,14 @@ impl Vehicle {
     /// over from the present state and books the steps taken from then on.
     pub fn set_track_energy(&mut self, on: bool) {
         self.sim.set_track_energy(on);
+    }
+    /// Which built-in controllers run ([`VehicleControl::controllers`]).
+    pub fn controllers(&self) -> Controllers {
+        self.control.controllers()
+    }
+    /// Turns built-in controllers off or on ([`VehicleControl::set_controllers`]).
+    pub fn set_controllers(&mut self, controllers: Controllers) {
+        self.control.set_controllers(controllers);
     }
     /// The controllers.
     pub fn control(&self) -> &VehicleControl {
@@ -658,6 +695,7 @@ impl VehicleControl {
             surface: [1.0; 4],
             contact: [(0.0, 0.0, 0.0); 4],
             distance: 0.0,
+            controllers: Controllers::default(),
             now: sim.time(),
             spec,
             layout,
@@ -675,6 +713,14 @@ impl VehicleControl {
     /// The description.
     pub fn spec(&self) -> &VehicleSpec {
         &self.spec
+    }
+    /// Which built-in controllers run.
+    pub fn controllers(&self) -> Controllers {
+        self.controllers
+    }
+    /// Turns built-in controllers off or on (see [`Controllers`]), from the next step on.
+    pub fn set_controllers(&mut self, controllers: Controllers) {
+        self.controllers = controllers;
     }
     /// The layout: gear slots and names.
     pub fn layout(&self) -> &Layout {
@@ -873,7 +919,7 @@ impl VehicleControl {
 
     /// How many sub-steps a step of `dt` takes (see [`VehicleControl::step`]).
     fn substeps(&self, input: &DriverInput, dt: f64) -> usize {
-        if !(dt > SHIFT_SUBSTEP && dt.is_finite()) {
+        if !(dt > SHIFT_SUBSTEP && dt.is_finite() && self.controllers.transmission) {
             return 1;
         }
         let shifting = match &self.trans {
@@ -935,6 +981,7 @@ impl VehicleControl {
         let events = &mut self.events;
         let mut push = |k| push_event(events, t, k);
         let (throttle, reduction) = match &mut self.trans {
+            _ if !self.controllers.transmission => (inp.throttle, 0.0),
             Trans::Manual(m) => {
                 let gb = self.spec.gearbox.as_ref().expect("manual");
                 let s = m.select(gb, &self.layout, sim, self.ids.output, &inp, t, w_engine, &mut push);
@@ -949,13 +996,16 @@ impl VehicleControl {
         };
         let mut ev = [None; 3];
         let mut ne = 0;
-        let out =
+        let out = if self.controllers.engine {
             self.ecu.step(&self.spec.engine, t, dt, w_engine, throttle, reduction, inp.ignition, inp.starter, |e| {
                 if ne < 3 {
                     ev[ne] = Some(e);
                     ne += 1;
                 }
-            });
+            })
+        } else {
+            EcuOutput { throttle: sim.input_value(self.ids.throttle), starter: sim.input_value(self.ids.starter) }
+        };
         for e in ev.into_iter().flatten() {
             self.push(match e {
                 EcuEvent::Stalled => VehicleEventKind::Stalled,
@@ -967,6 +1017,8 @@ impl VehicleControl {
         let events = &mut self.events;
         let mut push = |k| push_event(events, t, k);
         let clamp = match &mut self.trans {
+            Trans::Manual(m) if !self.controllers.transmission => sim.input_value(m.ids.clutch_force),
+            Trans::Automatic(a) if !self.controllers.transmission => a.lockup_command(sim),
             Trans::Manual(m) => {
                 let (cl, gb) =
                     (self.spec.clutch.as_ref().expect("manual"), self.spec.gearbox.as_ref().expect("manual"));
@@ -988,8 +1040,10 @@ impl VehicleControl {
         let loads =
             if self.ids.ground_in.is_some() { self.contact.map(|c| c.1) } else { self.loads(sin, cos, self.accel) };
         // 4. Inputs for the coupled solve.
-        set(sim, self.ids.throttle, out.throttle);
-        set(sim, self.ids.starter, out.starter);
+        if self.controllers.engine {
+            set(sim, self.ids.throttle, out.throttle);
+            set(sim, self.ids.starter, out.starter);
+        }
         if let Some(g) = self.ids.grade {
             set(sim, g, -self.spec.body.mass * G * sin);
         }
@@ -1022,7 +1076,7 @@ impl VehicleControl {
             self.distance += 0.5 * (v0 + v1) * dt;
         }
         if let Some(f) = &self.spec.engine.fuel
-            && self.ecu.running
+            && (self.ecu.running || !self.controllers.engine)
             && throttle > 0.0
         {
             let tq = sim.element_torque(self.ids.engine_torque);
