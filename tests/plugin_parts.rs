@@ -326,6 +326,8 @@ fn every_public_component_is_registered_for_reflection() {
         TypeId::of::<VehicleParts>(),
         TypeId::of::<VehicleInput>(),
         TypeId::of::<VehicleTelemetry>(),
+        TypeId::of::<EngineController>(),
+        TypeId::of::<TransmissionController>(),
         TypeId::of::<Inertia>(),
         TypeId::of::<parts::Fixed>(),
         TypeId::of::<TorqueSource>(),
@@ -410,7 +412,10 @@ fn a_saved_vehicle_loads_into_another_world_and_drives_like_the_original() {
         let mut map = EntityHashMap::default();
         world.write_to_world(loaded.world_mut(), &mut map).unwrap();
         let root2 = map[&root];
-        assert!(loaded.world().get::<VehicleParts>(root2).unwrap().engine != Entity::PLACEHOLDER);
+        // The root's references are mapped to the loaded parts.
+        let parts2 = loaded.world().get::<VehicleParts>(root2).unwrap();
+        assert_eq!(loaded.world().get::<Name>(parts2.engine).map(|n| n.as_str()), Some("engine"));
+        assert!(loaded.world().get::<PartOf>(parts2.engine).is_some_and(|p| p.0 == root2));
         // A fresh original to compare with, from the same description.
         let mut fresh = create_app();
         let root3 = spawn_vehicle(fresh.world_mut(), vehicle_spec(file), Road::Body).unwrap();
@@ -579,4 +584,89 @@ fn a_vehicle_rolls_back_bit_for_bit_in_the_plugin() {
         restore_vehicle(z.world_mut(), z_root, &snap),
         Err(VehicleSnapshotError::Snapshot(driveline::core::SnapshotError::OtherVehicle { .. }))
     ));
+}
+
+/// The 8HP sedan with its TCU removed: the park pawl out and the lock-up open through
+/// `DrivelineInputs`, the shift elements of `gear` (from the gearbox's shift matrix) applied
+/// through their `ClutchEngagement`, 60 % throttle from 0.5 s, `seconds` at 60 Hz.
+fn sedan_without_its_tcu(app: &mut App, gear: &str, seconds: f64) -> Entity {
+    let spec = vehicle_spec("sedan_8hp.ron");
+    let gearbox = spec.automatic.as_ref().and_then(|a| a.gearbox()).expect("the gearbox loaded").clone();
+    let root = spawn_vehicle(app.world_mut(), spec, Road::Body).unwrap();
+    app.world_mut().entity_mut(root).remove::<TransmissionController>();
+    // (The first step builds the network and writes the start inputs: neutral, pawl in.)
+    fixed_step(app, Duration::from_nanos(16_666_667));
+    let mut inputs = app.world_mut().get_mut::<DrivelineInputs>(root).unwrap();
+    inputs.set("park.engage", 0.0);
+    inputs.set("lockup.force", 0.0);
+    let applied = &gearbox.gears.iter().find(|(n, _)| n == gear).expect("a gear of the matrix").1;
+    let elements = app.world().get::<VehicleParts>(root).unwrap().shift_elements.clone();
+    for (e, spec) in elements.iter().zip(&gearbox.elements) {
+        let on = applied.contains(&spec.name);
+        app.world_mut().get_mut::<ClutchEngagement>(*e).unwrap().0 = if on { 1.0 } else { 0.0 };
+    }
+    let frame = Duration::from_nanos(16_666_667);
+    for k in 0..(seconds * 60.0) as usize {
+        let throttle = if k < 30 { 0.0 } else { 0.6 };
+        app.world_mut().get_mut::<VehicleInput>(root).unwrap().0 = DriverInput { throttle, ..Default::default() };
+        fixed_step(app, frame);
+    }
+    root
+}
+
+#[test]
+fn without_its_tcu_an_automatic_holds_the_gear_its_elements_are_given() {
+    let mut app = create_app();
+    let root = sedan_without_its_tcu(&mut app, "2", 8.0);
+    assert!(drain::<DrivelineStepFailed>(&mut app).is_empty());
+    let t = app.world().get::<VehicleTelemetry>(root).unwrap().0;
+    // 2nd (A, B, E) locked, C and D open, as written; the TCU, at 60 % throttle, would have
+    // shifted up long before 8 s (its upshift from 2nd is below 60 km/h).
+    let locked: Vec<bool> = t.elements[..5].iter().map(|e| e.locked).collect();
+    assert_eq!(locked, [true, true, false, false, true], "{:?}", t.elements);
+    assert!(t.speed * 3.6 > 70.0, "{} km/h", t.speed * 3.6);
+    let tcu = Vehicle::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/vehicles/sedan_8hp.ron")).unwrap();
+    let ratio2 = tcu.tcu().unwrap().forward_ratio(2).unwrap();
+    let output = t.wheel_speed[2].max(t.wheel_speed[3]) * tcu.spec().driveline.final_drive;
+    // Turbine over output speed is 2nd's ratio; the tyres' slip is in the wheel speeds, not here.
+    assert!((t.turbine_rpm * driveline::core::torque_map::RPM / output / ratio2 - 1.0).abs() < 1e-6);
+    // Back to the built-in controller, selector in D: it takes the box over from its own state
+    // (neutral, where it was left) and engages the gear its schedule has for the road speed
+    // (6th at 75 km/h and 60 %).
+    app.world_mut().entity_mut(root).insert(TransmissionController);
+    let mut gears = Vec::new();
+    for _ in 0..300 {
+        let input =
+            DriverInput { throttle: 0.6, selector: driveline::core::automatic::Selector::Drive, ..Default::default() };
+        app.world_mut().get_mut::<VehicleInput>(root).unwrap().0 = input;
+        fixed_step(&mut app, Duration::from_nanos(16_666_667));
+        gears.push(app.world().get::<VehicleTelemetry>(root).unwrap().0.engaged_gear);
+    }
+    assert!(drain::<DrivelineStepFailed>(&mut app).is_empty());
+    assert!(*gears.last().unwrap() > 2, "{gears:?}");
+}
+
+#[test]
+fn without_its_engine_controller_the_throttle_input_is_yours() {
+    let mut app = create_app();
+    let root = spawn_vehicle(app.world_mut(), vehicle_spec("nissan_350z.ron"), Road::Body).unwrap();
+    let engine = app.world().get::<VehicleParts>(root).unwrap().engine;
+    let frame = Duration::from_nanos(16_666_667);
+    fixed_step(&mut app, frame);
+    // The idle controller's throttle, with the driver's pedal up.
+    let idle = app.world().get::<VehicleTelemetry>(root).unwrap().0.throttle;
+    assert!(idle > 0.0 && idle < 0.25, "idle throttle {idle}");
+    app.world_mut().entity_mut(engine).remove::<EngineController>();
+    app.world_mut().get_mut::<DrivelineInputs>(root).unwrap().set("engine.throttle", 0.25);
+    for _ in 0..30 {
+        fixed_step(&mut app, frame);
+    }
+    let t = app.world().get::<VehicleTelemetry>(root).unwrap().0;
+    // The engine in neutral revs up on a quarter throttle that no idle controller takes back.
+    assert_eq!(t.throttle, 0.25);
+    let idle_rpm = vehicle_spec("nissan_350z.ron").engine.idle_rpm;
+    assert!(t.engine_rpm > 1.5 * idle_rpm, "{} rpm (idle {idle_rpm})", t.engine_rpm);
+    app.world_mut().entity_mut(engine).insert(EngineController);
+    fixed_step(&mut app, frame);
+    assert_ne!(app.world().get::<VehicleTelemetry>(root).unwrap().0.throttle, 0.25);
 }

@@ -104,6 +104,7 @@ pub(crate) struct EngagementOverrides(pub(crate) Vec<(driveline_core::InputId, f
 
 /// The main parts of a vehicle, on its root: the entities to read or edit.
 #[derive(Component, Reflect, Debug, Clone, PartialEq)]
+#[component(map_entities)]
 #[reflect(Component, Debug, Clone, PartialEq, Default)]
 pub struct VehicleParts {
     /// The engine's crankshaft inertia (its [`crate::Inertia`] and [`crate::BodyState`]).
