@@ -86,8 +86,10 @@
 //!
 //! ```text
 //! root            Driveline, VehicleDefinition, VehicleParts, VehicleInput, VehicleTelemetry,
-//!  |              VehicleController, DrivelineParts, DrivelineInputs, DrivelineCache
-//!  +- "engine"         Name, Inertia, BodyState, PartOf(root)          <- VehicleParts::engine
+//!  |              VehicleController, TransmissionController, DrivelineParts, DrivelineInputs,
+//!  |              DrivelineCache
+//!  +- "engine"         Name, Inertia, BodyState, EngineController,     <- VehicleParts::engine
+//!  |                   PartOf(root)
 //!  +- "engine_torque"  Name, Engine, Connections(flange -> engine)
 //!  +- "clutch"         Name, Clutch, ClutchEngagement, CouplingState,  <- VehicleParts::clutch
 //!  |                   Connections(flange_a -> engine, flange_b -> disc)
@@ -127,6 +129,13 @@
 //! telemetry) run together inside `Solve`, in the order of `driveline_core::vehicle`, and
 //! write the simulation's inputs directly; a [`ClutchEngagement`] written by a user system
 //! before `Solve` is written over the built-in actuator's value in every sub-step of the step.
+//! Two of them are components you can remove to take their place:
+//! [`vehicle::TransmissionController`] on the root (the gear selection, linkages and clutch
+//! actuator of a manual; an automatic's TCU with its hydraulics, lock-up and park pawl) and
+//! [`vehicle::EngineController`] on the engine part. Their inputs then keep what you write
+//! (a part's [`ClutchEngagement`], or [`DrivelineInputs`]); the others keep working; insert the
+//! component again to hand the job back. They do not yet run as systems of their own in
+//! `Control` and `Actuation`.
 //!
 //! ## Scheduling
 //! [`DrivelinePlugins`] runs in the schedule you choose (default `FixedUpdate`), in the chained
