@@ -12,6 +12,7 @@
 use bevy_ecs::entity::{EntityMapper, MapEntities};
 use bevy_ecs::prelude::*;
 use bevy_reflect::prelude::*;
+use driveline_core::model::Regularization;
 use driveline_core::{ConverterSpec, ElementKind, MagicFormula, Signal, Table1D, TorqueMapSpec};
 use serde::{Deserialize, Serialize};
 
@@ -79,6 +80,14 @@ pub struct ConverterParam(pub ConverterSpec);
 #[serde(transparent)]
 pub struct TyreParam(pub MagicFormula);
 
+/// The regularised sign of a [`SignTorque`] (`driveline_core::model::Regularization`), as an
+/// opaque reflected value.
+#[derive(Reflect, Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[reflect(opaque)]
+#[reflect(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct RegularizationParam(pub Regularization);
+
 macro_rules! wrap {
     ($w:ident, $t:ty) => {
         impl From<$t> for $w {
@@ -98,6 +107,7 @@ wrap!(TableParam, Table1D);
 wrap!(TorqueMapParam, TorqueMapSpec);
 wrap!(ConverterParam, ConverterSpec);
 wrap!(TyreParam, MagicFormula);
+wrap!(RegularizationParam, Regularization);
 
 /// Declares the typed components that mirror an [`ElementKind`] variant field by field.
 macro_rules! element_components {
@@ -276,6 +286,56 @@ element_components! {
         torque_direction: bool,
         /// The reaction goes to a `support` flange.
         use_support: bool,
+    }
+    /// A torque linear in speed (MSL `LinearSpeedDependentTorque`).
+    LinearSpeedDependentTorque from LinearSpeedDependentTorque [Default] {
+        /// Torque at `w_nominal`, N m (negative: a load).
+        tau_nominal: f64,
+        /// Speed of `tau_nominal`, rad/s (> 0).
+        w_nominal: f64,
+        /// Same torque in both directions (else it changes sign with the speed).
+        torque_direction: bool,
+        /// The reaction goes to a `support` flange.
+        use_support: bool,
+    }
+    /// A torque inverse to speed, a constant power (MSL `InverseSpeedDependentTorque`).
+    InverseSpeedDependentTorque from InverseSpeedDependentTorque [Default] {
+        /// Torque at `w_nominal`, N m.
+        tau_nominal: f64,
+        /// Speed of `tau_nominal`, rad/s (> 0).
+        w_nominal: f64,
+        /// Speed below which the torque is regularised, rad/s (> 0).
+        w0: f64,
+        /// Same torque in both directions (else it changes sign with the speed).
+        torque_direction: bool,
+        /// The reaction goes to a `support` flange.
+        use_support: bool,
+    }
+    /// A constant torque whose sign follows the speed (MSL `SignTorque`).
+    SignTorque from SignTorque [Default] {
+        /// Torque magnitude, N m (negative: a load).
+        tau_constant: f64,
+        /// Speed at which the regularised sign reaches +-1, rad/s (> 0).
+        w0: f64,
+        /// Shape of the regularisation.
+        reg: RegularizationParam,
+        /// The reaction goes to a `support` flange.
+        use_support: bool,
+    }
+    /// A torque from a signal between two flanges (MSL `Torque2`): `+tau` on `flange_b`,
+    /// `-tau` on `flange_a`.
+    Torque2 from Torque2 [Default] {
+        /// Torque, N m.
+        tau: SignalParam,
+    }
+    /// A constant speed source (MSL `ConstantSpeed`).
+    ConstantSpeed from ConstantSpeed [Default] {
+        /// Speed of the flange relative to the support, rad/s.
+        w_fixed: f64,
+        /// The reaction goes to a `support` flange.
+        use_support: bool,
+        /// Fixed initial angle, rad.
+        phi_start: Option<f64>,
     }
     /// An ideal gear (MSL `IdealGear`): `phi_a = ratio phi_b`.
     IdealGear from IdealGear [Default] {
@@ -594,7 +654,8 @@ pub(crate) fn register_all(app: &mut bevy_app::App) {
         .register_type::<TableParam>()
         .register_type::<TorqueMapParam>()
         .register_type::<ConverterParam>()
-        .register_type::<TyreParam>();
+        .register_type::<TyreParam>()
+        .register_type::<RegularizationParam>();
 }
 
 /// Maps the entity of a flange joint (scene loading, entity cloning).

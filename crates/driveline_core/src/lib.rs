@@ -59,7 +59,11 @@
 //! | `Fixed` | `phi = phi0` |
 //! | `Torque`, `ConstantTorque`, `TorqueStep` | `+tau(t)` on the flange, `-tau` on the support |
 //! | `QuadraticSpeedDependentTorque/Force` | `tau = tau_nom (w/w_nom)^2` (or `sign(w)` times it) |
-//! | `Speed` | `w_flange - w_support = w_ref(t)` (prescribed; any torque) |
+//! | `LinearSpeedDependentTorque` | `tau = tau_nom |w|/w_nom` (or `w/w_nom`) |
+//! | `InverseSpeedDependentTorque` | `tau = tau_nom w_nom/|w|` (or `/w`) above `w0`; below it `tau_nom w_nom/w0` (or `tau_nom w_nom w/w0^2`) |
+//! | `SignTorque` | `tau = tau_c s(w/w0)`, `s` a regularised sign (`Exp`: `tanh(50 x)`, `Sine`, `Linear`, `CoSine`) |
+//! | `Torque2` | `-tau(t)` on `flange_a`, `+tau(t)` on `flange_b` |
+//! | `Speed`, `ConstantSpeed` | `w_flange - w_support = w_ref(t)` or `w_fixed` (prescribed; any torque) |
 //! | `Position` | `phi_flange - phi_support = phi_ref(t)` (prescribed; any torque) |
 //! | `IdealGear` | `phi_a - phi_s = i (phi_b - phi_s)`, `0 = i tau_a + tau_b` |
 //! | `LossyGear` | ideal kinematics, `0 = tau_b + i (tau_a - tauLoss)`, four-quadrant `tauLoss` |

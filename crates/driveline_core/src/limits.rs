@@ -37,6 +37,8 @@ pub const RANGES: &[(&str, f64, f64, &str)] = &[
     ("offset_torque", -1e6, 1e6, "N m"),
     ("tau_nominal", -1e6, 1e6, "N m"),
     ("w_nominal", 1e-3, 1e4, "rad/s"),
+    ("w0", 1e-6, 1e4, "rad/s"),
+    ("w_fixed", -1e4, 1e4, "rad/s"),
     ("start_time", -1e9, 1e9, "s"),
     ("shift_time", 1e-6, 1e3, "s"),
     ("ratio", 1e-3, 1e3, "(magnitude)"),

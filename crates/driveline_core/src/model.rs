@@ -160,6 +160,87 @@ pub enum ElementKind {
         #[serde(default)]
         use_support: bool,
     },
+    /// Speed-dependent load linear in speed (MSL `LinearSpeedDependentTorque`):
+    /// `tau = tau_nominal |w/w_nominal|` (TorqueDirection = true) or `tau_nominal w/w_nominal`
+    /// (false), with `w` the flange's speed relative to the support and the sign rule of
+    /// [`ElementKind::Torque`]; negative `tau_nominal` brakes.
+    LinearSpeedDependentTorque {
+        /// Torque at the nominal speed, N m.
+        /// Plausible range: -1e6 .. 1e6 N m.
+        tau_nominal: f64,
+        /// Nominal speed, rad/s (> 0).
+        /// Plausible range: 1e-3 .. 1e4 rad/s.
+        w_nominal: f64,
+        /// True: same direction for both signs of w. Default true.
+        #[serde(default = "yes")]
+        torque_direction: bool,
+        /// See [`ElementKind::Torque`].
+        #[serde(default)]
+        use_support: bool,
+    },
+    /// Speed-dependent torque inverse to speed, a constant power `tau_nominal w_nominal` (MSL
+    /// `InverseSpeedDependentTorque`): `tau = tau_nominal w_nominal / |w|` for `|w| > w0`
+    /// (TorqueDirection = true; `w` in place of `|w|` when false); below `w0` it is held at
+    /// `tau_nominal w_nominal / w0` (true) or goes linearly through zero,
+    /// `tau_nominal w_nominal w / w0^2` (false). Sign rule of [`ElementKind::Torque`].
+    InverseSpeedDependentTorque {
+        /// Torque at the nominal speed, N m.
+        /// Plausible range: -1e6 .. 1e6 N m.
+        tau_nominal: f64,
+        /// Nominal speed, rad/s (> 0).
+        /// Plausible range: 1e-3 .. 1e4 rad/s.
+        w_nominal: f64,
+        /// Speed below which the torque is regularised, rad/s (> 0). Default 1.
+        /// Plausible range: 1e-6 .. 1e4 rad/s.
+        #[serde(default = "one")]
+        w0: f64,
+        /// True: same direction for both signs of w. Default true.
+        #[serde(default = "yes")]
+        torque_direction: bool,
+        /// See [`ElementKind::Torque`].
+        #[serde(default)]
+        use_support: bool,
+    },
+    /// Constant torque whose sign follows the speed (MSL `SignTorque`):
+    /// `tau = tau_constant s(w)`, `s` a regularised `sign(w)` reaching +-1 at `|w| = w0`
+    /// ([`Regularization`]); negative `tau_constant` is a Coulomb-like load. Sign rule of
+    /// [`ElementKind::Torque`].
+    SignTorque {
+        /// Torque magnitude, N m.
+        /// Plausible range: -1e6 .. 1e6 N m.
+        tau_constant: f64,
+        /// Regularisation speed, rad/s (> 0). Default 1.
+        /// Plausible range: 1e-6 .. 1e4 rad/s.
+        #[serde(default = "one")]
+        w0: f64,
+        /// Shape of the regularisation. Default `Exp`.
+        #[serde(default)]
+        reg: Regularization,
+        /// See [`ElementKind::Torque`].
+        #[serde(default)]
+        use_support: bool,
+    },
+    /// Torque from a signal acting between two flanges (MSL `Torque2`): `flange_a.tau = tau`,
+    /// `flange_b.tau = -tau`: a positive signal accelerates `flange_b` forwards and `flange_a`
+    /// backwards. Flanges `flange_a`, `flange_b`.
+    Torque2 {
+        /// Torque signal, N m.
+        tau: Signal,
+    },
+    /// Constant speed (MSL `ConstantSpeed`): the flange turns at `w_fixed` relative to the
+    /// support whatever torque that takes. Flanges `flange`, `support`.
+    ConstantSpeed {
+        /// Speed, rad/s.
+        /// Plausible range: -1e4 .. 1e4 rad/s.
+        w_fixed: f64,
+        /// See [`ElementKind::Torque`].
+        #[serde(default)]
+        use_support: bool,
+        /// Fixed initial angle of the flange relative to the support, rad.
+        /// Plausible range: -1e6 .. 1e6 rad.
+        #[serde(default)]
+        phi_start: Option<f64>,
+    },
     /// Ideal gear `phi_a - phi_s = ratio (phi_b - phi_s)`, `0 = ratio tau_a + tau_b`.
     /// Flanges `flange_a`, `flange_b`, `support`.
     IdealGear {
@@ -557,6 +638,11 @@ impl ElementKind {
             ElementKind::KinematicClutch { .. } => "KinematicClutch",
             ElementKind::TorqueStep { .. } => "TorqueStep",
             ElementKind::QuadraticSpeedDependentTorque { .. } => "QuadraticSpeedDependentTorque",
+            ElementKind::LinearSpeedDependentTorque { .. } => "LinearSpeedDependentTorque",
+            ElementKind::InverseSpeedDependentTorque { .. } => "InverseSpeedDependentTorque",
+            ElementKind::SignTorque { .. } => "SignTorque",
+            ElementKind::Torque2 { .. } => "Torque2",
+            ElementKind::ConstantSpeed { .. } => "ConstantSpeed",
             ElementKind::IdealGear { .. } => "IdealGear",
             ElementKind::LossyGear { .. } => "LossyGear",
             ElementKind::IdealPlanetary { .. } => "IdealPlanetary",
@@ -594,9 +680,14 @@ impl ElementKind {
             | ElementKind::Position { .. }
             | ElementKind::ConstantTorque { .. }
             | ElementKind::TorqueStep { .. }
-            | ElementKind::QuadraticSpeedDependentTorque { .. } => {
+            | ElementKind::QuadraticSpeedDependentTorque { .. }
+            | ElementKind::LinearSpeedDependentTorque { .. }
+            | ElementKind::InverseSpeedDependentTorque { .. }
+            | ElementKind::SignTorque { .. }
+            | ElementKind::ConstantSpeed { .. } => {
                 &[("flange", Rotational, Required), ("support", Rotational, Support)]
             }
+            ElementKind::Torque2 { .. } => &[("flange_a", Rotational, Required), ("flange_b", Rotational, Required)],
             ElementKind::IdealGear { .. } | ElementKind::LossyGear { .. } => &[
                 ("flange_a", Rotational, Required),
                 ("flange_b", Rotational, Required),
@@ -641,7 +732,7 @@ impl ElementKind {
     /// Every signal parameter of the element (for reference resolution and validation).
     pub fn signals_mut(&mut self) -> Vec<&mut Signal> {
         match self {
-            ElementKind::Torque { tau, .. } => vec![tau],
+            ElementKind::Torque { tau, .. } | ElementKind::Torque2 { tau } => vec![tau],
             ElementKind::Speed { w_ref, .. } => vec![w_ref],
             ElementKind::Position { phi_ref, .. } => vec![phi_ref],
             ElementKind::KinematicClutch { command, .. } => vec![command],
@@ -682,7 +773,7 @@ impl ElementKind {
                     *w_rel_start = Some(w);
                 }
             }
-            Speed { phi_start, .. } => {
+            Speed { phi_start, .. } | ConstantSpeed { phi_start, .. } => {
                 if let Some((p, _)) = relative {
                     *phi_start = Some(p);
                 }
@@ -700,6 +791,10 @@ impl ElementKind {
             | ElementKind::ConstantTorque { use_support, .. }
             | ElementKind::TorqueStep { use_support, .. }
             | ElementKind::QuadraticSpeedDependentTorque { use_support, .. }
+            | ElementKind::LinearSpeedDependentTorque { use_support, .. }
+            | ElementKind::InverseSpeedDependentTorque { use_support, .. }
+            | ElementKind::SignTorque { use_support, .. }
+            | ElementKind::ConstantSpeed { use_support, .. }
             | ElementKind::IdealGear { use_support, .. }
             | ElementKind::LossyGear { use_support, .. }
             | ElementKind::Brake { use_support, .. }
@@ -723,6 +818,25 @@ impl ElementKind {
                 | ElementKind::LimitedSlip { .. }
         )
     }
+}
+
+/// The regularised `sign(w)` of [`ElementKind::SignTorque`] (MSL
+/// `Modelica.Blocks.Types.Regularization`), `x = w / w0`:
+/// - `Exp`: `2 / (1 + exp(-100 x)) - 1` (reaches +-1 to 4e-44 at `|x| = 1`);
+/// - `Sine`: `sin(pi x / 2)` for `|x| < 1`, else `sign(x)`;
+/// - `Linear`: `x` for `|x| < 1`, else `sign(x)`;
+/// - `CoSine`: `sign(x) (1 - cos(pi x / 2))` for `|x| < 1`, else `sign(x)`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Regularization {
+    /// Logistic curve (the MSL default).
+    #[default]
+    Exp,
+    /// Quarter sine.
+    Sine,
+    /// Straight line.
+    Linear,
+    /// One minus a quarter cosine.
+    CoSine,
 }
 
 /// Whether a flange must be connected.

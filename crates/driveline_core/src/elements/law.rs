@@ -28,6 +28,16 @@ pub enum Law {
         /// True: direction independent of the sign of w.
         same_direction: bool,
     },
+    /// A torque that is a function of the speed of `flange` relative to `support` alone:
+    /// `+tau(w)` on `flange`, `-tau(w)` on `support` ([`SpeedCurve`]).
+    SpeedTorque {
+        /// Driven node.
+        flange: usize,
+        /// Reaction node.
+        support: usize,
+        /// The torque's law.
+        curve: SpeedCurve,
+    },
     /// Engine (see [`crate::torque_map`]): `tau = T(theta, w_flange - w_support)` from the torque
     /// map at the throttle signal `theta`, `+tau` on `flange`, `-tau` on `support`.
     Engine {
@@ -403,6 +413,7 @@ impl Law {
             Law::SpringDamper { .. } | Law::ElasticClutch { .. } | Law::Dog { .. } | Law::Backlash { .. } => true,
             Law::Source { .. }
             | Law::Quadratic { .. }
+            | Law::SpeedTorque { .. }
             | Law::Engine { .. }
             | Law::Converter { .. }
             | Law::Coupling { .. } => false,
@@ -533,6 +544,16 @@ impl Law {
                 f[support] -= tau;
                 if let Some(j) = jac {
                     // g = tau(w_flange - w_support): received +g by flange, -g by support.
+                    j.add_pair(flange, support, support, flange, 0.0, dtau);
+                }
+                LawOutput { tau, power: tau * wr, dissipation: 0.0 }
+            }
+            Law::SpeedTorque { flange, support, curve } => {
+                let wr = w[flange] - w[support];
+                let (tau, dtau) = curve.eval(wr);
+                f[flange] += tau;
+                f[support] -= tau;
+                if let Some(j) = jac {
                     j.add_pair(flange, support, support, flange, 0.0, dtau);
                 }
                 LawOutput { tau, power: tau * wr, dissipation: 0.0 }

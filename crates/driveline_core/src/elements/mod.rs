@@ -11,9 +11,11 @@ use crate::tyre::MagicFormula;
 
 mod friction;
 mod law;
+mod speed_curve;
 
 pub use friction::*;
 pub use law::*;
+pub use speed_curve::SpeedCurve;
 
 /// A sparse rigid constraint row `sum coef_k * w[node_k] = 0` (also holds for angles).
 #[derive(Debug, Clone, Copy, PartialEq)]

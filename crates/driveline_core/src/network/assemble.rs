@@ -2,6 +2,7 @@
 //! nodes, every element compiled into laws, constraint rows and friction rows.
 
 use super::*;
+use crate::elements::SpeedCurve;
 use crate::model::ElementSpec;
 
 impl Network {
@@ -332,6 +333,11 @@ impl Assembly {
             | ElementKind::ConstantTorque { .. }
             | ElementKind::TorqueStep { .. }
             | ElementKind::QuadraticSpeedDependentTorque { .. }
+            | ElementKind::LinearSpeedDependentTorque { .. }
+            | ElementKind::InverseSpeedDependentTorque { .. }
+            | ElementKind::SignTorque { .. }
+            | ElementKind::Torque2 { .. }
+            | ElementKind::ConstantSpeed { .. }
             | ElementKind::QuadraticSpeedDependentForce { .. }
             | ElementKind::LinearSpeed { .. }
             | ElementKind::Force { .. }
@@ -380,6 +386,36 @@ impl Assembly {
                 info.source = true;
                 self.push_law(i, Law::Source { flange: nd[0], support: nd[1], signal: s }, info);
             }
+            ElementKind::Torque2 { tau } => {
+                // flange_a.tau = tau, flange_b.tau = -tau: a torque source on flange_b whose
+                // reaction is flange_a.
+                let s = self.signal(tau);
+                info.source = true;
+                self.push_law(i, Law::Source { flange: nd[1], support: nd[0], signal: s }, info);
+            }
+            ElementKind::LinearSpeedDependentTorque { tau_nominal, w_nominal, torque_direction, .. } => {
+                info.source = true;
+                let curve = SpeedCurve::Linear {
+                    nominal: *tau_nominal,
+                    w_nominal: *w_nominal,
+                    same_direction: *torque_direction,
+                };
+                self.push_law(i, Law::SpeedTorque { flange: nd[0], support: nd[1], curve }, info);
+            }
+            ElementKind::InverseSpeedDependentTorque { tau_nominal, w_nominal, w0, torque_direction, .. } => {
+                info.source = true;
+                let curve = SpeedCurve::Inverse {
+                    power: *tau_nominal * *w_nominal,
+                    w0: *w0,
+                    same_direction: *torque_direction,
+                };
+                self.push_law(i, Law::SpeedTorque { flange: nd[0], support: nd[1], curve }, info);
+            }
+            ElementKind::SignTorque { tau_constant, w0, reg, .. } => {
+                info.source = true;
+                let curve = SpeedCurve::Sign { tau: *tau_constant, w0: *w0, reg: *reg };
+                self.push_law(i, Law::SpeedTorque { flange: nd[0], support: nd[1], curve }, info);
+            }
             ElementKind::Speed { w_ref: sg, .. } | ElementKind::Position { phi_ref: sg, .. } => {
                 let sidx = self.signal(sg);
                 let row = Row::new(&[(nd[0], 1.0), (nd[1], -1.0)]);
@@ -391,6 +427,15 @@ impl Assembly {
                     Prescribed::Position(sidx)
                 };
                 self.row_rhs.push(Some(prescribed));
+                info.source = true;
+                info.rel = Some(row);
+            }
+            ElementKind::ConstantSpeed { w_fixed, .. } => {
+                let sidx = self.signal(&Signal::Constant(*w_fixed));
+                let row = Row::new(&[(nd[0], 1.0), (nd[1], -1.0)]);
+                self.rows.push(row);
+                self.row_element.push(i);
+                self.row_rhs.push(Some(Prescribed::Speed(sidx)));
                 info.source = true;
                 info.rel = Some(row);
             }

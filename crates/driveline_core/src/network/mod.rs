@@ -432,7 +432,9 @@ impl Network {
                         (if pass == 0 { *phi_start } else { *w_start }, None)
                     }
                     ElementKind::Mass { s_start, v_start, .. } => (if pass == 0 { *s_start } else { *v_start }, None),
-                    ElementKind::Speed { phi_start, .. } | ElementKind::LinearSpeed { s_start: phi_start, .. } => {
+                    ElementKind::Speed { phi_start, .. }
+                    | ElementKind::ConstantSpeed { phi_start, .. }
+                    | ElementKind::LinearSpeed { s_start: phi_start, .. } => {
                         (None, if pass == 0 { *phi_start } else { None })
                     }
                     ElementKind::Spring { phi_rel_start, w_rel_start, .. }

@@ -62,6 +62,24 @@ pub fn validate_element(name: &str, kind: &ElementKind) -> Result<(), BuildError
             check(name, "offset_torque", *offset_torque, true, "")?;
             check(name, "start_time", *start_time, true, "")
         }
+        LinearSpeedDependentTorque { tau_nominal, w_nominal, .. } => {
+            check(name, "tau_nominal", *tau_nominal, true, "")?;
+            check(name, "w_nominal", *w_nominal, *w_nominal > 0.0, "> 0 rad/s")
+        }
+        InverseSpeedDependentTorque { tau_nominal, w_nominal, w0, .. } => {
+            check(name, "tau_nominal", *tau_nominal, true, "")?;
+            check(name, "w_nominal", *w_nominal, *w_nominal > 0.0, "> 0 rad/s")?;
+            check(name, "w0", *w0, *w0 > 0.0, "> 0 rad/s")
+        }
+        SignTorque { tau_constant, w0, .. } => {
+            check(name, "tau_constant", *tau_constant, true, "")?;
+            check(name, "w0", *w0, *w0 > 0.0, "> 0 rad/s")
+        }
+        Torque2 { tau } => tau.validate().map_err(|m| BuildError::Signal { element: name.into(), message: m }),
+        ConstantSpeed { w_fixed, phi_start, .. } => {
+            check(name, "w_fixed", *w_fixed, true, "")?;
+            check_opt(name, "phi_start", *phi_start)
+        }
         QuadraticSpeedDependentTorque { tau_nominal, w_nominal, .. } => {
             check(name, "tau_nominal", *tau_nominal, true, "")?;
             check(name, "w_nominal", *w_nominal, *w_nominal > 0.0, "> 0 rad/s")

@@ -1,0 +1,135 @@
+//! The MSL sources whose torque is a function of speed, the two-flange torque and the constant
+//! speed, each against its analytic solution at 1 ms and at 60 Hz.
+
+use driveline::core::{Scenario, Simulation};
+
+/// A network from its elements and connections (RON), at rest unless the elements say.
+fn network(elements: &str, connections: &str) -> Simulation {
+    let text =
+        format!(r#"Scenario(name: "sources", t_end: 1.0, elements: [{elements}], connections: [{connections}])"#);
+    let sc = Scenario::parse(&text, "sources.ron").unwrap_or_else(|e| panic!("{e}"));
+    Simulation::new(sc.build(&text, "sources.ron").unwrap_or_else(|e| panic!("{e}")))
+}
+
+/// Runs `sim` to `t_end` in steps of `dt`, checking `speed(t)` of element `body` after every
+/// step to `tol`.
+fn follows(mut sim: Simulation, body: &str, dt: f64, t_end: f64, tol: f64, speed: impl Fn(f64) -> f64) {
+    let k = sim.network().elements.iter().position(|e| e.name == body).expect("body");
+    let steps = (t_end / dt).round() as usize;
+    for n in 1..=steps {
+        sim.step(n as f64 * dt - sim.time()).unwrap_or_else(|e| panic!("{e}"));
+        let (t, w) = (sim.time(), sim.body_state(k).expect("a body").1);
+        assert!((w - speed(t)).abs() <= tol * speed(t).abs().max(1.0), "dt {dt}, t {t}: w = {w}, not {}", speed(t));
+    }
+}
+
+/// The two steps every test runs at, s.
+const STEPS: [f64; 2] = [1e-3, 1.0 / 60.0];
+
+#[test]
+fn a_linear_speed_dependent_load_decays_exponentially() {
+    // J dw/dt = (tau_nominal / w_nominal) w = -0.4 J w: w = 20 exp(-0.4 t).
+    for dt in STEPS {
+        let sim = network(
+            r#"(name: "J", kind: Inertia(J: 0.5, phi_start: 0.0, w_start: 20.0)),
+               (name: "load", kind: LinearSpeedDependentTorque(tau_nominal: -2.0, w_nominal: 10.0, torque_direction: false))"#,
+            r#"("load.flange", "J.flange_b")"#,
+        );
+        // Order 4 at |lambda h| <= 0.007: the error stays below 1e-10 of the speed.
+        follows(sim, "J", dt, 5.0, 1e-10, |t| 20.0 * (-0.4 * t).exp());
+    }
+    // TorqueDirection = true: the load acts in the same direction at both signs of w, so a
+    // shaft turning backwards is driven further backwards: w = -20 exp(0.4 t).
+    for dt in STEPS {
+        let sim = network(
+            r#"(name: "J", kind: Inertia(J: 0.5, phi_start: 0.0, w_start: -20.0)),
+               (name: "load", kind: LinearSpeedDependentTorque(tau_nominal: -2.0, w_nominal: 10.0))"#,
+            r#"("load.flange", "J.flange_b")"#,
+        );
+        follows(sim, "J", dt, 2.0, 1e-10, |t| -20.0 * (0.4 * t).exp());
+    }
+}
+
+#[test]
+fn an_inverse_speed_dependent_torque_puts_in_a_constant_power() {
+    // J w dw/dt = tau_nominal w_nominal = 50 W (above w0 = 1 rad/s): w = sqrt(9 + 50 t).
+    for dt in STEPS {
+        let sim = network(
+            r#"(name: "J", kind: Inertia(J: 2.0, phi_start: 0.0, w_start: 3.0)),
+               (name: "motor", kind: InverseSpeedDependentTorque(tau_nominal: 10.0, w_nominal: 5.0, w0: 1.0))"#,
+            r#"("motor.flange", "J.flange_b")"#,
+        );
+        // The square root's derivatives shrink with w; at 60 Hz the first steps' error is
+        // about 1e-9 of the speed.
+        follows(sim, "J", dt, 2.0, 1e-8, |t| (9.0 + 50.0 * t).sqrt());
+    }
+}
+
+#[test]
+fn a_sign_torque_brakes_at_a_constant_rate_and_holds_near_standstill() {
+    // -4 N m against the motion (|w| >> w0 / 50): w = 10 - 2 t until the regularised zone.
+    for dt in STEPS {
+        let mut sim = network(
+            r#"(name: "J", kind: Inertia(J: 2.0, phi_start: 0.0, w_start: 10.0)),
+               (name: "drag", kind: SignTorque(tau_constant: -4.0, w0: 1.0))"#,
+            r#"("drag.flange", "J.flange_b")"#,
+        );
+        let k = sim.network().elements.iter().position(|e| e.name == "J").unwrap();
+        let steps = (6.0 / dt).round() as usize;
+        for n in 1..=steps {
+            sim.step(n as f64 * dt - sim.time()).unwrap();
+            let (t, w) = (sim.time(), sim.body_state(k).unwrap().1);
+            if t <= 4.9 {
+                // tanh(50 x) is 1 to rounding for x > 0.4: the deceleration is exact.
+                assert!((w - (10.0 - 2.0 * t)).abs() < 1e-9, "dt {dt}, t {t}: {w}");
+            }
+        }
+        // In the regularised zone the torque is -200 w: the speed decays to rest and stays.
+        let w = sim.body_state(k).unwrap().1;
+        assert!(w.abs() < 1e-6, "dt {dt}: w = {w} at 6 s");
+    }
+}
+
+#[test]
+fn a_torque_between_two_flanges_conserves_their_momentum() {
+    // flange_a.tau = tau = 6 N m: J1 = 1 is driven backwards (-6 rad/s^2), J2 = 3 forwards (2).
+    for dt in STEPS {
+        let mut sim = network(
+            r#"(name: "J1", kind: Inertia(J: 1.0, phi_start: 0.0, w_start: 0.0)),
+               (name: "J2", kind: Inertia(J: 3.0, phi_start: 0.0, w_start: 0.0)),
+               (name: "t2", kind: Torque2(tau: Constant(6.0)))"#,
+            r#"("J1.flange_b", "t2.flange_a"), ("t2.flange_b", "J2.flange_a")"#,
+        );
+        let (j1, j2) = (0, 1);
+        for n in 1..=120 {
+            sim.step(n as f64 * dt - sim.time()).unwrap();
+            let t = sim.time();
+            let (w1, w2) = (sim.body_state(j1).unwrap().1, sim.body_state(j2).unwrap().1);
+            assert!((w1 + 6.0 * t).abs() < 1e-12 * (1.0 + t) && (w2 - 2.0 * t).abs() < 1e-12 * (1.0 + t), "t {t}");
+            assert!((w1 + 3.0 * w2).abs() < 1e-12 * (1.0 + t), "momentum at {t}: {}", w1 + 3.0 * w2);
+        }
+    }
+}
+
+#[test]
+fn a_constant_speed_turns_its_flange_at_that_speed() {
+    // 7 rad/s into an inertia and a damper to the ground: phi = 0.5 + 7 t, the damper takes
+    // d w = 14 N m, which the source supplies.
+    for dt in STEPS {
+        let mut sim = network(
+            r#"(name: "fixed", kind: Fixed()),
+               (name: "J", kind: Inertia(J: 1.0)),
+               (name: "drive", kind: ConstantSpeed(w_fixed: 7.0, phi_start: 0.5)),
+               (name: "damper", kind: Damper(d: 2.0))"#,
+            r#"("drive.flange", "J.flange_a"), ("J.flange_b", "damper.flange_a"), ("damper.flange_b", "fixed.flange")"#,
+        );
+        let k = sim.network().elements.iter().position(|e| e.name == "J").unwrap();
+        let damper = sim.network().elements.iter().position(|e| e.name == "damper").unwrap();
+        for n in 1..=60 {
+            sim.step(n as f64 * dt - sim.time()).unwrap();
+            let (phi, w) = sim.body_state(k).unwrap();
+            assert!((w - 7.0).abs() < 1e-12 && (phi - 0.5 - 7.0 * sim.time()).abs() < 1e-12, "{phi} {w}");
+            assert!((sim.element_torque(damper).abs() - 14.0).abs() < 1e-9, "{}", sim.element_torque(damper));
+        }
+    }
+}
