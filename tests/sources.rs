@@ -125,11 +125,14 @@ fn a_constant_speed_turns_its_flange_at_that_speed() {
         );
         let k = sim.network().elements.iter().position(|e| e.name == "J").unwrap();
         let damper = sim.network().elements.iter().position(|e| e.name == "damper").unwrap();
+        let drive = sim.network().elements.iter().position(|e| e.name == "drive").unwrap();
         for n in 1..=60 {
             sim.step(n as f64 * dt - sim.time()).unwrap();
             let (phi, w) = sim.body_state(k).unwrap();
             assert!((w - 7.0).abs() < 1e-12 && (phi - 0.5 - 7.0 * sim.time()).abs() < 1e-12, "{phi} {w}");
             assert!((sim.element_torque(damper).abs() - 14.0).abs() < 1e-9, "{}", sim.element_torque(damper));
+            // The source supplies that torque (its flange pushes the shaft forwards).
+            assert!((sim.element_torque(drive) - 14.0).abs() < 1e-9, "source torque {}", sim.element_torque(drive));
         }
     }
 }

@@ -1,0 +1,89 @@
+//! Where a vehicle's memory goes: heap bytes of each piece of one vehicle, measured with a
+//! counting global allocator (every allocation and free of the process goes through it), and
+//! how the piece grows over a drive cycle. `cargo run --release -p driveline_tools --bin
+//! mem_vehicle -- [vehicle file] [seconds of UDDS]` (defaults: the 8HP sedan, 600 s).
+
+use driveline_core::vehicle::driver::{Cycle, Driver, DriverParams};
+use driveline_core::vehicle::{Road, VehicleControl, build};
+use driveline_core::{Network, Simulation, Vehicle};
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+
+/// The system allocator, counting the bytes in use and their peak.
+struct Counting;
+static IN_USE: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: forwards every call to the system allocator unchanged; only counts.
+#[allow(unsafe_code)]
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        let now = IN_USE.fetch_add(l.size(), Relaxed) + l.size();
+        PEAK.fetch_max(now, Relaxed);
+        // SAFETY: the caller's layout, passed on.
+        unsafe { System.alloc(l) }
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        IN_USE.fetch_sub(l.size(), Relaxed);
+        // SAFETY: the pointer came from `alloc` with this layout.
+        unsafe { System.dealloc(p, l) }
+    }
+}
+
+#[global_allocator]
+static A: Counting = Counting;
+
+fn in_use() -> usize {
+    IN_USE.load(Relaxed)
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let file = args.next().unwrap_or_else(|| "assets/vehicles/sedan_8hp.ron".into());
+    let seconds: f64 = args.next().and_then(|s| s.parse().ok()).unwrap_or(600.0);
+    let udds = std::fs::read_to_string("assets/cycles/udds.csv").expect("run from the repository root");
+    let cycle = Cycle::parse(&udds, "udds").expect("the UDDS cycle");
+
+    let b0 = in_use();
+    let spec = Vehicle::load(std::path::Path::new(&file)).unwrap_or_else(|e| panic!("{e}")).spec().clone();
+    let b1 = in_use();
+    let layout = build::layout(&spec, Road::Body);
+    let b2 = in_use();
+    let net = Network::build(&layout.spec).expect("builds");
+    let b3 = in_use();
+    let mut sim = Simulation::new(net);
+    let b4 = in_use();
+    let mut control = VehicleControl::new(spec.clone(), layout, Road::Body, &sim);
+    control.start(&mut sim);
+    let b5 = in_use();
+    println!("{file}: heap bytes of one vehicle, built and at rest");
+    println!("  description (VehicleSpec)         {:>9}", b1 - b0);
+    println!("  layout (the network description)  {:>9}", b2 - b1);
+    println!("  compiled network (Network)        {:>9}", b3 - b2);
+    println!("  simulation state, caches, modes   {:>9}  (Simulation::new, its first mode compiled)", b4 - b3);
+    println!("  controllers (VehicleControl)      {:>9}", b5 - b4);
+    let built = b5 - b1;
+    println!("  total, the description aside      {:>9}", built);
+
+    let mut driver = Driver::new(&spec, DriverParams::default());
+    let dt = 1e-3;
+    let mut peak_growth = 0usize;
+    let mut marks = Vec::new();
+    for k in 0..(seconds / dt) as usize {
+        let t = (k as f64 * dt) % cycle.duration();
+        let _ = t;
+        let input = driver.input(&cycle, control.telemetry(), dt);
+        control.step(&mut sim, &input, dt).unwrap_or_else(|e| panic!("{e}"));
+        if k % 60_000 == 0 || k + 1 == (seconds / dt) as usize {
+            marks.push((sim.time(), in_use() - b5, sim.stats().mode_compiles));
+        }
+        peak_growth = peak_growth.max(in_use() - b5.min(in_use()));
+    }
+    println!("over {seconds} s of UDDS at 1 ms: growth of the heap after the build");
+    for (t, g, compiles) in marks {
+        println!("  t = {t:6.0} s  +{g:>8} bytes  ({compiles} modes compiled)");
+    }
+    let end = in_use() - b5;
+    println!("  at the end: {} bytes per vehicle (built {built} + grown {end})", built + end);
+    println!("process peak: {} bytes", PEAK.load(Relaxed));
+}
