@@ -20,8 +20,8 @@ pub struct IntegrationParameters {
     /// event location (default 256). Guards against Zeno behaviour; counted in the stats.
     pub max_substeps: usize,
     /// Number of compiled modes (lock patterns) kept (default 32, at least 3). Each slot is
-    /// preallocated: for the 8HP sedan (17 coordinates, 27 rows) about 18 KB. Fewer slots save
-    /// memory at the price of recompiling modes a drive cycle revisits (8 slots: 0.44 MB less
+    /// preallocated: for the 8HP sedan (17 coordinates, 27 rows) about 21 KB. Fewer slots save
+    /// memory at the price of recompiling modes a drive cycle revisits (8 slots: 0.50 MB less
     /// per 8HP sedan, about 9 times the compiles on UDDS).
     pub mode_cache_slots: usize,
     /// Integrate the energy ledger (default true; a [`crate::Vehicle`] steps without it unless

@@ -5,7 +5,7 @@
 
 use driveline_core::vehicle::driver::{Cycle, Driver, DriverParams};
 use driveline_core::vehicle::{Road, VehicleControl, build};
-use driveline_core::{Network, Simulation, Vehicle};
+use driveline_core::{IntegrationParameters, Network, Simulation, Vehicle};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
@@ -51,8 +51,17 @@ fn main() {
     let b2 = in_use();
     let net = Network::build(&layout.spec).expect("builds");
     let b3 = in_use();
-    let mut sim = Simulation::new(net);
+    // The mode cache: the same simulation with 3 slots instead of the default 32.
+    let few = IntegrationParameters { mode_cache_slots: 3, ..IntegrationParameters::vehicle() };
+    let s3 = in_use();
+    let small = Simulation::with_parameters(net.clone(), few);
+    let small_bytes = in_use() - s3;
+    drop(small);
+    let s4 = in_use();
+    let mut sim = Simulation::with_parameters(net, IntegrationParameters::vehicle());
     let b4 = in_use();
+    let sim_bytes = b4 - s4;
+    let slot = (sim_bytes - small_bytes) / (IntegrationParameters::vehicle().mode_cache_slots - 3);
     let mut control = VehicleControl::new(spec.clone(), layout, Road::Body, &sim);
     control.start(&mut sim);
     let b5 = in_use();
@@ -60,9 +69,18 @@ fn main() {
     println!("  description (VehicleSpec)         {:>9}", b1 - b0);
     println!("  layout (the network description)  {:>9}", b2 - b1);
     println!("  compiled network (Network)        {:>9}", b3 - b2);
-    println!("  simulation state, caches, modes   {:>9}  (Simulation::new, its first mode compiled)", b4 - b3);
+    println!("  simulation (Simulation)           {:>9}", sim_bytes);
+    println!(
+        "    of which the mode cache         {:>9}  ({} slots of {slot}; one compiled at the start)",
+        slot * IntegrationParameters::vehicle().mode_cache_slots,
+        IntegrationParameters::vehicle().mode_cache_slots
+    );
+    println!(
+        "    state, workspaces, buffers      {:>9}",
+        sim_bytes - slot * IntegrationParameters::vehicle().mode_cache_slots
+    );
     println!("  controllers (VehicleControl)      {:>9}", b5 - b4);
-    let built = b5 - b1;
+    let built = b3 - b2 + sim_bytes + (b5 - b4) + (b2 - b1);
     println!("  total, the description aside      {:>9}", built);
 
     let mut driver = Driver::new(&spec, DriverParams::default());
@@ -85,5 +103,23 @@ fn main() {
     }
     let end = in_use() - b5;
     println!("  at the end: {} bytes per vehicle (built {built} + grown {end})", built + end);
+    drop((sim, control));
+
+    // The same vehicles in the Bevy plugin: a world of `N` of them, built by one fixed step.
+    const N: usize = 20;
+    let e0 = in_use();
+    let mut app = bevy_app::App::new();
+    app.add_plugins(bevy_driveline::DrivelinePlugins::default());
+    let e1 = in_use();
+    for _ in 0..N {
+        bevy_driveline::vehicle::spawn_vehicle(app.world_mut(), spec.clone(), Road::Body).expect("spawns");
+    }
+    app.world_mut().resource_mut::<bevy_time::Time>().advance_by(std::time::Duration::from_millis(1));
+    app.world_mut().run_schedule(bevy_app::FixedUpdate);
+    let e2 = in_use();
+    let per = (e2 - e1) / N;
+    println!("in the Bevy plugin ({N} vehicles, built, one step): {per} bytes per vehicle");
+    println!("  of which the entities, components and caches of the plugin: {}", per as i64 - built as i64);
+    println!("  (the plugin's own resources and schedules: {} bytes once)", e1 - e0);
     println!("process peak: {} bytes", PEAK.load(Relaxed));
 }
