@@ -13,6 +13,11 @@ use bevy_time::Time;
 /// single driveline's step.
 pub(crate) const PARALLEL_DRIVELINES: usize = 2;
 
+/// From this many drivelines on, the write-back goes over the part tables in parallel (see
+/// [`write_back`]); below it, driveline by driveline on the calling thread, which keeps one
+/// car's tick free of the task pool's hand-offs.
+pub(crate) const PARALLEL_WRITE_BACK: usize = 16;
+
 /// One coupled step of every driveline that is not a vehicle (vehicles step with their
 /// controllers in `vehicle::step_vehicles`) by the schedule's time delta, in parallel across
 /// the compute task pool (drivelines are independent; each one's result does not depend on the
@@ -60,9 +65,9 @@ pub(crate) fn flush_failures(
 
 /// Writes body and coupling states and clutch engagements back to the part entities (in
 /// place, no commands; a value that did not change is not written, so change detection sees
-/// only what moved), driveline by driveline and in element order (so that each driveline's
-/// simulation is read while it is in the cache, whatever the archetypes of its parts: in
-/// archetype order, a fleet's write-back goes through every simulation once per kind of part).
+/// only what moved). Below [`PARALLEL_WRITE_BACK`] drivelines, driveline by driveline and in
+/// element order on the calling thread (each driveline's simulation is read while it is in
+/// the cache); from there on, over the part tables in parallel.
 /// Parts marked [`SkipWriteBack`] are not visited.
 pub(crate) fn write_back(
     ticks: bevy_ecs::system::SystemChangeTick,
@@ -76,8 +81,17 @@ pub(crate) fn write_back(
     >,
 ) {
     last.0 = ticks.this_run();
-    order.refresh(&listed);
     let roots = &roots;
+    if roots.iter().len() >= PARALLEL_WRITE_BACK {
+        // A fleet: the part tables in their own order, spread over the compute task pool. Each
+        // table's rows are written in sequence; the simulations are read once per kind of part
+        // (measured back to back, 1,000 8HP sedans on two threads: 9.8 to 10.5 against 10.0 to
+        // 12.0 us per vehicle-step in driveline order on the calling thread; 100 sedans: the
+        // same, 3.6 to 4.7).
+        states.par_iter_mut().for_each_init(|| None, |memo, item| write_part(roots, memo, item));
+        return;
+    }
+    order.refresh(&listed);
     // On the calling thread: Bevy's parallel iteration over a list of entities costs far more
     // than it saves here (measured: tens of microseconds per vehicle-step).
     let mut memo = None;
