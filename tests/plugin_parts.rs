@@ -675,3 +675,20 @@ fn without_its_engine_controller_the_throttle_input_is_yours() {
     fixed_step(&mut app, frame);
     assert_ne!(app.world().get::<VehicleTelemetry>(root).unwrap().0.throttle, 0.25);
 }
+
+#[test]
+fn a_fleet_writes_back_every_part_state() {
+    // 20 drivelines: past the threshold from which the write-back runs over the part tables in
+    // parallel. Flywheel k (J = 2 kg m^2) under 0.5 k N m reaches w = 0.25 k t, phi = 0.125 k t^2.
+    let mut app = create_app();
+    let wheels: Vec<Entity> = (0..20).map(|k| flywheel(&mut app, 2.0, 0.5 * k as f64).1).collect();
+    for _ in 0..10 {
+        fixed_step(&mut app, Duration::from_millis(10));
+    }
+    for (k, &w) in wheels.iter().enumerate() {
+        let s = app.world().get::<BodyState>(w).unwrap();
+        // Constant acceleration: the collocation is exact to rounding.
+        assert!((s.speed - 0.25 * k as f64 * 0.1).abs() < 1e-12, "wheel {k}: {s:?}");
+        assert!((s.angle - 0.125 * k as f64 * 0.01).abs() < 1e-12, "wheel {k}: {s:?}");
+    }
+}
