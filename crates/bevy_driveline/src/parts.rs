@@ -146,7 +146,7 @@ macro_rules! element_components {
                 const KIND: &'static str = stringify!($variant);
                 const RENAMES: &'static [(&'static str, &'static str)] =
                     &[$( $( (stringify!($orig), stringify!($field)), )? )*];
-                #[allow(clippy::useless_conversion, clippy::clone_on_copy)]
+                #[allow(clippy::useless_conversion, clippy::clone_on_copy, unused_variables)]
                 fn to_kind(&self) -> ElementKind {
                     let this = self;
                     element_components!(@build this $variant [] $( ($field $($orig)?) )*)
@@ -337,6 +337,24 @@ element_components! {
         /// Fixed initial angle, rad.
         phi_start: Option<f64>,
     }
+    /// An angle sensor (MSL `AngleSensor`); its readings are
+    /// `CouplingState::phi_rel` (the angle) and `w_rel` (the speed).
+    AngleSensor from AngleSensor [Default] {}
+    /// A speed sensor (MSL `SpeedSensor`); its reading is `CouplingState::w_rel`.
+    SpeedSensor from SpeedSensor [Default] {}
+    /// A relative angle sensor (MSL `RelAngleSensor`); its reading is `CouplingState::phi_rel`.
+    RelAngleSensor from RelAngleSensor [Default] {}
+    /// A relative speed sensor (MSL `RelSpeedSensor`); its reading is `CouplingState::w_rel`.
+    RelSpeedSensor from RelSpeedSensor [Default] {}
+    /// A torque sensor (MSL `TorqueSensor`): a rigid joint; its reading is
+    /// `CouplingState::torque` (`flange_a.tau`).
+    TorqueSensor from TorqueSensor [Default] {}
+    /// A power sensor (MSL `PowerSensor`): a rigid joint; its power is `CouplingState::torque`
+    /// times `CouplingState::w_rel` (the joint's speed).
+    PowerSensor from PowerSensor [Default] {}
+    /// A multi sensor (MSL `MultiSensor`): a rigid joint with `CouplingState::torque`, `w_rel`
+    /// (the joint's speed) and their product, the power.
+    MultiSensor from MultiSensor [Default] {}
     /// An ideal gear (MSL `IdealGear`): `phi_a = ratio phi_b`.
     IdealGear from IdealGear [Default] {
         /// Gear ratio `phi_a / phi_b` (non-zero).

@@ -63,6 +63,9 @@
 //! | `InverseSpeedDependentTorque` | `tau = tau_nom w_nom/|w|` (or `/w`) above `w0`; below it `tau_nom w_nom/w0` (or `tau_nom w_nom w/w0^2`) |
 //! | `SignTorque` | `tau = tau_c s(w/w0)`, `s` a regularised sign (`Exp`: `tanh(50 x)`, `Sine`, `Linear`, `CoSine`) |
 //! | `Torque2` | `-tau(t)` on `flange_a`, `+tau(t)` on `flange_b` |
+//! | `AngleSensor`, `SpeedSensor` | read `phi`, `w` of their flange (CSV `NAME.phi`, `NAME.w`); no torque |
+//! | `RelAngleSensor`, `RelSpeedSensor` | read `phi_rel`, `w_rel` (CSV under those names); no torque |
+//! | `TorqueSensor`, `PowerSensor`, `MultiSensor` | a rigid joint `w_a = w_b`; read `tau = flange_a.tau`, `power = tau w` |
 //! | `Speed`, `ConstantSpeed` | `w_flange - w_support = w_ref(t)` or `w_fixed` (prescribed; any torque) |
 //! | `Position` | `phi_flange - phi_support = phi_ref(t)` (prescribed; any torque) |
 //! | `IdealGear` | `phi_a - phi_s = i (phi_b - phi_s)`, `0 = i tau_a + tau_b` |

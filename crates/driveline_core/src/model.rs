@@ -241,6 +241,28 @@ pub enum ElementKind {
         #[serde(default)]
         phi_start: Option<f64>,
     },
+    /// Angle sensor (MSL `AngleSensor`): the CSV column `NAME.phi`, the flange's angle, rad.
+    /// Flange `flange`; it takes no torque.
+    AngleSensor {},
+    /// Speed sensor (MSL `SpeedSensor`): the CSV column `NAME.w`, the flange's speed, rad/s.
+    /// Flange `flange`; it takes no torque.
+    SpeedSensor {},
+    /// Relative angle sensor (MSL `RelAngleSensor`): `NAME.phi_rel = phi_b - phi_a`, rad.
+    /// Flanges `flange_a`, `flange_b`; it takes no torque.
+    RelAngleSensor {},
+    /// Relative speed sensor (MSL `RelSpeedSensor`): `NAME.w_rel = w_b - w_a`, rad/s. Flanges
+    /// `flange_a`, `flange_b`; it takes no torque.
+    RelSpeedSensor {},
+    /// Torque sensor (MSL `TorqueSensor`): joins `flange_a` and `flange_b` rigidly and reports
+    /// the torque passed through, `NAME.tau = flange_a.tau`, N m (positive when `flange_a`'s
+    /// side drives `flange_b`'s forwards).
+    TorqueSensor {},
+    /// Power sensor (MSL `PowerSensor`): a rigid joint like [`ElementKind::TorqueSensor`];
+    /// `NAME.power = flange_a.tau w`, W.
+    PowerSensor {},
+    /// Multi sensor (MSL `MultiSensor`): a rigid joint like [`ElementKind::TorqueSensor`];
+    /// `NAME.tau` (N m), `NAME.w` (rad/s) and `NAME.power` (W).
+    MultiSensor {},
     /// Ideal gear `phi_a - phi_s = ratio (phi_b - phi_s)`, `0 = ratio tau_a + tau_b`.
     /// Flanges `flange_a`, `flange_b`, `support`.
     IdealGear {
@@ -643,6 +665,13 @@ impl ElementKind {
             ElementKind::SignTorque { .. } => "SignTorque",
             ElementKind::Torque2 { .. } => "Torque2",
             ElementKind::ConstantSpeed { .. } => "ConstantSpeed",
+            ElementKind::AngleSensor { .. } => "AngleSensor",
+            ElementKind::SpeedSensor { .. } => "SpeedSensor",
+            ElementKind::RelAngleSensor { .. } => "RelAngleSensor",
+            ElementKind::RelSpeedSensor { .. } => "RelSpeedSensor",
+            ElementKind::TorqueSensor { .. } => "TorqueSensor",
+            ElementKind::PowerSensor { .. } => "PowerSensor",
+            ElementKind::MultiSensor { .. } => "MultiSensor",
             ElementKind::IdealGear { .. } => "IdealGear",
             ElementKind::LossyGear { .. } => "LossyGear",
             ElementKind::IdealPlanetary { .. } => "IdealPlanetary",
@@ -687,7 +716,15 @@ impl ElementKind {
             | ElementKind::ConstantSpeed { .. } => {
                 &[("flange", Rotational, Required), ("support", Rotational, Support)]
             }
-            ElementKind::Torque2 { .. } => &[("flange_a", Rotational, Required), ("flange_b", Rotational, Required)],
+            ElementKind::Torque2 { .. }
+            | ElementKind::RelAngleSensor { .. }
+            | ElementKind::RelSpeedSensor { .. }
+            | ElementKind::TorqueSensor { .. }
+            | ElementKind::PowerSensor { .. }
+            | ElementKind::MultiSensor { .. } => {
+                &[("flange_a", Rotational, Required), ("flange_b", Rotational, Required)]
+            }
+            ElementKind::AngleSensor { .. } | ElementKind::SpeedSensor { .. } => &[("flange", Rotational, Required)],
             ElementKind::IdealGear { .. } | ElementKind::LossyGear { .. } => &[
                 ("flange_a", Rotational, Required),
                 ("flange_b", Rotational, Required),

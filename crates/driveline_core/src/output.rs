@@ -2,7 +2,10 @@
 //!
 //! Columns: `time`, then for every Inertia `NAME.phi,NAME.w` (Mass: `NAME.s,NAME.v`), for every element with a
 //! relative coordinate (two-flange elements, gears, brakes, bearing friction) `NAME.phi_rel,
-//! NAME.w_rel,NAME.tau`, and for friction elements also `NAME.mode` (MSL codes -1, 0, 1, 2).
+//! NAME.w_rel,NAME.tau`, and for friction elements also `NAME.mode` (MSL codes -1, 0, 1, 2). A sensor gives
+//! its MSL outputs instead: `NAME.phi` (AngleSensor), `NAME.w` (SpeedSensor), `NAME.phi_rel` (RelAngleSensor),
+//! `NAME.w_rel` (RelSpeedSensor), `NAME.tau` (TorqueSensor), `NAME.power` (PowerSensor), and `NAME.tau,NAME.w,
+//! NAME.power` (MultiSensor).
 
 use crate::Simulation;
 use std::io::{self, Write};
@@ -16,6 +19,8 @@ enum Col {
     WRel(usize),
     Tau(usize),
     Mode(usize),
+    /// Torque times the speed of the element's `rel` row (a power sensor's flange).
+    Power(usize),
 }
 
 /// Writes simulation rows as CSV with a fixed column layout.
@@ -31,6 +36,23 @@ impl CsvRecorder {
         let mut cols = Vec::new();
         let mut names = Vec::new();
         for (e, info) in sim.network().elements.iter().enumerate() {
+            if let Some(sensor) = info.sensor {
+                use crate::network::Sensor;
+                let outputs: &[(Col, &str)] = match sensor {
+                    Sensor::Angle => &[(Col::PhiRel(e), "phi")],
+                    Sensor::Speed => &[(Col::WRel(e), "w")],
+                    Sensor::RelAngle => &[(Col::PhiRel(e), "phi_rel")],
+                    Sensor::RelSpeed => &[(Col::WRel(e), "w_rel")],
+                    Sensor::Torque => &[(Col::Tau(e), "tau")],
+                    Sensor::Power => &[(Col::Power(e), "power")],
+                    Sensor::Multi => &[(Col::Tau(e), "tau"), (Col::WRel(e), "w"), (Col::Power(e), "power")],
+                };
+                for &(c, q) in outputs {
+                    cols.push(c);
+                    names.push(format!("{}.{q}", info.name));
+                }
+                continue;
+            }
             if let Some(node) = info.body {
                 // Translational bodies (Mass) read as position s and velocity v.
                 let (p, v) = match sim.network().nodes[node].domain {
@@ -101,5 +123,6 @@ fn value(sim: &Simulation, c: Col) -> f64 {
         Col::WRel(e) => sim.element_relative_speed(e).unwrap_or(f64::NAN),
         Col::Tau(e) => sim.element_torque(e),
         Col::Mode(e) => sim.element_mode(e).map_or(f64::NAN, |m| m.code() as f64),
+        Col::Power(e) => sim.element_torque(e) * sim.element_relative_speed(e).unwrap_or(f64::NAN),
     }
 }

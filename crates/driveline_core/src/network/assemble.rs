@@ -322,6 +322,7 @@ impl Assembly {
             body: None,
             source: false,
             has_mode: e.kind.is_friction(),
+            sensor: None,
         };
         match &e.kind {
             ElementKind::Inertia { .. }
@@ -338,6 +339,13 @@ impl Assembly {
             | ElementKind::SignTorque { .. }
             | ElementKind::Torque2 { .. }
             | ElementKind::ConstantSpeed { .. }
+            | ElementKind::AngleSensor { .. }
+            | ElementKind::SpeedSensor { .. }
+            | ElementKind::RelAngleSensor { .. }
+            | ElementKind::RelSpeedSensor { .. }
+            | ElementKind::TorqueSensor { .. }
+            | ElementKind::PowerSensor { .. }
+            | ElementKind::MultiSensor { .. }
             | ElementKind::QuadraticSpeedDependentForce { .. }
             | ElementKind::LinearSpeed { .. }
             | ElementKind::Force { .. }
@@ -385,6 +393,33 @@ impl Assembly {
                 let s = self.signal(tau);
                 info.source = true;
                 self.push_law(i, Law::Source { flange: nd[0], support: nd[1], signal: s }, info);
+            }
+            ElementKind::AngleSensor {} | ElementKind::SpeedSensor {} => {
+                // The flange's angle and speed, read through a one-entry row.
+                info.rel = Some(Row::new(&[(nd[0], 1.0)]));
+                info.sensor =
+                    Some(if matches!(e.kind, ElementKind::AngleSensor {}) { Sensor::Angle } else { Sensor::Speed });
+            }
+            ElementKind::RelAngleSensor {} | ElementKind::RelSpeedSensor {} => {
+                info.rel = Some(two(nd[0], nd[1]));
+                info.sensor = Some(if matches!(e.kind, ElementKind::RelAngleSensor {}) {
+                    Sensor::RelAngle
+                } else {
+                    Sensor::RelSpeed
+                });
+            }
+            ElementKind::TorqueSensor {} | ElementKind::PowerSensor {} | ElementKind::MultiSensor {} => {
+                // A rigid joint, w_a - w_b = 0, whose constraint torque is the measured one;
+                // its speed is flange_a's (the row `rel` reads it).
+                self.rows.push(Row::new(&[(nd[0], 1.0), (nd[1], -1.0)]));
+                self.row_element.push(i);
+                self.row_rhs.push(None);
+                info.rel = Some(Row::new(&[(nd[0], 1.0)]));
+                info.sensor = Some(match e.kind {
+                    ElementKind::TorqueSensor {} => Sensor::Torque,
+                    ElementKind::PowerSensor {} => Sensor::Power,
+                    _ => Sensor::Multi,
+                });
             }
             ElementKind::Torque2 { tau } => {
                 // flange_a.tau = tau, flange_b.tau = -tau: a torque source on flange_b whose

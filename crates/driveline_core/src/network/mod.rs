@@ -195,6 +195,27 @@ pub struct ElementInfo {
     pub source: bool,
     /// True when the element reports a friction mode (friction elements, elastic clutches).
     pub has_mode: bool,
+    /// What a sensor reports (its `rel` row reads the angle and speed it measures).
+    pub sensor: Option<Sensor>,
+}
+
+/// What a sensor element reports (see the sensors of [`ElementKind`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sensor {
+    /// `phi` of its flange.
+    Angle,
+    /// `w` of its flange.
+    Speed,
+    /// `phi_rel` between its flanges.
+    RelAngle,
+    /// `w_rel` between its flanges.
+    RelSpeed,
+    /// `tau` through its rigid joint.
+    Torque,
+    /// `power` through its rigid joint.
+    Power,
+    /// `tau`, `w` and `power` of its rigid joint.
+    Multi,
 }
 
 /// A compiled, validated network ready to be simulated.

@@ -75,6 +75,13 @@ pub fn validate_element(name: &str, kind: &ElementKind) -> Result<(), BuildError
             check(name, "tau_constant", *tau_constant, true, "")?;
             check(name, "w0", *w0, *w0 > 0.0, "> 0 rad/s")
         }
+        AngleSensor {}
+        | SpeedSensor {}
+        | RelAngleSensor {}
+        | RelSpeedSensor {}
+        | TorqueSensor {}
+        | PowerSensor {}
+        | MultiSensor {} => Ok(()),
         Torque2 { tau } => tau.validate().map_err(|m| BuildError::Signal { element: name.into(), message: m }),
         ConstantSpeed { w_fixed, phi_start, .. } => {
             check(name, "w_fixed", *w_fixed, true, "")?;

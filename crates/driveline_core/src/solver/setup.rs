@@ -101,6 +101,8 @@ impl Simulation {
                     out.push((ri, e, -cb));
                 }
                 "Speed" | "ConstantSpeed" | "Position" | "LinearSpeed" => out.push((ri, e, 1.0)),
+                // (The joint w_a - w_b = 0 takes -flange_a.tau as its multiplier.)
+                "TorqueSensor" | "PowerSensor" | "MultiSensor" => out.push((ri, e, -1.0)),
                 _ => {}
             }
         }

@@ -1,0 +1,80 @@
+//! The MSL sensors: their CSV columns under their MSL names and output names, their readings
+//! against the analytic motion, and that measuring changes nothing.
+
+use driveline::core::{CsvRecorder, Scenario, Simulation};
+
+/// A constant 6 N m accelerates three unit inertias J1, J2, J3 in a row from rest; `sensors`
+/// puts a multi sensor between J1 and J2, a power sensor between J2 and J3, and reads the
+/// others off them.
+fn chain(sensors: bool) -> Simulation {
+    let (extra, joints) = if sensors {
+        (
+            r#"(name: "fixed", kind: Fixed()), (name: "torqueSensor", kind: MultiSensor()),
+               (name: "angleSensor", kind: AngleSensor()), (name: "speedSensor", kind: SpeedSensor()),
+               (name: "relAngleSensor", kind: RelAngleSensor()), (name: "relSpeedSensor", kind: RelSpeedSensor()),
+               (name: "powerSensor", kind: PowerSensor()), (name: "J3", kind: Inertia(J: 1.0)),"#,
+            r#"("J1.flange_b", "torqueSensor.flange_a"), ("torqueSensor.flange_b", "J2.flange_a"),
+               ("angleSensor.flange", "J2.flange_b"), ("speedSensor.flange", "J2.flange_b"),
+               ("relAngleSensor.flange_a", "fixed.flange"), ("relAngleSensor.flange_b", "J1.flange_a"),
+               ("relSpeedSensor.flange_a", "fixed.flange"), ("relSpeedSensor.flange_b", "J1.flange_a"),
+               ("J2.flange_b", "powerSensor.flange_a"), ("powerSensor.flange_b", "J3.flange_a"),"#,
+        )
+    } else {
+        (
+            r#"(name: "J3", kind: Inertia(J: 1.0)),"#,
+            r#"("J1.flange_b", "J2.flange_a"), ("J2.flange_b", "J3.flange_a"),"#,
+        )
+    };
+    let text = format!(
+        r#"Scenario(name: "sensors", t_end: 1.0, elements: [
+            (name: "motor", kind: ConstantTorque(tau_constant: 6.0)),
+            (name: "J1", kind: Inertia(J: 1.0, phi_start: 0.0, w_start: 0.0)),
+            (name: "J2", kind: Inertia(J: 1.0)),
+            {extra}
+        ], connections: [("motor.flange", "J1.flange_a"), {joints}])"#
+    );
+    let sc = Scenario::parse(&text, "sensors.ron").unwrap_or_else(|e| panic!("{e}"));
+    Simulation::new(sc.build(&text, "sensors.ron").unwrap_or_else(|e| panic!("{e}")))
+}
+
+#[test]
+fn sensors_read_the_motion_and_the_torque_under_their_msl_names() {
+    let mut sim = chain(true);
+    let csv = CsvRecorder::new(&sim);
+    let col = |n: &str| csv.names().iter().position(|c| c == n).unwrap_or_else(|| panic!("no column {n}"));
+    let mut row = Vec::new();
+    for k in 1..=500 {
+        sim.step(k as f64 * 1e-3 - sim.time()).unwrap();
+        csv.values(&sim, &mut row);
+        let t = sim.time();
+        // Three unit inertias under 6 N m: a = 2 rad/s^2 (exact to rounding: constant
+        // acceleration). The multi sensor passes what accelerates J2 and J3 (4 N m), the power
+        // sensor what accelerates J3 (2 N m).
+        let (w, phi) = (2.0 * t, t * t);
+        let close = |v: f64, want: f64| (v - want).abs() <= 1e-12 * want.abs().max(1.0);
+        assert!(close(row[col("torqueSensor.tau")], 4.0), "t {t}: {}", row[col("torqueSensor.tau")]);
+        assert!(close(row[col("torqueSensor.w")], w));
+        assert!(close(row[col("torqueSensor.power")], 4.0 * w));
+        assert!(close(row[col("powerSensor.power")], 2.0 * w), "{}", row[col("powerSensor.power")]);
+        assert!(close(row[col("angleSensor.phi")], phi) && close(row[col("speedSensor.w")], w));
+        assert!(close(row[col("relAngleSensor.phi_rel")], phi) && close(row[col("relSpeedSensor.w_rel")], w));
+    }
+    // A sensor gives its outputs only: no phi_rel/w_rel/tau triple of a coupling.
+    assert!(!csv.names().iter().any(|c| c == "speedSensor.tau" || c == "torqueSensor.phi_rel"), "{:?}", csv.names());
+}
+
+#[test]
+fn measuring_changes_nothing() {
+    // The same drive with and without its sensors, 1 s at 60 Hz: the same motion to rounding
+    // (a torque sensor is a joint row where the plain chain shares one node).
+    let (mut a, mut b) = (chain(true), chain(false));
+    let j = |s: &Simulation, n: &str| s.network().elements.iter().position(|e| e.name == n).unwrap();
+    for k in 1..=60 {
+        a.step(k as f64 / 60.0 - a.time()).unwrap();
+        b.step(k as f64 / 60.0 - b.time()).unwrap();
+        for name in ["J1", "J2", "J3"] {
+            let (x, y) = (a.body_state(j(&a, name)).unwrap(), b.body_state(j(&b, name)).unwrap());
+            assert!((x.0 - y.0).abs() < 1e-12 && (x.1 - y.1).abs() < 1e-12, "{name}: {x:?} vs {y:?}");
+        }
+    }
+}
