@@ -338,6 +338,7 @@ fn every_public_component_is_registered_for_reflection() {
         TypeId::of::<parts::SignTorque>(),
         TypeId::of::<parts::Torque2>(),
         TypeId::of::<parts::ConstantSpeed>(),
+        TypeId::of::<parts::MoveSource>(),
         TypeId::of::<parts::AngleSensor>(),
         TypeId::of::<parts::SpeedSensor>(),
         TypeId::of::<parts::RelAngleSensor>(),

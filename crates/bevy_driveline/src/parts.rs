@@ -328,6 +328,17 @@ element_components! {
         /// Torque, N m.
         tau: SignalParam,
     }
+    /// Prescribed motion from an angle, a speed and an acceleration signal (MSL `Move`).
+    MoveSource from Move [Default] {
+        /// Angle, rad.
+        phi: SignalParam,
+        /// Speed, rad/s.
+        w: SignalParam,
+        /// Acceleration, rad/s^2.
+        a: SignalParam,
+        /// The reaction goes to a `support` flange.
+        use_support: bool,
+    }
     /// A constant speed source (MSL `ConstantSpeed`).
     ConstantSpeed from ConstantSpeed [Default] {
         /// Speed of the flange relative to the support, rad/s.

@@ -68,6 +68,7 @@
 //! | `TorqueSensor`, `PowerSensor`, `MultiSensor` | a rigid joint `w_a = w_b`; read `tau = flange_a.tau`, `power = tau w` |
 //! | `Speed`, `ConstantSpeed` | `w_flange - w_support = w_ref(t)` or `w_fixed` (prescribed; any torque) |
 //! | `Position` | `phi_flange - phi_support = phi_ref(t)` (prescribed; any torque) |
+//! | `Move` | `phi(t)`, `w(t)`, `a(t)` from three signals (prescribed as `w(t)` with rate `a(t)`) |
 //! | `IdealGear` | `phi_a - phi_s = i (phi_b - phi_s)`, `0 = i tau_a + tau_b` |
 //! | `LossyGear` | ideal kinematics, `0 = tau_b + i (tau_a - tauLoss)`, four-quadrant `tauLoss` |
 //! | `IdealPlanetary` | `(1 + r) w_c = w_s + r w_r`, `r = z_ring / z_sun` |

@@ -227,6 +227,22 @@ pub enum ElementKind {
         /// Torque signal, N m.
         tau: Signal,
     },
+    /// Prescribed motion from three signals (MSL `Move`): the flange is at `phi(t)` relative to
+    /// the support, turning at `w(t)` and accelerating at `a(t)`, whatever torque that takes.
+    /// The three must be consistent (`w = phi'`, `a = w'`), as in the MSL; the solver imposes
+    /// the speed `w(t)` with its rate `a(t)`, from the start values `phi(0)`, `w(0)`. Flanges
+    /// `flange`, `support`.
+    Move {
+        /// Angle signal, rad.
+        phi: Signal,
+        /// Speed signal, rad/s.
+        w: Signal,
+        /// Acceleration signal, rad/s^2.
+        a: Signal,
+        /// See [`ElementKind::Torque`].
+        #[serde(default)]
+        use_support: bool,
+    },
     /// Constant speed (MSL `ConstantSpeed`): the flange turns at `w_fixed` relative to the
     /// support whatever torque that takes. Flanges `flange`, `support`.
     ConstantSpeed {
@@ -665,6 +681,7 @@ impl ElementKind {
             ElementKind::SignTorque { .. } => "SignTorque",
             ElementKind::Torque2 { .. } => "Torque2",
             ElementKind::ConstantSpeed { .. } => "ConstantSpeed",
+            ElementKind::Move { .. } => "Move",
             ElementKind::AngleSensor { .. } => "AngleSensor",
             ElementKind::SpeedSensor { .. } => "SpeedSensor",
             ElementKind::RelAngleSensor { .. } => "RelAngleSensor",
@@ -713,9 +730,8 @@ impl ElementKind {
             | ElementKind::LinearSpeedDependentTorque { .. }
             | ElementKind::InverseSpeedDependentTorque { .. }
             | ElementKind::SignTorque { .. }
-            | ElementKind::ConstantSpeed { .. } => {
-                &[("flange", Rotational, Required), ("support", Rotational, Support)]
-            }
+            | ElementKind::ConstantSpeed { .. }
+            | ElementKind::Move { .. } => &[("flange", Rotational, Required), ("support", Rotational, Support)],
             ElementKind::Torque2 { .. }
             | ElementKind::RelAngleSensor { .. }
             | ElementKind::RelSpeedSensor { .. }
@@ -770,6 +786,7 @@ impl ElementKind {
     pub fn signals_mut(&mut self) -> Vec<&mut Signal> {
         match self {
             ElementKind::Torque { tau, .. } | ElementKind::Torque2 { tau } => vec![tau],
+            ElementKind::Move { phi, w, a, .. } => vec![phi, w, a],
             ElementKind::Speed { w_ref, .. } => vec![w_ref],
             ElementKind::Position { phi_ref, .. } => vec![phi_ref],
             ElementKind::KinematicClutch { command, .. } => vec![command],
@@ -832,6 +849,7 @@ impl ElementKind {
             | ElementKind::InverseSpeedDependentTorque { use_support, .. }
             | ElementKind::SignTorque { use_support, .. }
             | ElementKind::ConstantSpeed { use_support, .. }
+            | ElementKind::Move { use_support, .. }
             | ElementKind::IdealGear { use_support, .. }
             | ElementKind::LossyGear { use_support, .. }
             | ElementKind::Brake { use_support, .. }

@@ -339,6 +339,7 @@ impl Assembly {
             | ElementKind::SignTorque { .. }
             | ElementKind::Torque2 { .. }
             | ElementKind::ConstantSpeed { .. }
+            | ElementKind::Move { .. }
             | ElementKind::AngleSensor { .. }
             | ElementKind::SpeedSensor { .. }
             | ElementKind::RelAngleSensor { .. }
@@ -462,6 +463,15 @@ impl Assembly {
                     Prescribed::Position(sidx)
                 };
                 self.row_rhs.push(Some(prescribed));
+                info.source = true;
+                info.rel = Some(row);
+            }
+            ElementKind::Move { phi, w, a, .. } => {
+                let p = Prescribed::Move { phi: self.signal(phi), w: self.signal(w), a: self.signal(a) };
+                let row = Row::new(&[(nd[0], 1.0), (nd[1], -1.0)]);
+                self.rows.push(row);
+                self.row_element.push(i);
+                self.row_rhs.push(Some(p));
                 info.source = true;
                 info.rel = Some(row);
             }

@@ -82,6 +82,13 @@ pub fn validate_element(name: &str, kind: &ElementKind) -> Result<(), BuildError
         | TorqueSensor {}
         | PowerSensor {}
         | MultiSensor {} => Ok(()),
+        Move { phi, w, a, .. } => {
+            for (field, s) in [("phi", phi), ("w", w), ("a", a)] {
+                s.validate()
+                    .map_err(|m| BuildError::Signal { element: name.into(), message: format!("`{field}`: {m}") })?;
+            }
+            Ok(())
+        }
         Torque2 { tau } => tau.validate().map_err(|m| BuildError::Signal { element: name.into(), message: m }),
         ConstantSpeed { w_fixed, phi_start, .. } => {
             check(name, "w_fixed", *w_fixed, true, "")?;

@@ -100,7 +100,7 @@ impl Simulation {
                     let cb = net.rows[ri].entries.iter().find(|x| x.0 == info.nodes[1]).map(|x| x.1).unwrap_or(0.0);
                     out.push((ri, e, -cb));
                 }
-                "Speed" | "ConstantSpeed" | "Position" | "LinearSpeed" => out.push((ri, e, 1.0)),
+                "Speed" | "ConstantSpeed" | "Position" | "Move" | "LinearSpeed" => out.push((ri, e, 1.0)),
                 // (The joint w_a - w_b = 0 takes -flange_a.tau as its multiplier.)
                 "TorqueSensor" | "PowerSensor" | "MultiSensor" => out.push((ri, e, -1.0)),
                 _ => {}
