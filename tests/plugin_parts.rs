@@ -339,6 +339,8 @@ fn every_public_component_is_registered_for_reflection() {
         TypeId::of::<parts::Torque2>(),
         TypeId::of::<parts::ConstantSpeed>(),
         TypeId::of::<parts::MoveSource>(),
+        TypeId::of::<parts::Disc>(),
+        TypeId::of::<parts::IdealGearR2T>(),
         TypeId::of::<parts::AngleSensor>(),
         TypeId::of::<parts::SpeedSensor>(),
         TypeId::of::<parts::RelAngleSensor>(),

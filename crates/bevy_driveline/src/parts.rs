@@ -366,6 +366,16 @@ element_components! {
     /// A multi sensor (MSL `MultiSensor`): a rigid joint with `CouplingState::torque`, `w_rel`
     /// (the joint's speed) and their product, the power.
     MultiSensor from MultiSensor [Default] {}
+    /// A rigid joint with an angle offset (MSL `Disc`): `phi_b = phi_a + delta_phi`.
+    Disc from Disc [Default] {
+        /// Angle of `flange_b` ahead of `flange_a`, rad.
+        delta_phi as deltaPhi: f64,
+    }
+    /// An ideal gear from rotation to translation (MSL `IdealGearR2T`): `phi_R = ratio s_T`.
+    IdealGearR2T from IdealGearR2T [Default] {
+        /// Transmission ratio, rad/m (non-zero).
+        ratio: f64,
+    }
     /// An ideal gear (MSL `IdealGear`): `phi_a = ratio phi_b`.
     IdealGear from IdealGear [Default] {
         /// Gear ratio `phi_a / phi_b` (non-zero).

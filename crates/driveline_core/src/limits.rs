@@ -39,6 +39,7 @@ pub const RANGES: &[(&str, f64, f64, &str)] = &[
     ("w_nominal", 1e-3, 1e4, "rad/s"),
     ("w0", 1e-6, 1e4, "rad/s"),
     ("w_fixed", -1e4, 1e4, "rad/s"),
+    ("deltaPhi", -1e6, 1e6, "rad"),
     ("start_time", -1e9, 1e9, "s"),
     ("shift_time", 1e-6, 1e3, "s"),
     ("ratio", 1e-3, 1e3, "(magnitude)"),

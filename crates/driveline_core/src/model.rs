@@ -279,6 +279,22 @@ pub enum ElementKind {
     /// Multi sensor (MSL `MultiSensor`): a rigid joint like [`ElementKind::TorqueSensor`];
     /// `NAME.tau` (N m), `NAME.w` (rad/s) and `NAME.power` (W).
     MultiSensor {},
+    /// Rigid joint with an angle offset (MSL `Disc`): `phi_b = phi_a + deltaPhi`, the torque
+    /// passed through. Flanges `flange_a`, `flange_b`.
+    Disc {
+        /// Angle of `flange_b` ahead of `flange_a`, rad. Default 0.
+        /// Plausible range: -1e6 .. 1e6 rad.
+        #[serde(default = "zero")]
+        deltaPhi: f64,
+    },
+    /// Ideal gear from rotation to translation (MSL `IdealGearR2T`): `phi_R = ratio s_T`,
+    /// `0 = ratio tau_R + f_T` (the supports fixed). Flanges `flangeR` (rotational), `flangeT`
+    /// (translational).
+    IdealGearR2T {
+        /// Transmission ratio, rad/m (non-zero, finite).
+        /// Plausible range: 1e-3 .. 1000 in magnitude.
+        ratio: f64,
+    },
     /// Ideal gear `phi_a - phi_s = ratio (phi_b - phi_s)`, `0 = ratio tau_a + tau_b`.
     /// Flanges `flange_a`, `flange_b`, `support`.
     IdealGear {
@@ -682,6 +698,8 @@ impl ElementKind {
             ElementKind::Torque2 { .. } => "Torque2",
             ElementKind::ConstantSpeed { .. } => "ConstantSpeed",
             ElementKind::Move { .. } => "Move",
+            ElementKind::Disc { .. } => "Disc",
+            ElementKind::IdealGearR2T { .. } => "IdealGearR2T",
             ElementKind::AngleSensor { .. } => "AngleSensor",
             ElementKind::SpeedSensor { .. } => "SpeedSensor",
             ElementKind::RelAngleSensor { .. } => "RelAngleSensor",
@@ -733,6 +751,7 @@ impl ElementKind {
             | ElementKind::ConstantSpeed { .. }
             | ElementKind::Move { .. } => &[("flange", Rotational, Required), ("support", Rotational, Support)],
             ElementKind::Torque2 { .. }
+            | ElementKind::Disc { .. }
             | ElementKind::RelAngleSensor { .. }
             | ElementKind::RelSpeedSensor { .. }
             | ElementKind::TorqueSensor { .. }
@@ -765,7 +784,7 @@ impl ElementKind {
                 ("support", Rotational, Support),
             ],
             ElementKind::Mass { .. } => &[("flange_a", Translational, Optional), ("flange_b", Translational, Optional)],
-            ElementKind::IdealRollingWheel { .. } => {
+            ElementKind::IdealRollingWheel { .. } | ElementKind::IdealGearR2T { .. } => {
                 &[("flangeR", Rotational, Required), ("flangeT", Translational, Required)]
             }
             ElementKind::QuadraticSpeedDependentForce { .. }

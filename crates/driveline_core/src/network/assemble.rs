@@ -358,6 +358,8 @@ impl Assembly {
             | ElementKind::LossyGear { .. }
             | ElementKind::IdealPlanetary { .. }
             | ElementKind::IdealRollingWheel { .. }
+            | ElementKind::IdealGearR2T { .. }
+            | ElementKind::Disc { .. }
             | ElementKind::Spring { .. }
             | ElementKind::Damper { .. }
             | ElementKind::SpringDamper { .. }
@@ -638,6 +640,22 @@ impl Assembly {
                 self.rows.push(Row::new(&[(nd[1], 1.0 + ratio), (nd[0], -1.0), (nd[2], -ratio)]));
                 self.row_element.push(i);
                 self.row_rhs.push(None);
+            }
+            ElementKind::IdealGearR2T { ratio } => {
+                // w_R - ratio v_T = 0.
+                self.rows.push(Row::new(&[(nd[0], 1.0), (nd[1], -ratio)]));
+                self.row_element.push(i);
+                self.row_rhs.push(None);
+                info.rel = Some(two(nd[0], nd[1]));
+            }
+            ElementKind::Disc { deltaPhi } => {
+                // phi_b - phi_a = deltaPhi: the joint w_b - w_a = 0 from offset start angles.
+                let s = self.signal(&Signal::Constant(*deltaPhi));
+                let row = two(nd[0], nd[1]);
+                self.rows.push(row);
+                self.row_element.push(i);
+                self.row_rhs.push(Some(Prescribed::Offset(s)));
+                info.rel = Some(row);
             }
             ElementKind::IdealRollingWheel { radius } => {
                 self.rows.push(Row::new(&[(nd[0], *radius), (nd[1], -1.0)]));

@@ -145,6 +145,9 @@ pub enum Prescribed {
     Speed(usize),
     /// `row . phi = signal(t)`, imposed as `row . w = signal'(t)` from consistent start values.
     Position(usize),
+    /// `row . phi = offset` (a constant, the signal's value), `row . w = 0`: a rigid joint
+    /// with an angle offset (MSL `Disc`).
+    Offset(usize),
     /// `row . phi = phi(t)` with its speed and acceleration given as signals of their own (MSL
     /// `Move`): imposed as `row . w = w(t)` (rate `a(t)`), starting at `phi(0)`, `w(0)`.
     Move {
@@ -164,6 +167,7 @@ impl Prescribed {
             Prescribed::Speed(k) => (signals[k].eval(t), signals[k].derivative(t)),
             Prescribed::Position(k) => (signals[k].derivative(t), signals[k].second_derivative(t)),
             Prescribed::Move { w, a, .. } => (signals[w].eval(t), signals[a].eval(t)),
+            Prescribed::Offset(_) => (0.0, 0.0),
         }
     }
 }
@@ -453,6 +457,10 @@ impl Network {
                         let v =
                             if pass == 0 { self.signals[*sig].eval(0.0) } else { self.signals[*sig].derivative(0.0) };
                         eqs.push((items, v, "a position source".into()))
+                    }
+                    Some(Prescribed::Offset(sig)) => {
+                        let v = if pass == 0 { self.signals[*sig].eval(0.0) } else { 0.0 };
+                        eqs.push((items, v, "a disc".into()))
                     }
                     Some(Prescribed::Move { phi, w, .. }) => {
                         let v = if pass == 0 { self.signals[*phi].eval(0.0) } else { self.signals[*w].eval(0.0) };

@@ -89,6 +89,8 @@ pub fn validate_element(name: &str, kind: &ElementKind) -> Result<(), BuildError
             }
             Ok(())
         }
+        Disc { deltaPhi } => check(name, "deltaPhi", *deltaPhi, true, ""),
+        IdealGearR2T { ratio } => check(name, "ratio", *ratio, *ratio != 0.0, "non-zero (rad/m)"),
         Torque2 { tau } => tau.validate().map_err(|m| BuildError::Signal { element: name.into(), message: m }),
         ConstantSpeed { w_fixed, phi_start, .. } => {
             check(name, "w_fixed", *w_fixed, true, "")?;

@@ -103,6 +103,8 @@ impl Simulation {
                 "Speed" | "ConstantSpeed" | "Position" | "Move" | "LinearSpeed" => out.push((ri, e, 1.0)),
                 // (The joint w_a - w_b = 0 takes -flange_a.tau as its multiplier.)
                 "TorqueSensor" | "PowerSensor" | "MultiSensor" => out.push((ri, e, -1.0)),
+                // (Its joint is written w_b - w_a = 0: the opposite sign.)
+                "Disc" => out.push((ri, e, 1.0)),
                 _ => {}
             }
         }
