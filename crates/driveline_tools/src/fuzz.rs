@@ -665,7 +665,7 @@ pub fn random_scenario(rng: &mut Rng) -> String {
     }
     for k in 0..n - 1 {
         let name = format!("c{k}");
-        let kind = match rng.below(9) {
+        let kind = match rng.below(10) {
             0 => format!("IdealGear(ratio: {})", param(rng, 3.0)),
             1 => format!("Spring(c: {})", param(rng, 1e4)),
             2 => format!("Damper(d: {})", param(rng, 10.0)),
@@ -685,6 +685,12 @@ pub fn random_scenario(rng: &mut Rng) -> String {
             7 => {
                 format!("OneWayClutch(fn_max: {}, mu_pos: [(0.0, 0.5)], f_normalized: Constant(1.0))", param(rng, 1e3))
             }
+            8 => match rng.below(4) {
+                0 => format!("Disc(deltaPhi: {})", param(rng, 1.0)),
+                1 => "MultiSensor()".to_string(),
+                2 => format!("Torque2(tau: Constant({}))", param(rng, 10.0)),
+                _ => "RelSpeedSensor()".to_string(),
+            },
             _ => format!("IdealGear(ratio: {})", param(rng, 0.5)),
         };
         elements.push(format!("(name: \"{name}\", kind: {kind})"));
@@ -694,7 +700,7 @@ pub fn random_scenario(rng: &mut Rng) -> String {
     // Sources and brakes on random inertias.
     for s in 0..1 + rng.below(3) {
         let at = rng.below(n);
-        let (name, kind) = match rng.below(5) {
+        let (name, kind) = match rng.below(9) {
             0 => (format!("tau{s}"), format!("Torque(tau: Constant({}))", param(rng, 10.0))),
             1 => (
                 format!("tau{s}"),
@@ -708,7 +714,7 @@ pub fn random_scenario(rng: &mut Rng) -> String {
                 format!("bearing{s}"),
                 format!("BearingFriction(tau_pos: [(0.0, {})], peak: {})", param(rng, 1.0), param(rng, 1.2)),
             ),
-            _ => (
+            4 => (
                 format!("drag{s}"),
                 format!(
                     "QuadraticSpeedDependentTorque(tau_nominal: {}, w_nominal: {})",
@@ -716,6 +722,35 @@ pub fn random_scenario(rng: &mut Rng) -> String {
                     param(rng, 100.0)
                 ),
             ),
+            5 => (
+                format!("drag{s}"),
+                format!(
+                    "LinearSpeedDependentTorque(tau_nominal: {}, w_nominal: {}, torque_direction: {})",
+                    param(rng, -5.0),
+                    param(rng, 100.0),
+                    rng.chance(0.5)
+                ),
+            ),
+            6 => (
+                format!("motor{s}"),
+                format!(
+                    "InverseSpeedDependentTorque(tau_nominal: {}, w_nominal: {}, w0: {}, torque_direction: {})",
+                    param(rng, 5.0),
+                    param(rng, 100.0),
+                    param(rng, 1.0),
+                    rng.chance(0.5)
+                ),
+            ),
+            7 => (
+                format!("drag{s}"),
+                format!(
+                    "SignTorque(tau_constant: {}, w0: {}, reg: {})",
+                    param(rng, -2.0),
+                    param(rng, 1.0),
+                    ["Exp", "Sine", "Linear", "CoSine"][rng.below(4)]
+                ),
+            ),
+            _ => (format!("speed{s}"), "SpeedSensor()".to_string()),
         };
         let flange =
             if kind.starts_with("Brake") || kind.starts_with("BearingFriction") { "flange_a" } else { "flange" };
