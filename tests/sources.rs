@@ -23,6 +23,14 @@ fn follows(mut sim: Simulation, body: &str, dt: f64, t_end: f64, tol: f64, speed
     }
 }
 
+/// Steps `sim` `n` times by `dt`, calling `check(sim, t)` after each step.
+fn each_step(mut sim: Simulation, dt: f64, n: usize, mut check: impl FnMut(&Simulation, f64)) {
+    for k in 1..=n {
+        sim.step(k as f64 * dt - sim.time()).unwrap_or_else(|e| panic!("{e}"));
+        check(&sim, sim.time());
+    }
+}
+
 /// The two steps every test runs at, s.
 const STEPS: [f64; 2] = [1e-3, 1.0 / 60.0];
 
@@ -174,21 +182,19 @@ fn a_disc_joins_two_shafts_at_an_angle_offset_and_passes_the_torque() {
     // 6 N m on J1 = 1, through a disc (offset 0.3 rad) to J2 = 2: a = 2 rad/s^2, the disc
     // passes J2 a = 4 N m, flange_b stays 0.3 rad ahead.
     for dt in STEPS {
-        let mut sim = network(
+        let sim = network(
             r#"(name: "motor", kind: ConstantTorque(tau_constant: 6.0)),
                (name: "J1", kind: Inertia(J: 1.0, phi_start: 0.0, w_start: 0.0)),
                (name: "disc", kind: Disc(deltaPhi: 0.3)),
                (name: "J2", kind: Inertia(J: 2.0))"#,
             r#"("motor.flange", "J1.flange_a"), ("J1.flange_b", "disc.flange_a"), ("disc.flange_b", "J2.flange_a")"#,
         );
-        for n in 1..=60 {
-            sim.step(n as f64 * dt - sim.time()).unwrap();
-            let t = sim.time();
+        each_step(sim, dt, 60, |sim, t| {
             let ((p1, w1), (p2, w2)) = (sim.body_state(1).unwrap(), sim.body_state(3).unwrap());
             assert!((p2 - p1 - 0.3).abs() < 1e-12 && (w1 - w2).abs() < 1e-12, "t {t}");
             assert!((w1 - 2.0 * t).abs() < 1e-12 * (1.0 + t) && (p1 - t * t).abs() < 1e-12 * (1.0 + t), "t {t}");
             assert!((sim.element_torque(2) - 4.0).abs() < 1e-9, "disc torque {}", sim.element_torque(2));
-        }
+        });
     }
 }
 
@@ -197,20 +203,18 @@ fn an_ideal_gear_r2t_turns_a_rotation_into_a_translation() {
     // 6 N m on J = 1 kg m^2 driving a 2 kg mass through 4 rad/m: the mass's inertia seen at
     // the shaft is m / r^2 = 0.125 kg m^2, so a = 6 / 1.125 rad/s^2 and v = w / 4.
     for dt in STEPS {
-        let mut sim = network(
+        let sim = network(
             r#"(name: "motor", kind: ConstantTorque(tau_constant: 6.0)),
                (name: "J", kind: Inertia(J: 1.0, phi_start: 0.0, w_start: 0.0)),
                (name: "r2t", kind: IdealGearR2T(ratio: 4.0)),
                (name: "mass", kind: Mass(m: 2.0))"#,
             r#"("motor.flange", "J.flange_a"), ("J.flange_b", "r2t.flangeR"), ("r2t.flangeT", "mass.flange_a")"#,
         );
-        for n in 1..=60 {
-            sim.step(n as f64 * dt - sim.time()).unwrap();
-            let t = sim.time();
+        each_step(sim, dt, 60, |sim, t| {
             let ((phi, w), (s, v)) = (sim.body_state(1).unwrap(), sim.body_state(3).unwrap());
             let a = 6.0 / 1.125;
             assert!((w - a * t).abs() < 1e-12 * (1.0 + t) && (v - w / 4.0).abs() < 1e-12 * (1.0 + t), "t {t}");
             assert!((phi - 4.0 * s).abs() < 1e-12 * (1.0 + t), "t {t}: phi {phi}, s {s}");
-        }
+        });
     }
 }
