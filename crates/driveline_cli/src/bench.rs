@@ -36,6 +36,12 @@ pub struct BenchResult {
     pub us_per_vehicle_step: f64,
     pub realtime_factor: f64,
     pub threads: usize,
+    /// The process's peak resident memory at the end of the run, bytes (`VmHWM`; 0 where the
+    /// system does not report it).
+    pub peak_rss_bytes: u64,
+    /// Resident memory the vehicles (or the scenario's simulation) added, from before the
+    /// first was spawned to after the first step built their networks, per vehicle, bytes.
+    pub bytes_per_vehicle: u64,
 }
 
 /// The driver of one benched vehicle, reading the shared cycle `offset` seconds ahead (so the
@@ -112,6 +118,10 @@ fn fleet(o: &BenchOptions, threads: usize) -> Result<BenchResult, String> {
         s.set_executor(bevy_ecs::schedule::SingleThreadedExecutor::new());
     });
     let spread = app.world().resource::<BenchCycle>().0.duration();
+    // (The plugin's schedules are built at the first tick: one empty tick first, so that the
+    // memory measured below is the vehicles'.)
+    app.world_mut().run_schedule(FixedUpdate);
+    let rss_before = crate::soak::rss_bytes();
     for i in 0..o.vehicles {
         let root = spawn_vehicle(app.world_mut(), spec.clone(), Road::Body).map_err(|e| e.to_string())?;
         let offset = (i as f64 * 37.0) % spread;
@@ -129,6 +139,7 @@ fn fleet(o: &BenchOptions, threads: usize) -> Result<BenchResult, String> {
     };
     // The first step builds every network.
     tick(&mut app);
+    let bytes_per_vehicle = crate::soak::rss_bytes().saturating_sub(rss_before) / o.vehicles as u64;
     let steps = ((o.seconds / o.dt).round() as u64).max(1);
     let start = Instant::now();
     for _ in 0..steps {
@@ -143,6 +154,8 @@ fn fleet(o: &BenchOptions, threads: usize) -> Result<BenchResult, String> {
         us_per_vehicle_step: wall / vehicle_steps * 1e6,
         realtime_factor: steps as f64 * o.dt / wall,
         threads,
+        peak_rss_bytes: crate::soak::peak_rss_bytes(),
+        bytes_per_vehicle,
     })
 }
 
@@ -150,8 +163,10 @@ fn scenario(path: &std::path::Path, steps: u64, dt: f64, threads: usize) -> Resu
     if steps == 0 {
         return Err("--steps 0: time at least one step".into());
     }
+    let rss_before = crate::soak::rss_bytes();
     let (_, net) = Scenario::load_network(path).map_err(|e| e.to_string())?;
     let mut sim = Simulation::new(net);
+    let bytes_per_vehicle = crate::soak::rss_bytes().saturating_sub(rss_before);
     sim.step(dt).map_err(|e| e.to_string())?;
     let start = Instant::now();
     for _ in 0..steps {
@@ -165,5 +180,7 @@ fn scenario(path: &std::path::Path, steps: u64, dt: f64, threads: usize) -> Resu
         us_per_vehicle_step: wall / steps as f64 * 1e6,
         realtime_factor: steps as f64 * dt / wall,
         threads: threads.min(1),
+        peak_rss_bytes: crate::soak::peak_rss_bytes(),
+        bytes_per_vehicle,
     })
 }

@@ -107,7 +107,8 @@ enum Command {
         #[arg(long, default_value = "udds")]
         cycle: String,
         /// Write {"vehicles", "steps", "vehicle_steps_per_s", "us_per_vehicle_step",
-        /// "realtime_factor", "threads"} here.
+        /// "realtime_factor", "threads", "peak_rss_bytes", "bytes_per_vehicle"} here (memory:
+        /// resident bytes, the peak of the process and what each vehicle added).
         #[arg(long)]
         json: Option<PathBuf>,
         /// Time one scenario network instead (core simulation, no Bevy).
@@ -251,6 +252,13 @@ fn main() -> ExitCode {
                         r.realtime_factor,
                         if part_states { "" } else { " (part states not written)" }
                     );
+                    if r.peak_rss_bytes > 0 {
+                        println!(
+                            "resident memory: {:.0} KiB per vehicle, {:.1} MiB at the peak",
+                            r.bytes_per_vehicle as f64 / 1024.0,
+                            r.peak_rss_bytes as f64 / (1024.0 * 1024.0)
+                        );
+                    }
                     ExitCode::SUCCESS
                 }
                 Err(e) => {

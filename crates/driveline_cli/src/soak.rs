@@ -107,9 +107,20 @@ pub fn mixed_cycle() -> Result<Cycle, String> {
 /// Resident memory of this process, bytes (`VmRSS` of `/proc/self/status`; 0 where there is
 /// none).
 pub fn rss_bytes() -> u64 {
+    status_bytes("VmRSS:")
+}
+
+/// The peak resident memory of this process so far, bytes (`VmHWM` of `/proc/self/status`; 0
+/// where there is none).
+pub fn peak_rss_bytes() -> u64 {
+    status_bytes("VmHWM:")
+}
+
+/// A `kB` field of `/proc/self/status`, in bytes (0 where there is none).
+fn status_bytes(field: &str) -> u64 {
     let Ok(text) = std::fs::read_to_string("/proc/self/status") else { return 0 };
     text.lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .find_map(|l| l.strip_prefix(field))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
         .map_or(0, |kb| kb * 1024)
 }

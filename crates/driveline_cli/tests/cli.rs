@@ -230,14 +230,28 @@ fn bench_times_a_fleet_and_a_scenario_and_writes_its_json() {
     let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let mut keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
     keys.sort_unstable();
-    let mut contract =
-        ["vehicles", "steps", "vehicle_steps_per_s", "us_per_vehicle_step", "realtime_factor", "threads"];
+    let mut contract = [
+        "vehicles",
+        "steps",
+        "vehicle_steps_per_s",
+        "us_per_vehicle_step",
+        "realtime_factor",
+        "threads",
+        "peak_rss_bytes",
+        "bytes_per_vehicle",
+    ];
     contract.sort_unstable();
     assert_eq!(keys, contract, "the JSON contract: exactly these keys");
     assert_eq!(v["vehicles"], 3);
     assert_eq!(v["steps"], 50);
     assert_eq!(v["threads"], 2);
     assert!(v["vehicle_steps_per_s"].as_f64().unwrap() > 0.0);
+    // Resident memory, where the system reports it (Linux): a sedan is about a megabyte of heap,
+    // and the process is at least the three of them.
+    if std::path::Path::new("/proc/self/status").exists() {
+        let (peak, per) = (v["peak_rss_bytes"].as_u64().unwrap(), v["bytes_per_vehicle"].as_u64().unwrap());
+        assert!(per > 100_000 && peak > 3 * per, "peak {peak}, per vehicle {per}");
+    }
     let sc = driveline(&["bench", "--scenario", "assets/scenarios/msl/CoupledClutches.ron", "--steps", "1000"]);
     assert!(sc.status.success(), "{}", String::from_utf8_lossy(&sc.stderr));
     assert!(String::from_utf8_lossy(&sc.stdout).contains("us per vehicle-step"));
