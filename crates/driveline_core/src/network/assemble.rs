@@ -302,6 +302,22 @@ impl Assembly {
         self.law_element.push(i);
     }
 
+    /// Adds element `i`'s permanent row, prescribed by `rhs` or kept at zero.
+    fn push_row(&mut self, i: usize, row: Row, rhs: Option<Prescribed>) {
+        self.rows.push(row);
+        self.row_element.push(i);
+        self.row_rhs.push(rhs);
+    }
+
+    /// Adds a prescribed-motion source: the row `w_flange - w_support` imposed by `p`, also the
+    /// element's relative coordinate.
+    fn push_prescribed(&mut self, i: usize, nd: &[usize], p: Prescribed, info: &mut ElementInfo) {
+        let row = Row::new(&[(nd[0], 1.0), (nd[1], -1.0)]);
+        self.push_row(i, row, Some(p));
+        info.source = true;
+        info.rel = Some(row);
+    }
+
     /// A fresh ground node of `domain` (a reaction's, or what a prescribed motion moves against).
     fn fresh_ground(&mut self, domain: Domain) -> usize {
         self.nodes.push(Node { flanges: Vec::new(), inertia: 0.0, domain });
@@ -400,27 +416,21 @@ impl Assembly {
             ElementKind::AngleSensor {} | ElementKind::SpeedSensor {} => {
                 // The flange's angle and speed, read through a one-entry row.
                 info.rel = Some(Row::new(&[(nd[0], 1.0)]));
-                info.sensor =
-                    Some(if matches!(e.kind, ElementKind::AngleSensor {}) { Sensor::Angle } else { Sensor::Speed });
+                info.sensor = Some(if e.kind.type_name() == "AngleSensor" { Sensor::Angle } else { Sensor::Speed });
             }
             ElementKind::RelAngleSensor {} | ElementKind::RelSpeedSensor {} => {
                 info.rel = Some(two(nd[0], nd[1]));
-                info.sensor = Some(if matches!(e.kind, ElementKind::RelAngleSensor {}) {
-                    Sensor::RelAngle
-                } else {
-                    Sensor::RelSpeed
-                });
+                info.sensor =
+                    Some(if e.kind.type_name() == "RelAngleSensor" { Sensor::RelAngle } else { Sensor::RelSpeed });
             }
             ElementKind::TorqueSensor {} | ElementKind::PowerSensor {} | ElementKind::MultiSensor {} => {
                 // A rigid joint, w_a - w_b = 0, whose constraint torque is the measured one;
                 // its speed is flange_a's (the row `rel` reads it).
-                self.rows.push(Row::new(&[(nd[0], 1.0), (nd[1], -1.0)]));
-                self.row_element.push(i);
-                self.row_rhs.push(None);
+                self.push_row(i, Row::new(&[(nd[0], 1.0), (nd[1], -1.0)]), None);
                 info.rel = Some(Row::new(&[(nd[0], 1.0)]));
-                info.sensor = Some(match e.kind {
-                    ElementKind::TorqueSensor {} => Sensor::Torque,
-                    ElementKind::PowerSensor {} => Sensor::Power,
+                info.sensor = Some(match e.kind.type_name() {
+                    "TorqueSensor" => Sensor::Torque,
+                    "PowerSensor" => Sensor::Power,
                     _ => Sensor::Multi,
                 });
             }
@@ -454,37 +464,21 @@ impl Assembly {
                 let curve = SpeedCurve::Sign { tau: *tau_constant, w0: *w0, reg: *reg };
                 self.push_law(i, Law::SpeedTorque { flange: nd[0], support: nd[1], curve }, info);
             }
-            ElementKind::Speed { w_ref: sg, .. } | ElementKind::Position { phi_ref: sg, .. } => {
-                let sidx = self.signal(sg);
-                let row = Row::new(&[(nd[0], 1.0), (nd[1], -1.0)]);
-                self.rows.push(row);
-                self.row_element.push(i);
-                let prescribed = if matches!(e.kind, ElementKind::Speed { .. }) {
-                    Prescribed::Speed(sidx)
-                } else {
-                    Prescribed::Position(sidx)
-                };
-                self.row_rhs.push(Some(prescribed));
-                info.source = true;
-                info.rel = Some(row);
+            ElementKind::Speed { w_ref, .. } => {
+                let p = Prescribed::Speed(self.signal(w_ref));
+                self.push_prescribed(i, nd, p, info);
+            }
+            ElementKind::Position { phi_ref, .. } => {
+                let p = Prescribed::Position(self.signal(phi_ref));
+                self.push_prescribed(i, nd, p, info);
             }
             ElementKind::Move { phi, w, a, .. } => {
                 let p = Prescribed::Move { phi: self.signal(phi), w: self.signal(w), a: self.signal(a) };
-                let row = Row::new(&[(nd[0], 1.0), (nd[1], -1.0)]);
-                self.rows.push(row);
-                self.row_element.push(i);
-                self.row_rhs.push(Some(p));
-                info.source = true;
-                info.rel = Some(row);
+                self.push_prescribed(i, nd, p, info);
             }
             ElementKind::ConstantSpeed { w_fixed, .. } => {
-                let sidx = self.signal(&Signal::Constant(*w_fixed));
-                let row = Row::new(&[(nd[0], 1.0), (nd[1], -1.0)]);
-                self.rows.push(row);
-                self.row_element.push(i);
-                self.row_rhs.push(Some(Prescribed::Speed(sidx)));
-                info.source = true;
-                info.rel = Some(row);
+                let p = Prescribed::Speed(self.signal(&Signal::Constant(*w_fixed)));
+                self.push_prescribed(i, nd, p, info);
             }
             ElementKind::ConstantTorque { tau_constant, .. } => {
                 let s = self.signal(&Signal::Constant(*tau_constant));
@@ -533,9 +527,7 @@ impl Assembly {
                 let sidx = self.signal(v_ref);
                 let g = self.fresh_ground(Domain::Translational); // to move against
                 let row = Row::new(&[(nd[0], 1.0), (g, -1.0)]);
-                self.rows.push(row);
-                self.row_element.push(i);
-                self.row_rhs.push(Some(Prescribed::Speed(sidx)));
+                self.push_row(i, row, Some(Prescribed::Speed(sidx)));
                 info.source = true;
                 info.rel = Some(row);
             }
@@ -614,15 +606,11 @@ impl Assembly {
             }
             ElementKind::IdealGear { ratio, .. } => {
                 // w_a - w_s - ratio (w_b - w_s) = 0
-                self.rows.push(Row::new(&[(nd[0], 1.0), (nd[1], -ratio), (nd[2], ratio - 1.0)]));
-                self.row_element.push(i);
-                self.row_rhs.push(None);
+                self.push_row(i, Row::new(&[(nd[0], 1.0), (nd[1], -ratio), (nd[2], ratio - 1.0)]), None);
                 info.rel = Some(two(nd[0], nd[1]));
             }
             ElementKind::LossyGear { ratio, loss_table, .. } => {
-                self.rows.push(Row::new(&[(nd[0], 1.0), (nd[1], -ratio), (nd[2], ratio - 1.0)]));
-                self.row_element.push(i);
-                self.row_rhs.push(None);
+                self.push_row(i, Row::new(&[(nd[0], 1.0), (nd[1], -ratio), (nd[2], ratio - 1.0)]), None);
                 info.rel = Some(two(nd[0], nd[1]));
                 info.has_mode = true;
                 let table = LossTable { rows: loss_table.clone(), ratio: *ratio };
@@ -637,30 +625,22 @@ impl Assembly {
             }
             ElementKind::IdealPlanetary { ratio } => {
                 // (1 + ratio) w_c - w_s - ratio w_r = 0
-                self.rows.push(Row::new(&[(nd[1], 1.0 + ratio), (nd[0], -1.0), (nd[2], -ratio)]));
-                self.row_element.push(i);
-                self.row_rhs.push(None);
+                self.push_row(i, Row::new(&[(nd[1], 1.0 + ratio), (nd[0], -1.0), (nd[2], -ratio)]), None);
             }
             ElementKind::IdealGearR2T { ratio } => {
                 // w_R - ratio v_T = 0.
-                self.rows.push(Row::new(&[(nd[0], 1.0), (nd[1], -ratio)]));
-                self.row_element.push(i);
-                self.row_rhs.push(None);
+                self.push_row(i, Row::new(&[(nd[0], 1.0), (nd[1], -ratio)]), None);
                 info.rel = Some(two(nd[0], nd[1]));
             }
             ElementKind::Disc { deltaPhi } => {
                 // phi_b - phi_a = deltaPhi: the joint w_b - w_a = 0 from offset start angles.
                 let s = self.signal(&Signal::Constant(*deltaPhi));
                 let row = two(nd[0], nd[1]);
-                self.rows.push(row);
-                self.row_element.push(i);
-                self.row_rhs.push(Some(Prescribed::Offset(s)));
+                self.push_row(i, row, Some(Prescribed::Offset(s)));
                 info.rel = Some(row);
             }
             ElementKind::IdealRollingWheel { radius } => {
-                self.rows.push(Row::new(&[(nd[0], *radius), (nd[1], -1.0)]));
-                self.row_element.push(i);
-                self.row_rhs.push(None);
+                self.push_row(i, Row::new(&[(nd[0], *radius), (nd[1], -1.0)]), None);
             }
             ElementKind::Spring { c, phi_rel0, .. } => {
                 info.rel = Some(two(nd[0], nd[1]));
