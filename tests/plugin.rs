@@ -325,3 +325,24 @@ fn at_60_hz_the_plugin_shifts_like_the_core_vehicle_bit_for_bit() {
         assert!(gears.contains(&3), "{file}: gears {gears:?}");
     }
 }
+
+#[test]
+fn heat_ports_and_the_thermal_network_run_in_the_plugin_as_in_the_core() {
+    let (scenario, mut sim) = load("EddyCurrentBrake");
+    let mut app = create_app();
+    let root = spawn_scenario(app.world_mut(), &scenario).unwrap();
+    for _ in 0..200 {
+        sim.step(1e-3).unwrap();
+        fixed_step(&mut app, Duration::from_millis(1));
+    }
+    let parts = app.world().get::<DrivelineParts>(root).unwrap().parts().to_vec();
+    let named = |n: &str| parts.iter().copied().find(|&e| app.world().get::<Name>(e).unwrap().as_str() == n).unwrap();
+    let cap = app.world().get::<HeatPortState>(named("heatCapacitor")).expect("a heat port reading");
+    assert_eq!(cap.temperature.to_bits(), sim.element_temperature(element(&sim, "heatCapacitor")).unwrap().to_bits());
+    let brake = app.world().get::<HeatPortState>(named("eddyCurrentTorque")).expect("a heat port reading");
+    assert_eq!(brake.temperature, cap.temperature);
+    assert_eq!(brake.loss_power.to_bits(), sim.element_dissipation(element(&sim, "eddyCurrentTorque")).to_bits());
+    assert!(cap.temperature > 450.0, "{cap:?}");
+    // The inertia has no heat port: no reading.
+    assert!(app.world().get::<HeatPortState>(named("inertia")).is_none());
+}

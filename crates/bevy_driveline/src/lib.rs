@@ -222,7 +222,8 @@ pub mod prelude {
         BodyState, Connections, CouplingState, Driveline, DrivelineBuildFailed, DrivelineCommandsExt,
         DrivelineCorePlugin, DrivelineEditRefused, DrivelineInputRejected, DrivelineInputs, DrivelineParts,
         DrivelinePlugins, DrivelineRebuilt, DrivelineSolveSchedule, DrivelineStepFailed, DrivelineSystems,
-        FrictionModeChanged, PartOf, SkipWriteBack, SpawnError, StateWriteAdjusted, skip_write_back, spawn_scenario,
+        FrictionModeChanged, HeatPortState, PartOf, SkipWriteBack, SpawnError, StateWriteAdjusted, skip_write_back,
+        spawn_scenario,
     };
     pub use driveline_core::{SnapshotError, VehicleSnapshot};
 }
@@ -324,6 +325,7 @@ impl Plugin for DrivelineCorePlugin {
                 vehicle::step_vehicles,
                 solve::step_drivelines,
                 solve::write_back,
+                solve::write_heat_ports,
             )
                 .chain(),
         );
@@ -349,6 +351,7 @@ fn register_types(app: &mut App) {
         .register_type::<Connection>()
         .register_type::<BodyState>()
         .register_type::<CouplingState>()
+        .register_type::<HeatPortState>()
         .register_type::<SkipWriteBack>()
         .register_type::<DrivelineInputs>();
     vehicle::register_types(app);
@@ -454,6 +457,23 @@ pub struct CouplingState {
     pub mode: Option<FrictionMode>,
     /// Power turned into heat, W.
     pub dissipation: f64,
+}
+
+/// The thermal reading of a part with a heat port in use after the last step: a thermal
+/// element (`HeatCapacitor`, `ThermalConductor`, `Convection`, `FixedTemperature`,
+/// `FixedHeatFlow`) or an element whose `heatPort` is connected. Inserted when the part is
+/// spawned with such a connection; the dissipated power is [`CouplingState::dissipation`]
+/// (or, for parts without a relative coordinate, in `loss_power` here).
+#[derive(Component, Reflect, Debug, Clone, Copy, Default, PartialEq)]
+#[reflect(Component, Debug, Clone, PartialEq, Default)]
+pub struct HeatPortState {
+    /// Temperature of the heat port (of `port_a` / `solid` for a conductor or a convection), K.
+    pub temperature: f64,
+    /// Heat flow through a conductor or convection, from `port_a` / `solid` to `port_b` /
+    /// `fluid`, W (0 for other parts).
+    pub heat_flow: f64,
+    /// Power the part sends into its heat port, W (`lossPower`; 0 for thermal elements).
+    pub loss_power: f64,
 }
 
 /// Marks a part whose [`BodyState`], [`CouplingState`] and [`ClutchEngagement`] the plugin
@@ -685,6 +705,15 @@ pub(crate) fn spawn_network(world: &mut World, root: Entity, spec: &NetworkSpec)
         let (el, fl) = s.split_once('.').unwrap_or((s, ""));
         spec.elements.iter().position(|e| e.name == el).map(|i| (ids[i], fl.to_string()))
     };
+    for (i, e) in spec.elements.iter().enumerate() {
+        let ports = e.kind.heat_ports();
+        let joined = spec.connections.iter().any(|(a, b)| {
+            [a, b].iter().any(|s| s.split_once('.').is_some_and(|(el, p)| el == e.name && ports.contains(&p)))
+        });
+        if joined {
+            world.entity_mut(ids[i]).insert(HeatPortState::default());
+        }
+    }
     for (a, b) in &spec.connections {
         let (Some((ea, fa)), Some((eb, fb))) = (find(a), find(b)) else { continue };
         let mut e = world.entity_mut(ea);

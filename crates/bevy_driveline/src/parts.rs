@@ -366,6 +366,54 @@ element_components! {
     /// A multi sensor (MSL `MultiSensor`): a rigid joint with `CouplingState::torque`, `w_rel`
     /// (the joint's speed) and their product, the power.
     MultiSensor from MultiSensor [Default] {}
+    /// An eddy current brake (MSL `EddyCurrentTorque`): braking torque
+    /// `2 tau_nominal x / (1 + x^2)`, `x = w / (w_nominal (1 + alpha20 (T - t_ref)))`, with `T`
+    /// its `heatPort`'s temperature (or `t` when the port is open).
+    EddyCurrentTorque from EddyCurrentTorque [Default] {
+        /// Maximum braking torque, N m (a signal).
+        tau_nominal: SignalParam,
+        /// Speed of the maximum torque at `t_ref`, rad/s (> 0).
+        w_nominal: f64,
+        /// Reference temperature, K.
+        t_ref as TRef: f64,
+        /// Temperature coefficient of the disc's resistance at 20 degC, 1/K.
+        alpha20: f64,
+        /// Operating temperature when `heatPort` is open, K.
+        t as T: f64,
+        /// The reaction goes to a `support` flange.
+        use_support: bool,
+    }
+    /// A lumped heat capacity (MSL `HeatCapacitor`): `C dT/dt = Q_flow`.
+    HeatCapacitor from HeatCapacitor [Default] {
+        /// Heat capacity, J/K (> 0).
+        c as C: f64,
+        /// Initial temperature, K.
+        t_start as T_start: f64,
+    }
+    /// Heat conduction (MSL `ThermalConductor`): `Q_flow = g (T_a - T_b)`.
+    ThermalConductor from ThermalConductor [Default] {
+        /// Thermal conductance, W/K (>= 0).
+        g as G: f64,
+    }
+    /// Convective heat transfer (MSL `Convection`): `Q_flow = gc (T_solid - T_fluid)`.
+    Convection from Convection [Default] {
+        /// Convective conductance, W/K (a signal).
+        gc as Gc: SignalParam,
+    }
+    /// A fixed temperature (MSL `FixedTemperature`): an infinite heat reservoir.
+    FixedTemperature from FixedTemperature [Default] {
+        /// Temperature, K.
+        t as T: f64,
+    }
+    /// A fixed heat flow into a port (MSL `FixedHeatFlow`): `q_flow (1 + alpha (T - t_ref))` W.
+    FixedHeatFlow from FixedHeatFlow [Default] {
+        /// Heat flow at `t_ref`, W.
+        q_flow as Q_flow: f64,
+        /// Reference temperature, K.
+        t_ref as T_ref: f64,
+        /// Temperature coefficient, 1/K.
+        alpha: f64,
+    }
     /// A rigid joint with an angle offset (MSL `Disc`): `phi_b = phi_a + delta_phi`.
     Disc from Disc [Default] {
         /// Angle of `flange_b` ahead of `flange_a`, rad.

@@ -2,8 +2,8 @@
 //! the part entities, and the mode messages.
 
 use crate::{
-    BodyState, ClutchEngagement, CouplingState, DrivelineCache, DrivelineStepFailed, FrictionModeChanged, PartOf,
-    PartSlot, SkipWriteBack,
+    BodyState, ClutchEngagement, CouplingState, DrivelineCache, DrivelineStepFailed, FrictionModeChanged,
+    HeatPortState, PartOf, PartSlot, SkipWriteBack,
 };
 use bevy_ecs::prelude::*;
 use bevy_time::Time;
@@ -171,6 +171,22 @@ fn write_part<'a>(
         && e.0.to_bits() != u.to_bits()
     {
         e.0 = u;
+    }
+}
+
+/// Writes the thermal readings of the parts that carry a [`HeatPortState`].
+pub(crate) fn write_heat_ports(
+    roots: Query<&DrivelineCache>,
+    mut parts: Query<(Entity, &PartOf, &PartSlot, &mut HeatPortState), Without<SkipWriteBack>>,
+) {
+    for (entity, part_of, &PartSlot(k), mut state) in &mut parts {
+        let Some(sim) = roots.get(part_of.0).ok().and_then(|c| c.simulation_of(entity, k)) else { continue };
+        let Some(temperature) = sim.element_temperature(k) else { continue };
+        state.set_if_neq(HeatPortState {
+            temperature,
+            heat_flow: sim.element_heat_flow(k).unwrap_or(0.0),
+            loss_power: sim.element_dissipation(k),
+        });
     }
 }
 

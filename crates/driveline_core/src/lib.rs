@@ -89,12 +89,28 @@
 //! | `DogClutch` | engaged: `tau = c x + d w_rel` beyond the half backlash, `x` from the nearest gap centre |
 //! | `LimitedSlip` | clutch pack, limit `(preload + ramp |T_in|)/2`, `T_in` from gear constraint torques |
 //! | `TorqueConverter` | `T_p = (w_p/K(SR))^2`, `T_t = TR(SR) T_p`, housing takes `T_p - T_t`; coupling in coast (see [`converter`]) |
+//! | `EddyCurrentTorque` | brakes with `tau = 2 tau_nom x/(1 + x^2)`, `x = w/(w_nom (1 + alpha20 (T - TRef)))`, `T` its heat port's |
+//! | `HeatCapacitor` | `C dT/dt = Q_flow` (heat port `port`) |
+//! | `ThermalConductor`, `Convection` | `Q_flow = G (T_a - T_b)`, `Gc (T_solid - T_fluid)` with `Gc` a signal |
+//! | `FixedTemperature`, `FixedHeatFlow` | `T` held; `Q_flow (1 + alpha (T - T_ref))` into the port |
+//!
+//! ### Heat ports
+//! Every dissipative element (dampers, backlash, friction elements, lossy gears, the eddy current
+//! brake, the vehicle couplings) has a `heatPort` that receives its `lossPower` when connected,
+//! as in MSL with `useHeatPort = true`. Heat ports join a lumped thermal network of the elements
+//! above (`Modelica.Thermal.HeatTransfer`). The solver integrates it after each step from the
+//! heat each element dissipated in the step, exactly as the energy ledger books it, by the
+//! implicit Euler rule (stable at any step; energy conserved; first order). A temperature
+//! reaches the laws that read one through a run-time input that follows its slope (see
+//! `solver::thermal` in the source; [`Simulation::element_temperature`],
+//! [`Simulation::element_heat_flow`], [`Simulation::thermal_ledger`]). CSV: `NAME.T`,
+//! `NAME.Q_flow`, `NAME.lossPower`.
 //!
 //! ### Sources
-//! - The elements up to `OneWayClutch` above, their sign conventions and the friction theory
-//!   (static and kinetic friction, stuck and sliding modes, the requirements on the simulation
-//!   tool): the Modelica Standard Library, `Modelica.Mechanics.Rotational` (MSL 4.0.0), and its
-//!   newer `Clutch`.
+//! - The elements up to `OneWayClutch` above and `EddyCurrentTorque`, their sign conventions and
+//!   the friction theory (static and kinetic friction, stuck and sliding modes, the requirements
+//!   on the simulation tool): the Modelica Standard Library, `Modelica.Mechanics.Rotational`
+//!   (MSL 4.0.0), and its newer `Clutch`; the thermal elements: `Modelica.Thermal.HeatTransfer`.
 //! - `KinematicClutch`: Michael Tiller, "Clutch Modeling - Part II: Kinematic Clutches".
 //! - `ElasticClutch`: Hung Nguyen Quang, "Dynamic modelling of friction clutches and application
 //!   of this model in simulation of drive systems", Technical University of Budapest, 1998.
@@ -253,7 +269,7 @@ pub use signal::Signal;
 pub use solver::{
     EnergyLedger, Follow, FrictionMode, InputError, InputId, InputRejected, IntegrationParameters, MAX_STEP_TURN,
     MIN_OWN_MAX_STEP, ModeEvent, NewtonStart, Simulation, StateAdjustment, StateWrite, StateWriteError, StepError,
-    StepStats, UpdateError,
+    StepStats, ThermalLedger, UpdateError,
 };
 pub use table::{Locus, Table1D};
 pub use torque_map::{TorqueMap, TorqueMapSpec};

@@ -23,6 +23,9 @@ fn ideal_loss() -> Vec<[f64; 5]> {
 fn yes() -> bool {
     true
 }
+fn room() -> f64 {
+    293.15
+}
 fn default_v_low() -> f64 {
     1.0
 }
@@ -220,6 +223,37 @@ pub enum ElementKind {
         #[serde(default)]
         use_support: bool,
     },
+    /// Eddy current brake (MSL `EddyCurrentTorque`, Kloss' equation):
+    /// `tau = 2 tau_nominal wn / (1 + wn^2)`, `wn = w / (w_nominal (1 + alpha20 (T - TRef)))`, with
+    /// `w` the flange's speed relative to the support and `T` the temperature of the heat port
+    /// (or the operating temperature `T` when `heatPort` is not connected). The opposite sign
+    /// rule of [`ElementKind::Torque`]: a positive `tau` *brakes* the flange
+    /// (`flange.tau = tau`); `lossPower = tau w >= 0` goes to `heatPort`.
+    /// Flanges `flange`, `support`; heat port `heatPort`.
+    EddyCurrentTorque {
+        /// Maximum braking torque, N m, reached at `w = w_nominal` (MSL `tau_nominal`, or its
+        /// `tau_input` with `useTau_nominalInput`): a signal.
+        tau_nominal: Signal,
+        /// Speed of the maximum torque at the reference temperature, rad/s (> 0).
+        /// Plausible range: 1e-3 .. 1e4 rad/s.
+        w_nominal: f64,
+        /// Reference temperature, K (> 0). Default 293.15.
+        /// Plausible range: 1 .. 1e4 K.
+        #[serde(default = "room")]
+        TRef: f64,
+        /// Linear temperature coefficient of the disc's resistance at 20 degC, 1/K. Default 0
+        /// (copper: 3.92e-3).
+        /// Plausible range: -1e-1 .. 1e-1 1/K.
+        #[serde(default)]
+        alpha20: f64,
+        /// Operating temperature when `heatPort` is not connected, K (> 0). Default 293.15.
+        /// Plausible range: 1 .. 1e4 K.
+        #[serde(default = "room")]
+        T: f64,
+        /// See [`ElementKind::Torque`].
+        #[serde(default)]
+        use_support: bool,
+    },
     /// Torque from a signal acting between two flanges (MSL `Torque2`): `flange_a.tau = tau`,
     /// `flange_b.tau = -tau`: a positive signal accelerates `flange_b` forwards and `flange_a`
     /// backwards. Flanges `flange_a`, `flange_b`.
@@ -279,6 +313,55 @@ pub enum ElementKind {
     /// Multi sensor (MSL `MultiSensor`): a rigid joint like [`ElementKind::TorqueSensor`];
     /// `NAME.tau` (N m), `NAME.w` (rad/s) and `NAME.power` (W).
     MultiSensor {},
+    /// Lumped heat capacity (MSL `Thermal.HeatTransfer.Components.HeatCapacitor`):
+    /// `C dT/dt = port.Q_flow`. Heat port `port`. CSV: `NAME.T`, K.
+    HeatCapacitor {
+        /// Heat capacity, J/K (> 0).
+        /// Plausible range: 1e-6 .. 1e9 J/K.
+        C: f64,
+        /// Initial temperature, K (> 0, fixed). Default 293.15.
+        /// Plausible range: 1 .. 1e4 K.
+        #[serde(default = "room")]
+        T_start: f64,
+    },
+    /// Heat conduction without storage (MSL `ThermalConductor`):
+    /// `Q_flow = G (port_a.T - port_b.T)` from `port_a` to `port_b`. Heat ports `port_a`,
+    /// `port_b`. CSV: `NAME.Q_flow`, W.
+    ThermalConductor {
+        /// Thermal conductance, W/K (>= 0).
+        /// Plausible range: 0 .. 1e7 W/K.
+        G: f64,
+    },
+    /// Convective heat transfer (MSL `Convection`): `Q_flow = Gc (solid.T - fluid.T)` from
+    /// `solid` to `fluid`, with the convective conductance `Gc` a signal (W/K, read at the end
+    /// of each step; a negative value counts as 0). Heat ports `solid`, `fluid`.
+    /// CSV: `NAME.Q_flow`, W.
+    Convection {
+        /// Convective thermal conductance, W/K: a signal.
+        Gc: Signal,
+    },
+    /// A port held at a fixed temperature (MSL `FixedTemperature`): an infinite reservoir.
+    /// Heat port `port`.
+    FixedTemperature {
+        /// Temperature, K (> 0).
+        /// Plausible range: 1 .. 1e4 K.
+        T: f64,
+    },
+    /// A fixed heat flow into a port (MSL `FixedHeatFlow`):
+    /// `Q_flow (1 + alpha (port.T - T_ref))` W flow into the port. Heat port `port`.
+    FixedHeatFlow {
+        /// Heat flow at the reference temperature, W (negative draws heat out).
+        /// Plausible range: -1e9 .. 1e9 W.
+        Q_flow: f64,
+        /// Reference temperature, K (> 0). Default 293.15.
+        /// Plausible range: 1 .. 1e4 K.
+        #[serde(default = "room")]
+        T_ref: f64,
+        /// Temperature coefficient of the heat flow, 1/K. Default 0.
+        /// Plausible range: -1e-1 .. 1e-1 1/K.
+        #[serde(default)]
+        alpha: f64,
+    },
     /// Rigid joint with an angle offset (MSL `Disc`): `phi_b = phi_a + deltaPhi`, the torque
     /// passed through. Flanges `flange_a`, `flange_b`.
     Disc {
@@ -696,6 +779,12 @@ impl ElementKind {
             ElementKind::InverseSpeedDependentTorque { .. } => "InverseSpeedDependentTorque",
             ElementKind::SignTorque { .. } => "SignTorque",
             ElementKind::Torque2 { .. } => "Torque2",
+            ElementKind::EddyCurrentTorque { .. } => "EddyCurrentTorque",
+            ElementKind::HeatCapacitor { .. } => "HeatCapacitor",
+            ElementKind::ThermalConductor { .. } => "ThermalConductor",
+            ElementKind::Convection { .. } => "Convection",
+            ElementKind::FixedTemperature { .. } => "FixedTemperature",
+            ElementKind::FixedHeatFlow { .. } => "FixedHeatFlow",
             ElementKind::ConstantSpeed { .. } => "ConstantSpeed",
             ElementKind::Move { .. } => "Move",
             ElementKind::Disc { .. } => "Disc",
@@ -749,7 +838,15 @@ impl ElementKind {
             | ElementKind::InverseSpeedDependentTorque { .. }
             | ElementKind::SignTorque { .. }
             | ElementKind::ConstantSpeed { .. }
-            | ElementKind::Move { .. } => &[("flange", Rotational, Required), ("support", Rotational, Support)],
+            | ElementKind::Move { .. }
+            | ElementKind::EddyCurrentTorque { .. } => {
+                &[("flange", Rotational, Required), ("support", Rotational, Support)]
+            }
+            ElementKind::HeatCapacitor { .. }
+            | ElementKind::ThermalConductor { .. }
+            | ElementKind::Convection { .. }
+            | ElementKind::FixedTemperature { .. }
+            | ElementKind::FixedHeatFlow { .. } => &[],
             ElementKind::Torque2 { .. }
             | ElementKind::Disc { .. }
             | ElementKind::RelAngleSensor { .. }
@@ -806,6 +903,8 @@ impl ElementKind {
         match self {
             ElementKind::Torque { tau, .. } | ElementKind::Torque2 { tau } => vec![tau],
             ElementKind::Move { phi, w, a, .. } => vec![phi, w, a],
+            ElementKind::EddyCurrentTorque { tau_nominal, .. } => vec![tau_nominal],
+            ElementKind::Convection { Gc } => vec![Gc],
             ElementKind::Speed { w_ref, .. } => vec![w_ref],
             ElementKind::Position { phi_ref, .. } => vec![phi_ref],
             ElementKind::KinematicClutch { command, .. } => vec![command],
@@ -869,6 +968,7 @@ impl ElementKind {
             | ElementKind::SignTorque { use_support, .. }
             | ElementKind::ConstantSpeed { use_support, .. }
             | ElementKind::Move { use_support, .. }
+            | ElementKind::EddyCurrentTorque { use_support, .. }
             | ElementKind::IdealGear { use_support, .. }
             | ElementKind::LossyGear { use_support, .. }
             | ElementKind::Brake { use_support, .. }
@@ -877,6 +977,40 @@ impl ElementKind {
             | ElementKind::TorqueConverter { use_support, .. } => *use_support,
             _ => false,
         }
+    }
+
+    /// The element's heat ports (`Modelica.Thermal.HeatTransfer`), connected like flanges in
+    /// [`NetworkSpec::connections`] but only to heat ports. A dissipative element's `heatPort`
+    /// receives its `lossPower` (MSL `useHeatPort = true` when it is connected; left open, the
+    /// heat leaves the model as with `useHeatPort = false`).
+    pub fn heat_ports(&self) -> &'static [&'static str] {
+        use ElementKind::*;
+        match self {
+            HeatCapacitor { .. } | FixedTemperature { .. } | FixedHeatFlow { .. } => &["port"],
+            ThermalConductor { .. } => &["port_a", "port_b"],
+            Convection { .. } => &["solid", "fluid"],
+            Damper { .. }
+            | SpringDamper { .. }
+            | ElastoBacklash { .. }
+            | Clutch { .. }
+            | OneWayClutch { .. }
+            | Brake { .. }
+            | BearingFriction { .. }
+            | LossyGear { .. }
+            | EddyCurrentTorque { .. }
+            | ElasticClutch { .. }
+            | KinematicClutch { .. }
+            | DogClutch { .. }
+            | LimitedSlip { .. }
+            | TorqueConverter { .. }
+            | Tyre { .. } => &["heatPort"],
+            _ => &[],
+        }
+    }
+
+    /// True for the elements of the thermal network (no flanges, heat ports only).
+    pub fn is_thermal(&self) -> bool {
+        self.flanges().is_empty()
     }
 
     /// True for the friction elements that carry a stuck/sliding/free mode.

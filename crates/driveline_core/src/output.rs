@@ -5,7 +5,9 @@
 //! NAME.w_rel,NAME.tau`, and for friction elements also `NAME.mode` (MSL codes -1, 0, 1, 2). A sensor gives
 //! its MSL outputs instead: `NAME.phi` (AngleSensor), `NAME.w` (SpeedSensor), `NAME.phi_rel` (RelAngleSensor),
 //! `NAME.w_rel` (RelSpeedSensor), `NAME.tau` (TorqueSensor), `NAME.power` (PowerSensor), and `NAME.tau,NAME.w,
-//! NAME.power` (MultiSensor).
+//! NAME.power` (MultiSensor). The thermal network adds `NAME.T` (K) for every `HeatCapacitor`, `NAME.Q_flow` (W)
+//! for every `ThermalConductor` and `Convection`, and `NAME.lossPower` (W) for every element whose `heatPort` is
+//! connected.
 
 use crate::Simulation;
 use std::io::{self, Write};
@@ -21,6 +23,12 @@ enum Col {
     Mode(usize),
     /// Torque times the speed of the element's `rel` row (a power sensor's flange).
     Power(usize),
+    /// Temperature of the element's heat port, K.
+    Temperature(usize),
+    /// Heat flow through a conductor or convection, W.
+    HeatFlow(usize),
+    /// Power dissipated into the heat port, W.
+    LossPower(usize),
 }
 
 /// Writes simulation rows as CSV with a fixed column layout.
@@ -74,6 +82,16 @@ impl CsvRecorder {
                 cols.push(Col::Mode(e));
                 names.push(format!("{}.mode", info.name));
             }
+            if sim.element_temperature(e).is_some() {
+                let (c, q) = match info.kind {
+                    "HeatCapacitor" => (Col::Temperature(e), "T"),
+                    "ThermalConductor" | "Convection" => (Col::HeatFlow(e), "Q_flow"),
+                    "FixedTemperature" | "FixedHeatFlow" => continue,
+                    _ => (Col::LossPower(e), "lossPower"),
+                };
+                cols.push(c);
+                names.push(format!("{}.{q}", info.name));
+            }
         }
         Self { cols, names }
     }
@@ -124,5 +142,8 @@ fn value(sim: &Simulation, c: Col) -> f64 {
         Col::Tau(e) => sim.element_torque(e),
         Col::Mode(e) => sim.element_mode(e).map_or(f64::NAN, |m| m.code() as f64),
         Col::Power(e) => sim.element_torque(e) * sim.element_relative_speed(e).unwrap_or(f64::NAN),
+        Col::Temperature(e) => sim.element_temperature(e).unwrap_or(f64::NAN),
+        Col::HeatFlow(e) => sim.element_heat_flow(e).unwrap_or(f64::NAN),
+        Col::LossPower(e) => sim.element_dissipation(e),
     }
 }

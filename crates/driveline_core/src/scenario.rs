@@ -176,7 +176,7 @@ pub(crate) fn read(path: &Path) -> Result<(String, String), ScenarioError> {
 }
 
 /// Parameter names a build error can point at.
-const PARAMETER_KEYS: [&str; 22] = [
+const PARAMETER_KEYS: [&str; 31] = [
     "J",
     "S",
     "D",
@@ -199,6 +199,15 @@ const PARAMETER_KEYS: [&str; 22] = [
     "w_start",
     "phi_rel_start",
     "w_rel_start",
+    "C",
+    "G",
+    "T",
+    "T_start",
+    "TRef",
+    "T_ref",
+    "alpha20",
+    "alpha",
+    "Q_flow",
 ];
 
 /// Where in the file a build error belongs: an element name and maybe a parameter key.
@@ -210,7 +219,7 @@ fn locate_build_error(e: &BuildError) -> (Option<String>, Option<&'static str>) 
         }
         BuildError::UnknownElement { flange, .. } | BuildError::BadFlangeRef(flange) => (quoted(flange), None),
         BuildError::UnknownFlange { element, flange, .. } => (Some(format!("\"{element}.{flange}\"")), None),
-        BuildError::DomainMismatch { a, .. } => (quoted(a), None),
+        BuildError::DomainMismatch { a, .. } | BuildError::HeatPortMismatch { a, .. } => (quoted(a), None),
         BuildError::DanglingFlange { element, .. } | BuildError::SupportMismatch { element, .. } => {
             (quoted(element), None)
         }

@@ -615,6 +615,11 @@ fn run_network(mut sim: Simulation, rng: &mut Rng, steps: usize, mut outcome: Ou
                 {
                     return Err(Defect::NonFinite(format!("energy ledger {e:?}")));
                 }
+                if let Some(k) = (0..sim.network().elements.len())
+                    .find(|&k| sim.element_temperature(k).is_some_and(|t| !t.is_finite()))
+                {
+                    return Err(Defect::NonFinite(format!("temperature of element {k} at t = {}", sim.time())));
+                }
             }
             Err(StepError::BadStep(_) | StepError::TooShort { .. } | StepError::TooLong { .. }) => {}
             Err(StepError::NonFinite { .. } | StepError::Singular { .. } | StepError::NotConverged { .. })
@@ -750,12 +755,52 @@ pub fn random_scenario(rng: &mut Rng) -> String {
                     ["Exp", "Sine", "Linear", "CoSine"][rng.below(4)]
                 ),
             ),
+            8 if rng.chance(0.5) => (
+                format!("eddy{s}"),
+                format!(
+                    "EddyCurrentTorque(tau_nominal: Constant({}), w_nominal: {}, alpha20: {})",
+                    param(rng, 10.0),
+                    param(rng, 10.0),
+                    param(rng, 4e-3)
+                ),
+            ),
             _ => (format!("speed{s}"), "SpeedSensor()".to_string()),
         };
         let flange =
             if kind.starts_with("Brake") || kind.starts_with("BearingFriction") { "flange_a" } else { "flange" };
         elements.push(format!("(name: \"{name}\", kind: {kind})"));
         connections.push(format!("(\"{name}.{flange}\", \"J{at}.flange_a\")"));
+    }
+    // Now and then a thermal network: every dissipative element's heat port on one capacity,
+    // cooled by a convection to a fixed temperature.
+    if rng.chance(0.3) {
+        const HEATED: [&str; 8] = [
+            "Damper",
+            "SpringDamper",
+            "ElastoBacklash",
+            "Clutch",
+            "OneWayClutch",
+            "Brake",
+            "BearingFriction",
+            "EddyCurrentTorque",
+        ];
+        let heated: Vec<String> = elements
+            .iter()
+            .filter(|e| HEATED.iter().any(|k| e.contains(&format!("kind: {k}("))))
+            .map(|e| e.split('"').nth(1).unwrap_or_default().to_string())
+            .collect();
+        elements.push(format!(
+            "(name: \"cap\", kind: HeatCapacitor(C: {}, T_start: {}))",
+            param(rng, 10.0),
+            param(rng, 300.0)
+        ));
+        elements.push(format!("(name: \"conv\", kind: Convection(Gc: Constant({})))", param(rng, 5.0)));
+        elements.push(format!("(name: \"amb\", kind: FixedTemperature(T: {}))", param(rng, 300.0)));
+        connections.push("(\"conv.solid\", \"cap.port\")".to_string());
+        connections.push("(\"conv.fluid\", \"amb.port\")".to_string());
+        for name in heated {
+            connections.push(format!("(\"{name}.heatPort\", \"cap.port\")"));
+        }
     }
     format!(
         "Scenario(\n    name: \"random\",\n    t_end: 1.0,\n    dt: 0.001,\n    elements: [\n        {}\n    ],\n    connections: [\n        {}\n    ],\n)\n",

@@ -38,6 +38,25 @@ pub enum Law {
         /// The torque's law.
         curve: SpeedCurve,
     },
+    /// Eddy current brake (MSL `EddyCurrentTorque`): `-tau` on `flange`, `+tau` on `support`,
+    /// `tau = 2 T_n x / (1 + x^2)`, `x = w / (w_nominal (1 + alpha (T - t_ref)))`, with `w` the
+    /// speed of `flange` relative to `support`, `T_n` and `T` signals. Dissipates `tau w`.
+    Eddy {
+        /// Braked node.
+        flange: usize,
+        /// Reaction node.
+        support: usize,
+        /// Index of the maximum-torque signal `T_n`, N m.
+        tau_nominal: usize,
+        /// Index of the temperature signal `T`, K.
+        temperature: usize,
+        /// Speed of the maximum torque at `t_ref`, rad/s.
+        w_nominal: f64,
+        /// Reference temperature, K.
+        t_ref: f64,
+        /// Temperature coefficient at `t_ref`, 1/K.
+        alpha: f64,
+    },
     /// Engine (see [`crate::torque_map`]): `tau = T(theta, w_flange - w_support)` from the torque
     /// map at the throttle signal `theta`, `+tau` on `flange`, `-tau` on `support`.
     Engine {
@@ -414,6 +433,7 @@ impl Law {
             Law::Source { .. }
             | Law::Quadratic { .. }
             | Law::SpeedTorque { .. }
+            | Law::Eddy { .. }
             | Law::Engine { .. }
             | Law::Converter { .. }
             | Law::Coupling { .. } => false,
@@ -547,6 +567,21 @@ impl Law {
                     j.add_pair(flange, support, support, flange, 0.0, dtau);
                 }
                 LawOutput { tau, power: tau * wr, dissipation: 0.0 }
+            }
+            Law::Eddy { flange, support, tau_nominal, temperature, w_nominal, t_ref, alpha } => {
+                let wr = w[flange] - w[support];
+                let wn = w_nominal * (1.0 + alpha * (sig[temperature] - t_ref));
+                let x = wr / wn;
+                let q = 1.0 / (1.0 + x * x);
+                let tau = 2.0 * sig[tau_nominal] * x * q;
+                // d tau / d w = 2 T_n (1 - x^2) / (1 + x^2)^2 / wn.
+                let dtau = 2.0 * sig[tau_nominal] * (1.0 - x * x) * q * q / wn;
+                f[flange] -= tau;
+                f[support] += tau;
+                if let Some(j) = jac {
+                    j.add_pair(flange, support, support, flange, 0.0, -dtau);
+                }
+                LawOutput { tau, power: -tau * wr, dissipation: tau * wr }
             }
             Law::SpeedTorque { flange, support, curve } => {
                 let wr = w[flange] - w[support];

@@ -19,14 +19,32 @@ impl Network {
     pub(crate) fn build_uninitialised(spec: &NetworkSpec) -> Result<Network, BuildError> {
         let specs = &spec.elements;
         let index = index_elements(specs)?;
+        let (flange_connections, heat_connections) = split_connections(spec, &index)?;
         let mut slots = FlangeSlots::new(specs);
-        let (mut dsu, connected) = slots.connect(spec, &index)?;
+        let (mut dsu, connected) = slots.connect(specs, &flange_connections, &index)?;
         slots.check_connections(specs, &connected, &mut dsu)?;
         let mut asm = slots.nodes(specs, &mut dsu)?;
+        asm.heat_connected = vec![false; specs.len()];
+        for &(a, _, b, _) in &heat_connections {
+            asm.heat_connected[a] = true;
+            asm.heat_connected[b] = true;
+        }
         for (i, e) in specs.iter().enumerate() {
             asm.add_element(i, e, &slots)?;
         }
         asm.resolve_limited_slip(specs, &index)?;
+        let mut thermal = ThermalNetwork::build(specs, &heat_connections, &mut asm.signals)?;
+        if let Some(th) = &mut thermal {
+            // The temperature-dependent laws read their heat port's temperature through an
+            // input the solver sets after each step.
+            for (k, law) in asm.laws.iter().enumerate() {
+                if let Law::Eddy { temperature, .. } = *law
+                    && let Some(node) = th.element_node[asm.law_element[k]]
+                {
+                    th.readers.push((node, temperature));
+                }
+            }
+        }
         let row_element = asm.row_element.clone();
         let mut net = Network {
             n_dof: asm.n_dof,
@@ -44,6 +62,7 @@ impl Network {
             elements: asm.elements,
             phi_start: Vec::new(),
             w_start: Vec::new(),
+            thermal,
         };
         for (k, m) in net.mass.iter().enumerate() {
             net.nodes[k].inertia = *m;
@@ -73,6 +92,37 @@ fn index_elements(specs: &[ElementSpec]) -> Result<HashMap<&str, usize>, BuildEr
         return Err(BuildError::TooManyFriction(switching));
     }
     Ok(index)
+}
+
+/// A flange connection by name, `("a.flange_b", "b.flange_a")`.
+type Connection = (String, String);
+
+/// Heat-port connections `(element, port, element, port)` (ports numbered as
+/// [`ElementKind::heat_ports`] lists them).
+type HeatConnection = (usize, usize, usize, usize);
+
+/// Splits the connections into those of flanges and those of heat ports (which join only each
+/// other).
+fn split_connections<'a>(
+    spec: &'a NetworkSpec,
+    index: &HashMap<&str, usize>,
+) -> Result<(Vec<&'a Connection>, Vec<HeatConnection>), BuildError> {
+    let heat_port = |s: &str| -> Option<(usize, usize)> {
+        let (el, port) = s.split_once('.')?;
+        let &i = index.get(el)?;
+        let k = spec.elements[i].kind.heat_ports().iter().position(|p| *p == port)?;
+        Some((i, k))
+    };
+    let mut flanges = Vec::with_capacity(spec.connections.len());
+    let mut heat = Vec::new();
+    for c in &spec.connections {
+        match (heat_port(&c.0), heat_port(&c.1)) {
+            (Some(a), Some(b)) => heat.push((a.0, a.1, b.0, b.1)),
+            (None, None) => flanges.push(c),
+            _ => return Err(BuildError::HeatPortMismatch { a: c.0.clone(), b: c.1.clone() }),
+        }
+    }
+    Ok((flanges, heat))
 }
 
 /// Every element's flanges numbered in one list ("slots"), element by element.
@@ -107,7 +157,12 @@ impl FlangeSlots {
             element: el.to_string(),
             kind: specs[i].kind.type_name(),
             flange: fl.to_string(),
-            allowed: fls.iter().map(|f| f.0).collect::<Vec<_>>().join(", "),
+            allowed: fls
+                .iter()
+                .map(|f| f.0)
+                .chain(specs[i].kind.heat_ports().iter().copied())
+                .collect::<Vec<_>>()
+                .join(", "),
         })?;
         Ok(self.base[i] + k)
     }
@@ -120,11 +175,15 @@ impl FlangeSlots {
 
     /// Joins the connected slots (of one domain each). Returns the sets and which slots are
     /// connected at all.
-    fn connect(&self, spec: &NetworkSpec, index: &HashMap<&str, usize>) -> Result<(Dsu, Vec<bool>), BuildError> {
-        let specs = &spec.elements;
+    fn connect(
+        &self,
+        specs: &[ElementSpec],
+        connections: &[&Connection],
+        index: &HashMap<&str, usize>,
+    ) -> Result<(Dsu, Vec<bool>), BuildError> {
         let mut dsu = Dsu((0..self.n).collect());
         let mut connected = vec![false; self.n];
-        for (a, b) in &spec.connections {
+        for (a, b) in connections.iter().copied() {
             let (sa, sb) = (self.slot_of(specs, index, a)?, self.slot_of(specs, index, b)?);
             if self.domain_of(specs, sa) != self.domain_of(specs, sb) {
                 return Err(BuildError::DomainMismatch { a: a.clone(), b: b.clone() });
@@ -142,6 +201,9 @@ impl FlangeSlots {
         let base = &self.base;
         for (i, e) in specs.iter().enumerate() {
             let fls = e.kind.flanges();
+            if e.kind.is_thermal() {
+                continue;
+            }
             if !fls.iter().enumerate().any(|(k, _)| connected[base[i] + k]) {
                 return Err(BuildError::Disconnected(e.name.clone()));
             }
@@ -261,6 +323,7 @@ impl FlangeSlots {
             kinematic: Vec::new(),
             friction: Vec::new(),
             elements: Vec::new(),
+            heat_connected: Vec::new(),
         })
     }
 }
@@ -281,6 +344,8 @@ struct Assembly {
     kinematic: Vec<KinematicElement>,
     friction: Vec<FrictionElement>,
     elements: Vec<ElementInfo>,
+    /// Per element: a heat port is connected.
+    heat_connected: Vec<bool>,
 }
 
 /// The relative-coordinate row `w_b - w_a`.
@@ -366,7 +431,14 @@ impl Assembly {
             | ElementKind::QuadraticSpeedDependentForce { .. }
             | ElementKind::LinearSpeed { .. }
             | ElementKind::Force { .. }
-            | ElementKind::Engine { .. } => self.add_source(i, e, &nd, &mut info)?,
+            | ElementKind::Engine { .. }
+            | ElementKind::EddyCurrentTorque { .. } => self.add_source(i, e, &nd, &mut info)?,
+            // The thermal elements join the thermal network only.
+            ElementKind::HeatCapacitor { .. }
+            | ElementKind::ThermalConductor { .. }
+            | ElementKind::Convection { .. }
+            | ElementKind::FixedTemperature { .. }
+            | ElementKind::FixedHeatFlow { .. } => {}
             ElementKind::KinematicClutch { .. }
             | ElementKind::DogClutch { .. }
             | ElementKind::TorqueConverter { .. }
@@ -463,6 +535,34 @@ impl Assembly {
                 info.source = true;
                 let curve = SpeedCurve::Sign { tau: *tau_constant, w0: *w0, reg: *reg };
                 self.push_law(i, Law::SpeedTorque { flange: nd[0], support: nd[1], curve }, info);
+            }
+            ElementKind::EddyCurrentTorque { tau_nominal, w_nominal, TRef, alpha20, T, .. } => {
+                info.source = true;
+                let tau_nominal = self.signal(tau_nominal);
+                // The heat port's temperature, set by the solver after each step (value and
+                // rate: a first-order hold), or the fixed operating temperature.
+                let temperature = if self.heat_connected[i] {
+                    self.signal(&Signal::Input {
+                        name: format!("{}.heatPort.T", e.name),
+                        value: *T,
+                        rate: 0.0,
+                        since: 0.0,
+                    })
+                } else {
+                    self.signal(&Signal::Constant(*T))
+                };
+                // MSL `linearTemperatureDependency`: alpha20 referred to TRef.
+                let alpha = alpha20 / (1.0 + alpha20 * (TRef - 293.15));
+                let law = Law::Eddy {
+                    flange: nd[0],
+                    support: nd[1],
+                    tau_nominal,
+                    temperature,
+                    w_nominal: *w_nominal,
+                    t_ref: *TRef,
+                    alpha,
+                };
+                self.push_law(i, law, info);
             }
             ElementKind::Speed { w_ref, .. } => {
                 let p = Prescribed::Speed(self.signal(w_ref));

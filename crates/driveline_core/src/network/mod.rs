@@ -8,7 +8,10 @@ use crate::model::{Domain, ElementKind, NetworkSpec, Requirement};
 use std::collections::HashMap;
 
 mod assemble;
+mod thermal;
 mod validate;
+
+pub use thermal::{Conductance, HeatSource, ThermalBranch, ThermalNetwork, ThermalNode};
 
 use validate::param;
 pub use validate::validate_element;
@@ -72,6 +75,19 @@ pub enum BuildError {
         /// The flag that would match.
         fix: bool,
     },
+    /// A heat port joined to a flange.
+    #[error("connection '{a}' - '{b}' joins a heat port to a flange; heat ports connect only to heat ports")]
+    HeatPortMismatch {
+        /// First end.
+        a: String,
+        /// Second end.
+        b: String,
+    },
+    /// Thermal nodes whose temperature nothing determines.
+    #[error(
+        "the heat ports {0} have no heat capacity and no conductance to one or to a fixed temperature; connect a HeatCapacitor or a FixedTemperature there"
+    )]
+    ThermalUndetermined(String),
     /// An element with no connection at all.
     #[error("element '{0}' is not connected to anything; connect it or remove it")]
     Disconnected(String),
@@ -233,6 +249,11 @@ pub enum Sensor {
     Multi,
 }
 
+/// What makes two thermal networks one structure: the nodes' ports, which are fixed, the
+/// branches' ends, the heated elements, the number of heat flows and the temperature readers.
+type ThermalLayout<'a> =
+    (Vec<&'a Vec<String>>, Vec<bool>, Vec<(usize, usize, usize)>, Vec<(usize, usize)>, usize, Vec<(usize, usize)>);
+
 /// A compiled, validated network ready to be simulated.
 #[derive(Debug, Clone)]
 pub struct Network {
@@ -267,6 +288,8 @@ pub struct Network {
     pub phi_start: Vec<f64>,
     /// Initial speeds of all nodes.
     pub w_start: Vec<f64>,
+    /// The thermal network, when the network has heat ports connected or thermal elements.
+    pub thermal: Option<ThermalNetwork>,
 }
 
 impl Network {
@@ -322,6 +345,17 @@ impl Network {
         }
         if self.kinematic.len() != other.kinematic.len() || self.signals.len() != other.signals.len() {
             return Some("the kinematic clutches or the signals change".into());
+        }
+        fn layout(t: &Option<ThermalNetwork>) -> Option<ThermalLayout<'_>> {
+            t.as_ref().map(|t| {
+                let ports: Vec<&Vec<String>> = t.nodes.iter().map(|n| &n.ports).collect();
+                let fixed: Vec<bool> = t.nodes.iter().map(|n| n.fixed.is_some()).collect();
+                let branches: Vec<(usize, usize, usize)> = t.branches.iter().map(|b| (b.element, b.a, b.b)).collect();
+                (ports, fixed, branches, t.heated.clone(), t.sources.len(), t.readers.clone())
+            })
+        }
+        if layout(&self.thermal) != layout(&other.thermal) {
+            return Some("the thermal network changes its connections".into());
         }
         None
     }

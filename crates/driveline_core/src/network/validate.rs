@@ -90,6 +90,25 @@ pub fn validate_element(name: &str, kind: &ElementKind) -> Result<(), BuildError
             Ok(())
         }
         Disc { deltaPhi } => check(name, "deltaPhi", *deltaPhi, true, ""),
+        EddyCurrentTorque { tau_nominal, w_nominal, TRef, alpha20, T, .. } => {
+            tau_nominal.validate().map_err(|m| BuildError::Signal { element: name.into(), message: m })?;
+            check(name, "w_nominal", *w_nominal, *w_nominal > 0.0, "> 0 rad/s")?;
+            check(name, "TRef", *TRef, *TRef > 0.0, "> 0 K")?;
+            check(name, "alpha20", *alpha20, true, "")?;
+            check(name, "T", *T, *T > 0.0, "> 0 K")
+        }
+        HeatCapacitor { C, T_start } => {
+            check(name, "C", *C, *C > 0.0, "> 0 J/K")?;
+            check(name, "T_start", *T_start, *T_start > 0.0, "> 0 K")
+        }
+        ThermalConductor { G } => check(name, "G", *G, *G >= 0.0, ">= 0 W/K"),
+        Convection { Gc } => Gc.validate().map_err(|m| BuildError::Signal { element: name.into(), message: m }),
+        FixedTemperature { T } => check(name, "T", *T, *T > 0.0, "> 0 K"),
+        FixedHeatFlow { Q_flow, T_ref, alpha } => {
+            check(name, "Q_flow", *Q_flow, true, "")?;
+            check(name, "T_ref", *T_ref, *T_ref > 0.0, "> 0 K")?;
+            check(name, "alpha", *alpha, true, "")
+        }
         IdealGearR2T { ratio } => check(name, "ratio", *ratio, *ratio != 0.0, "non-zero (rad/m)"),
         Torque2 { tau } => tau.validate().map_err(|m| BuildError::Signal { element: name.into(), message: m }),
         ConstantSpeed { w_fixed, phi_start, .. } => {

@@ -591,7 +591,8 @@ impl Simulation {
 
     /// Accepts the integrated sub-step of size `h`: energy, state, time.
     pub(super) fn commit(&mut self, h: f64) {
-        if self.params.track_energy {
+        // The ledger's sums, also booked per element as the heat of the heat ports.
+        if self.params.track_energy || self.thermal.is_some() {
             self.stage_forces();
             for (k, law) in self.model.net.laws.iter().enumerate() {
                 let p = h * (B[0] * self.ws.law_power[0][k] + B[1] * self.ws.law_power[1][k]);
@@ -600,12 +601,21 @@ impl Simulation {
                     Law::Source { .. } | Law::Quadratic { .. } | Law::SpeedTorque { .. } | Law::Engine { .. } => {
                         self.energy.input += p
                     }
-                    _ => self.energy.dissipated += d,
+                    _ => {
+                        self.energy.dissipated += d;
+                        if let Some(th) = self.thermal.as_deref_mut() {
+                            th.book_law(k, d);
+                        }
+                    }
                 }
             }
             // Only sliding elements dissipate (the others' powers are zero).
             for i in bits(self.friction.sliding) {
-                self.energy.dissipated += h * (B[0] * self.ws.fric_power[0][i] + B[1] * self.ws.fric_power[1][i]);
+                let d = h * (B[0] * self.ws.fric_power[0][i] + B[1] * self.ws.fric_power[1][i]);
+                self.energy.dissipated += d;
+                if let Some(th) = self.thermal.as_deref_mut() {
+                    th.book_friction(i, d);
+                }
             }
             // Prescribed rows do work rho * lambda: speed sources put it in, kinematic clutches
             // take it out.
@@ -619,10 +629,17 @@ impl Simulation {
                                 B[i] * src.rate(&self.model.net.signals, self.t + C[i] * h).0 * self.ws.lam_st[i][ra]
                             })
                             .sum::<f64>();
-                    if matches!(src, Rhs::Source(_)) {
-                        self.energy.input += work;
-                    } else {
-                        self.energy.dissipated -= work;
+                    match src {
+                        Rhs::Source(_) => self.energy.input += work,
+                        Rhs::Clutch(ramp) => {
+                            self.energy.dissipated -= work;
+                            if let Some(th) = self.thermal.as_deref_mut() {
+                                let kin = &self.model.net.kinematic;
+                                if let Some(j) = kin.iter().position(|k| k.rho_signal == ramp) {
+                                    th.book_kinematic(j, -work);
+                                }
+                            }
+                        }
                     }
                 }
             }

@@ -114,6 +114,10 @@ impl Simulation {
         next.kin_engaged.copy_from_slice(&self.kin_engaged);
         next.kin_modes.copy_from_slice(&self.kin_modes);
         next.stats = self.stats;
+        if let (Some(to), Some(from)) = (next.thermal.as_deref_mut(), self.thermal.as_deref()) {
+            to.keep_state(from);
+        }
+        next.thermal_inputs_now(false);
         next.settle();
         *self = next;
         Ok(())

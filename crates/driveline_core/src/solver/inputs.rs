@@ -6,6 +6,13 @@ use super::*;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct InputId(usize);
 
+impl InputId {
+    /// The input that is signal `k` (a whole signal, as [`Simulation::input_id`] resolves).
+    pub(super) fn of_signal(k: usize) -> Self {
+        InputId(k)
+    }
+}
+
 /// The force change of one recorded input step ([`Simulation::input_changes`]).
 #[derive(Debug, Clone, Copy)]
 pub(super) enum InputStepChange {

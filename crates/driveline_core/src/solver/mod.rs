@@ -83,6 +83,7 @@
 //! | `fastest` | the network's fastest linear rate and the longest step it takes in one piece |
 //! | `step` | one step: sub-steps between events, the time-only kernel, the step's end |
 //! | `outputs` | element torques, speeds and modes, and the energy ledger, read after a step |
+//! | `thermal` | the thermal network's step after each mechanical step, and its readings |
 //! | `time_only`, `lanes`, `support` | the time-only kernel; dense kernels; small helpers |
 //!
 //! # Cheap steps
@@ -202,6 +203,7 @@ mod setup;
 mod signals;
 mod step;
 mod support;
+mod thermal;
 mod time_only;
 mod work;
 
@@ -225,6 +227,7 @@ pub use fastest::{MAX_STEP_TURN, MIN_OWN_MAX_STEP};
 pub use inputs::InputId;
 pub use params::{IntegrationParameters, NewtonStart};
 pub use report::{EnergyLedger, FrictionMode, InputError, InputRejected, ModeEvent, StepError, StepStats};
+pub use thermal::ThermalLedger;
 
 /// A running simulation of one [`Network`].
 #[derive(Debug, Clone)]
@@ -296,4 +299,6 @@ pub struct Simulation {
     out_tau: Vec<f64>,
     /// Power each element dissipates at the last step end, W.
     out_power: Vec<f64>,
+    /// The thermal network's state, when the network has one.
+    thermal: Option<Box<thermal::Thermal>>,
 }

@@ -4,7 +4,8 @@
 //! run-time inputs and the input steps not yet taken; the stage predictor and the kept Newton
 //! Jacobian of the current mode (a nonlinear mode reuses them across steps, so they shape the
 //! next iterate's last bits); the complementarity warm start; the last sub-step's forces,
-//! torques and signal values the next one reads; the ledger, counters and outputs.
+//! torques and signal values the next one reads; the ledger, counters and outputs; the thermal
+//! network's temperatures, flows and heat ledger (its temperature inputs are run-time inputs).
 //!
 //! Not saved, because the description and the saved state determine them: the compiled modes
 //! (the current one is compiled on restore if this simulation does not hold it), the signal
@@ -239,6 +240,13 @@ impl Simulation {
         self.out_power.save(w);
         w.label("self.events");
         self.events.save(w);
+        if let Some(th) = self.thermal.as_deref() {
+            w.label("thermal: t, flow, ledger");
+            th.t.save(w);
+            th.flow.save(w);
+            let l = th.ledger;
+            (l.received, l.sourced, l.released).save(w);
+        }
     }
 
     /// Reads back what [`Simulation::save_state`] wrote, into a simulation of the same
@@ -395,6 +403,15 @@ impl Simulation {
         self.energy.load(r)?;
         self.out_tau.load(r)?;
         self.out_power.load(r)?;
-        self.events.load(r)
+        self.events.load(r)?;
+        if let Some(th) = self.thermal.as_deref_mut() {
+            th.t.load(r)?;
+            th.flow.load(r)?;
+            let l = &mut th.ledger;
+            let mut x = (0.0, 0.0, 0.0);
+            x.load(r)?;
+            (l.received, l.sourced, l.released) = x;
+        }
+        Ok(())
     }
 }

@@ -57,6 +57,7 @@ impl Simulation {
             friction: FrictionSets::new(nf),
             capacities: CapacityCache::new(),
             qp: QpBase::new(nf, n),
+            thermal: net.thermal.as_ref().map(|th| Box::new(thermal::Thermal::new(&net, th, t0))),
             model: Model::new(net),
         };
         sim.count_unsteady();
@@ -113,6 +114,7 @@ impl Simulation {
 
     pub(super) fn start(&mut self, t0: f64) {
         self.t = t0;
+        self.thermal_inputs_now(false);
         self.next_time_event = self.compute_next_time_event(t0);
         self.fill_signals(2, t0, false);
         for (k, law) in self.model.net.laws.iter().enumerate() {
@@ -122,6 +124,8 @@ impl Simulation {
         self.events.clear();
         self.restart_ledger();
         self.update_outputs();
+        // (The temperatures' slopes from the losses now: the first step's law sees them move.)
+        self.thermal_inputs_now(true);
         // Ground entries of the stage and end states never change: written once here, equal
         // to the state's (the time-only kernel commits a sub-step by trading the state's
         // buffers with the end's). Ground nodes do not turn.

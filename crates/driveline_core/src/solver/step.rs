@@ -57,9 +57,16 @@ impl Simulation {
         // saving. Any other step, or one the kernel declines, takes the general path.
         if let Some(clean_end) = self.whole_step_in_kernel(t_end, dt) {
             self.finish_step(clean_end);
+            self.thermal_step(dt);
             return Ok(());
         }
-        self.general_step(t_end, dt)
+        let r = self.general_step(t_end, dt);
+        if r.is_ok() {
+            self.thermal_step(dt)
+        } else {
+            self.thermal_discard()
+        }
+        r
     }
 
     /// A step from `t` to `t_end` (of length `dt`) that the time-only kernel does not take in

@@ -359,10 +359,14 @@ impl Simulation {
                     if slip.abs() <= tol {
                         zero |= 1 << i;
                     }
-                    if self.params.track_energy {
-                        // A sliding element's `tau w_rel` is dissipated.
+                    if self.params.track_energy || self.thermal.is_some() {
+                        // A sliding element's `tau w_rel` is dissipated (and heats its port).
                         let p = [tau[0] * slips[0], tau[1] * slips[1]];
-                        self.energy.dissipated += h * (B[0] * p[0] + B[1] * p[1]);
+                        let d = h * (B[0] * p[0] + B[1] * p[1]);
+                        self.energy.dissipated += d;
+                        if let Some(th) = self.thermal.as_deref_mut() {
+                            th.book_friction(i, d);
+                        }
                     }
                 }
             }
