@@ -78,3 +78,66 @@ fn measuring_changes_nothing() {
         }
     }
 }
+
+/// A network from its elements and connections (RON).
+fn network(elements: &str, connections: &str) -> Simulation {
+    let text = format!(r#"Scenario(name: "states", t_end: 1.0, elements: [{elements}], connections: [{connections}])"#);
+    let sc = Scenario::parse(&text, "states.ron").unwrap_or_else(|e| panic!("{e}"));
+    Simulation::new(sc.build(&text, "states.ron").unwrap_or_else(|e| panic!("{e}")))
+}
+
+#[test]
+fn relative_states_fix_a_start_and_carry_no_torque() {
+    // J2 gets its start from J1 through the relative states; the 2 N m on J1 does not reach J2.
+    let mut sim = network(
+        r#"(name: "motor", kind: ConstantTorque(tau_constant: 2.0)),
+           (name: "J1", kind: Inertia(J: 0.5, phi_start: 0.0, w_start: 1.0)),
+           (name: "states", kind: RelativeStates(phi_rel_start: 0.5, w_rel_start: 2.0)),
+           (name: "J2", kind: Inertia(J: 1.0))"#,
+        r#"("motor.flange", "J1.flange_a"), ("J1.flange_b", "states.flange_a"), ("states.flange_b", "J2.flange_a")"#,
+    );
+    let csv = CsvRecorder::new(&sim);
+    assert!(csv.names().iter().any(|n| n == "states.phi_rel") && csv.names().iter().any(|n| n == "states.w_rel"));
+    let (j1, j2, st) = (1, 3, 2);
+    assert_eq!(sim.body_state(j2).unwrap(), (0.5, 3.0));
+    for k in 1..=60 {
+        sim.step(k as f64 / 60.0 - sim.time()).unwrap();
+    }
+    // J1: w = 1 + 4 t, phi = t + 2 t^2; J2: w = 3, phi = 0.5 + 3 t (exact for the order-4 rule).
+    let t = sim.time();
+    let (p1, w1) = sim.body_state(j1).unwrap();
+    let (p2, w2) = sim.body_state(j2).unwrap();
+    assert!((w1 - (1.0 + 4.0 * t)).abs() < 1e-12 && (p1 - (t + 2.0 * t * t)).abs() < 1e-12, "{p1} {w1}");
+    assert!((w2 - 3.0).abs() < 1e-12 && (p2 - (0.5 + 3.0 * t)).abs() < 1e-12, "{p2} {w2}");
+    let (phi_rel, w_rel) = sim.element_relative(st).unwrap();
+    assert!((phi_rel - (p2 - p1)).abs() < 1e-12 && (w_rel - (w2 - w1)).abs() < 1e-12);
+    assert_eq!(sim.element_torque(st), 0.0);
+}
+
+#[test]
+fn initialize_flange_sets_a_flanges_start_and_carries_no_torque() {
+    let mut sim = network(
+        r#"(name: "J", kind: Inertia(J: 2.0)),
+           (name: "init", kind: InitializeFlange(phi_start: 1.0, w_start: 3.0)),
+           (name: "motor", kind: ConstantTorque(tau_constant: 4.0))"#,
+        r#"("init.flange", "J.flange_b"), ("motor.flange", "J.flange_a")"#,
+    );
+    assert_eq!(sim.body_state(0).unwrap(), (1.0, 3.0));
+    sim.step(0.5).unwrap();
+    // w = 3 + 2 t, phi = 1 + 3 t + t^2.
+    let (p, w) = sim.body_state(0).unwrap();
+    assert!((w - 4.0).abs() < 1e-12 && (p - 2.75).abs() < 1e-12, "{p} {w}");
+    // With the inertia's own start as well, the two must agree.
+    let text = r#"(name: "J", kind: Inertia(J: 2.0, phi_start: 0.0, w_start: 3.0)),
+           (name: "init", kind: InitializeFlange(phi_start: 1.0))"#;
+    let built = Scenario::parse(
+        &format!(
+            r#"Scenario(name: "x", t_end: 1.0, elements: [{text}], connections: [("init.flange", "J.flange_b")])"#
+        ),
+        "x.ron",
+    )
+    .unwrap()
+    .resolved_spec()
+    .map(|s| driveline::core::Network::build(&s));
+    assert!(matches!(built, Ok(Err(driveline::core::BuildError::ConflictingInitial { .. }))), "{built:?}");
+}

@@ -414,6 +414,21 @@ element_components! {
         /// Temperature coefficient, 1/K.
         alpha: f64,
     }
+    /// Relative states (MSL `RelativeStates`): no torque; names `phi_rel` and `w_rel` between
+    /// its flanges (in `CouplingState`) and may fix their start values.
+    RelativeStates from RelativeStates [Default] {
+        /// Fixed initial relative angle, rad.
+        phi_rel_start: Option<f64>,
+        /// Fixed initial relative speed, rad/s.
+        w_rel_start: Option<f64>,
+    }
+    /// The initial angle and speed of a flange (MSL `InitializeFlange`), no torque.
+    InitializeFlange from InitializeFlange [Default] {
+        /// Fixed initial angle, rad.
+        phi_start: Option<f64>,
+        /// Fixed initial speed, rad/s.
+        w_start: Option<f64>,
+    }
     /// A rigid joint with an angle offset (MSL `Disc`): `phi_b = phi_a + delta_phi`.
     Disc from Disc [Default] {
         /// Angle of `flange_b` ahead of `flange_a`, rad.

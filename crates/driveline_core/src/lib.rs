@@ -75,6 +75,7 @@
 //! | `IdealRollingWheel` | `radius w_R = v_T` |
 //! | `IdealGearR2T` | `w_R = ratio v_T`, `0 = ratio tau_R + f_T` |
 //! | `Disc` | `phi_b = phi_a + deltaPhi` (a rigid joint; `tau = flange_a.tau`) |
+//! | `RelativeStates`, `InitializeFlange` | no torque; `phi_rel`, `w_rel` (and their start values); a flange's start values |
 //! | `Spring`, `Damper`, `SpringDamper` | `tau = c (phi_rel - phi_rel0) + d w_rel` |
 //! | `ElastoBacklash` | spring-damper beyond the half gap `b/2`; pushes only; damping capped |
 //! | `Clutch`, `Brake` | stuck: any `|tau| <= peak mu(0) cgeo fn`; sliding `tau = cgeo fn mu(|w|)` against the slip |

@@ -362,6 +362,35 @@ pub enum ElementKind {
         #[serde(default)]
         alpha: f64,
     },
+    /// Relative states (MSL `RelativeStates`): no torque (`flange_a.tau = flange_b.tau = 0`);
+    /// it names `phi_rel = phi_b - phi_a` and `w_rel` (CSV `NAME.phi_rel`, `NAME.w_rel`) and may
+    /// fix their start values. MSL uses it to choose the states of the integration; the solver
+    /// here integrates every body's angle and speed whatever the choice, so it changes nothing
+    /// else. Flanges `flange_a`, `flange_b`.
+    RelativeStates {
+        /// Fixed initial phi_rel, rad.
+        /// Plausible range: -1e6 .. 1e6 rad.
+        #[serde(default)]
+        phi_rel_start: Option<f64>,
+        /// Fixed initial w_rel, rad/s.
+        /// Plausible range: -1e4 .. 1e4 rad/s.
+        #[serde(default)]
+        w_rel_start: Option<f64>,
+    },
+    /// Initial angle and speed of a flange (MSL `InitializeFlange`), no torque. The start values
+    /// join the initial-value equations as an Inertia's do. (MSL's optional `a_start` fixes an
+    /// initial acceleration; here every acceleration follows from the forces, so it has no
+    /// counterpart.) Flange `flange`.
+    InitializeFlange {
+        /// Fixed initial angle of the flange, rad.
+        /// Plausible range: -1e6 .. 1e6 rad.
+        #[serde(default)]
+        phi_start: Option<f64>,
+        /// Fixed initial speed of the flange, rad/s.
+        /// Plausible range: -1e4 .. 1e4 rad/s.
+        #[serde(default)]
+        w_start: Option<f64>,
+    },
     /// Rigid joint with an angle offset (MSL `Disc`): `phi_b = phi_a + deltaPhi`, the torque
     /// passed through. Flanges `flange_a`, `flange_b`.
     Disc {
@@ -788,6 +817,8 @@ impl ElementKind {
             ElementKind::ConstantSpeed { .. } => "ConstantSpeed",
             ElementKind::Move { .. } => "Move",
             ElementKind::Disc { .. } => "Disc",
+            ElementKind::RelativeStates { .. } => "RelativeStates",
+            ElementKind::InitializeFlange { .. } => "InitializeFlange",
             ElementKind::IdealGearR2T { .. } => "IdealGearR2T",
             ElementKind::AngleSensor { .. } => "AngleSensor",
             ElementKind::SpeedSensor { .. } => "SpeedSensor",
@@ -849,6 +880,7 @@ impl ElementKind {
             | ElementKind::FixedHeatFlow { .. } => &[],
             ElementKind::Torque2 { .. }
             | ElementKind::Disc { .. }
+            | ElementKind::RelativeStates { .. }
             | ElementKind::RelAngleSensor { .. }
             | ElementKind::RelSpeedSensor { .. }
             | ElementKind::TorqueSensor { .. }
@@ -856,7 +888,9 @@ impl ElementKind {
             | ElementKind::MultiSensor { .. } => {
                 &[("flange_a", Rotational, Required), ("flange_b", Rotational, Required)]
             }
-            ElementKind::AngleSensor { .. } | ElementKind::SpeedSensor { .. } => &[("flange", Rotational, Required)],
+            ElementKind::AngleSensor { .. }
+            | ElementKind::SpeedSensor { .. }
+            | ElementKind::InitializeFlange { .. } => &[("flange", Rotational, Required)],
             ElementKind::IdealGear { .. } | ElementKind::LossyGear { .. } => &[
                 ("flange_a", Rotational, Required),
                 ("flange_b", Rotational, Required),
@@ -939,7 +973,8 @@ impl ElementKind {
             | ElastoBacklash { phi_rel_start, w_rel_start, .. }
             | Clutch { phi_rel_start, w_rel_start, .. }
             | OneWayClutch { phi_rel_start, w_rel_start, .. }
-            | ElasticClutch { phi_rel_start, w_rel_start, .. } => {
+            | ElasticClutch { phi_rel_start, w_rel_start, .. }
+            | RelativeStates { phi_rel_start, w_rel_start } => {
                 if let Some((p, w)) = relative {
                     *phi_rel_start = Some(p);
                     *w_rel_start = Some(w);
@@ -949,6 +984,11 @@ impl ElementKind {
                 if let Some((p, _)) = relative {
                     *phi_start = Some(p);
                 }
+            }
+            // The bodies' present state carries the flange's: its start values would repeat them.
+            InitializeFlange { phi_start, w_start } => {
+                *phi_start = None;
+                *w_start = None;
             }
             _ => {}
         }

@@ -428,6 +428,8 @@ impl Assembly {
             | ElementKind::TorqueSensor { .. }
             | ElementKind::PowerSensor { .. }
             | ElementKind::MultiSensor { .. }
+            | ElementKind::RelativeStates { .. }
+            | ElementKind::InitializeFlange { .. }
             | ElementKind::QuadraticSpeedDependentForce { .. }
             | ElementKind::LinearSpeed { .. }
             | ElementKind::Force { .. }
@@ -490,6 +492,9 @@ impl Assembly {
                 info.rel = Some(Row::new(&[(nd[0], 1.0)]));
                 info.sensor = Some(if e.kind.type_name() == "AngleSensor" { Sensor::Angle } else { Sensor::Speed });
             }
+            // No torque: a relative coordinate to read (and to start from), or a flange's start.
+            ElementKind::RelativeStates { .. } => info.rel = Some(two(nd[0], nd[1])),
+            ElementKind::InitializeFlange { .. } => {}
             ElementKind::RelAngleSensor {} | ElementKind::RelSpeedSensor {} => {
                 info.rel = Some(two(nd[0], nd[1]));
                 info.sensor =

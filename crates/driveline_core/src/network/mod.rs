@@ -506,7 +506,8 @@ impl Network {
             for (i, e) in specs.iter().enumerate() {
                 let info = &self.elements[i];
                 let (abs, rel) = match &e.kind {
-                    ElementKind::Inertia { phi_start, w_start, .. } => {
+                    ElementKind::Inertia { phi_start, w_start, .. }
+                    | ElementKind::InitializeFlange { phi_start, w_start } => {
                         (if pass == 0 { *phi_start } else { *w_start }, None)
                     }
                     ElementKind::Mass { s_start, v_start, .. } => (if pass == 0 { *s_start } else { *v_start }, None),
@@ -521,7 +522,8 @@ impl Network {
                     | ElementKind::ElastoBacklash { phi_rel_start, w_rel_start, .. }
                     | ElementKind::Clutch { phi_rel_start, w_rel_start, .. }
                     | ElementKind::OneWayClutch { phi_rel_start, w_rel_start, .. }
-                    | ElementKind::ElasticClutch { phi_rel_start, w_rel_start, .. } => {
+                    | ElementKind::ElasticClutch { phi_rel_start, w_rel_start, .. }
+                    | ElementKind::RelativeStates { phi_rel_start, w_rel_start } => {
                         (None, if pass == 0 { *phi_rel_start } else { *w_rel_start })
                     }
                     _ => (None, None),

@@ -90,6 +90,14 @@ pub fn validate_element(name: &str, kind: &ElementKind) -> Result<(), BuildError
             Ok(())
         }
         Disc { deltaPhi } => check(name, "deltaPhi", *deltaPhi, true, ""),
+        RelativeStates { phi_rel_start, w_rel_start } => {
+            check_opt(name, "phi_rel_start", *phi_rel_start)?;
+            check_opt(name, "w_rel_start", *w_rel_start)
+        }
+        InitializeFlange { phi_start, w_start } => {
+            check_opt(name, "phi_start", *phi_start)?;
+            check_opt(name, "w_start", *w_start)
+        }
         EddyCurrentTorque { tau_nominal, w_nominal, TRef, alpha20, T, .. } => {
             tau_nominal.validate().map_err(|m| BuildError::Signal { element: name.into(), message: m })?;
             check(name, "w_nominal", *w_nominal, *w_nominal > 0.0, "> 0 rad/s")?;
