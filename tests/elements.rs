@@ -553,3 +553,72 @@ fn an_input_step_over_the_limit_breaks_away_at_the_step_start() {
         assert!((ev[1].2 - 0.102).abs() < 5e-4, "dt {dt}: {ev:?}");
     }
 }
+
+/// The third oscillator of the MSL `Backlash` example (an `ElastoBacklash2`, c = 2e4, d = 50,
+/// b = pi/4, J = 5 released from pi/2) as an ODE, integrated by the classical Runge-Kutta method
+/// at 1 us: `(phi, w)` at every millisecond to 1 s.
+fn backlash2_reference() -> Vec<(f64, f64)> {
+    let (j, c, d, half) = (5.0, 20e3, 50.0, std::f64::consts::FRAC_PI_8);
+    // flange_b.tau: the spring-damper in contact while it pushes, else nothing.
+    let tau = |p: f64, w: f64| {
+        if p > half {
+            (c * (p - half) + d * w).max(0.0)
+        } else if p < -half {
+            (c * (p + half) + d * w).min(0.0)
+        } else {
+            0.0
+        }
+    };
+    let f = |p: f64, w: f64| (w, -tau(p, w) / j);
+    let h = 1e-6;
+    let (mut p, mut w) = (std::f64::consts::FRAC_PI_2, 0.0);
+    let mut out = vec![(p, w)];
+    for n in 1..=1_000_000 {
+        let k1 = f(p, w);
+        let k2 = f(p + h / 2.0 * k1.0, w + h / 2.0 * k1.1);
+        let k3 = f(p + h / 2.0 * k2.0, w + h / 2.0 * k2.1);
+        let k4 = f(p + h * k3.0, w + h * k3.1);
+        p += h / 6.0 * (k1.0 + 2.0 * k2.0 + 2.0 * k3.0 + k4.0);
+        w += h / 6.0 * (k1.1 + 2.0 * k2.1 + 2.0 * k3.1 + k4.1);
+        if n % 1000 == 0 {
+            out.push((p, w));
+        }
+    }
+    out
+}
+
+#[test]
+fn elasto_backlash2_follows_its_ode_at_1_ms_and_at_60_hz() {
+    let text = r#"Scenario(name: "Backlash2", t_end: 1.0, elements: [
+        (name: "fixed3", kind: Fixed()),
+        (name: "elastoBacklash2", kind: ElastoBacklash2(c: 20.0e3, d: 50.0, b: 0.78539816339745)),
+        (name: "inertia3", kind: Inertia(J: 5.0, phi_start: 1.570796326794897, w_start: 0.0)),
+    ], connections: [("fixed3.flange", "elastoBacklash2.flange_a"), ("elastoBacklash2.flange_b", "inertia3.flange_a")])"#;
+    let net = || Scenario::parse(text, "b2.ron").unwrap().build(text, "b2.ron").unwrap();
+    let reference = backlash2_reference();
+    let range = |k: usize| {
+        let v: Vec<f64> = reference.iter().map(|r| if k == 0 { r.0 } else { r.1 }).collect();
+        (v.iter().cloned().fold(f64::MIN, f64::max) - v.iter().cloned().fold(f64::MAX, f64::min)).max(1.0)
+    };
+    let mut sim = Simulation::new(net());
+    let mut worst = [0.0f64; 2];
+    for (k, r) in reference.iter().enumerate().skip(1) {
+        sim.step(k as f64 * 1e-3 - sim.time()).unwrap();
+        let (p, w) = sim.body_state(2).unwrap();
+        worst[0] = worst[0].max((p - r.0).abs() / range(0));
+        worst[1] = worst[1].max((w - r.1).abs() / range(1));
+    }
+    println!("ElastoBacklash2 at 1 ms, worst error / range (phi, w): {worst:?}");
+    // The MSL regression tube, 2e-3 of the range.
+    assert!(worst[0] <= 2e-3 && worst[1] <= 2e-3, "{worst:?}");
+    // At 60 Hz: the final state within 5e-2 of the range.
+    let mut sim = Simulation::new(net());
+    for k in 1..=60 {
+        sim.step(k as f64 / 60.0 - sim.time()).unwrap();
+    }
+    let (p, w) = sim.body_state(2).unwrap();
+    let last = reference.last().unwrap();
+    let e = ((p - last.0).abs() / range(0), (w - last.1).abs() / range(1));
+    println!("ElastoBacklash2 at 1/60 s, final error / range: {e:?}");
+    assert!(e.0 <= 5e-2 && e.1 <= 5e-2, "{e:?}");
+}

@@ -508,6 +508,22 @@ element_components! {
         /// Fixed initial relative speed, rad/s.
         w_rel_start: Option<f64>,
     }
+    /// MSL `ElastoBacklash2`: as [`ElastoBacklash`], but the whole spring-damper torque acts
+    /// in contact while it pushes (it jumps by the damping part when contact starts).
+    ElastoBacklash2 from ElastoBacklash2 [Default] {
+        /// Stiffness in contact, N m/rad (> 0).
+        c: f64,
+        /// Damping in contact, N m s/rad (>= 0).
+        d: f64,
+        /// Total backlash, rad (>= 0).
+        b: f64,
+        /// Unstretched relative angle, rad.
+        phi_rel0: f64,
+        /// Fixed initial relative angle, rad.
+        phi_rel_start: Option<f64>,
+        /// Fixed initial relative speed, rad/s.
+        w_rel_start: Option<f64>,
+    }
     /// A clutch that slips past a torque limit and is elastic below it.
     ElasticClutch from ElasticClutch [Default] {
         /// Stiffness while stuck, N m/rad (> 0).

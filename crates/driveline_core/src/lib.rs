@@ -78,6 +78,7 @@
 //! | `RelativeStates`, `InitializeFlange` | no torque; `phi_rel`, `w_rel` (and their start values); a flange's start values |
 //! | `Spring`, `Damper`, `SpringDamper` | `tau = c (phi_rel - phi_rel0) + d w_rel` |
 //! | `ElastoBacklash` | spring-damper beyond the half gap `b/2`; pushes only; damping capped |
+//! | `ElastoBacklash2` | as `ElastoBacklash`, damping not capped (the torque jumps at contact) |
 //! | `Clutch`, `Brake` | stuck: any `|tau| <= peak mu(0) cgeo fn`; sliding `tau = cgeo fn mu(|w|)` against the slip |
 //! | `BearingFriction` | as `Brake` with `tau_pos(|w|)`, never free |
 //! | `OneWayClutch` | holds `w_rel >= 0`; releases above `max(peak, 1+1e-4) tau0` |

@@ -520,6 +520,33 @@ pub enum ElementKind {
         #[serde(default)]
         w_rel_start: Option<f64>,
     },
+    /// MSL `ElastoBacklash2`: as [`ElementKind::ElastoBacklash`], but in contact the whole
+    /// spring-damper torque `c x + d w_rel` acts while it pushes (0 when it would pull): the
+    /// torque jumps by the damping part when contact starts. `lossPower = d w_rel^2` in
+    /// contact. Flanges `flange_a`, `flange_b`.
+    ElastoBacklash2 {
+        /// Contact stiffness, N m/rad (> 0).
+        /// Plausible range: 0 .. 1e8 N m/rad.
+        c: f64,
+        /// Contact damping, N m s/rad (>= 0).
+        /// Plausible range: 0 .. 1e6 N m s/rad.
+        d: f64,
+        /// Total backlash, rad (>= 0).
+        /// Plausible range: 0 .. 10 rad.
+        b: f64,
+        /// Relative angle at the gap centre, rad. Default 0.
+        /// Plausible range: -1e6 .. 1e6 rad.
+        #[serde(default = "zero")]
+        phi_rel0: f64,
+        /// Fixed initial phi_rel, rad.
+        /// Plausible range: -1e6 .. 1e6 rad.
+        #[serde(default)]
+        phi_rel_start: Option<f64>,
+        /// Fixed initial w_rel, rad/s.
+        /// Plausible range: -1e4 .. 1e4 rad/s.
+        #[serde(default)]
+        w_rel_start: Option<f64>,
+    },
     /// Friction clutch between `flange_a` and `flange_b`: `tau0 = mu(0) cgeo fn`, static limit
     /// `peak tau0`, sliding torque `cgeo fn mu(|w_rel|)` against the slip, `fn = fn_max f_normalized`.
     Clutch {
@@ -834,6 +861,7 @@ impl ElementKind {
             ElementKind::Damper { .. } => "Damper",
             ElementKind::SpringDamper { .. } => "SpringDamper",
             ElementKind::ElastoBacklash { .. } => "ElastoBacklash",
+            ElementKind::ElastoBacklash2 { .. } => "ElastoBacklash2",
             ElementKind::Clutch { .. } => "Clutch",
             ElementKind::OneWayClutch { .. } => "OneWayClutch",
             ElementKind::ElasticClutch { .. } => "ElasticClutch",
@@ -903,6 +931,7 @@ impl ElementKind {
             | ElementKind::Damper { .. }
             | ElementKind::SpringDamper { .. }
             | ElementKind::ElastoBacklash { .. }
+            | ElementKind::ElastoBacklash2 { .. }
             | ElementKind::Clutch { .. }
             | ElementKind::OneWayClutch { .. }
             | ElementKind::ElasticClutch { .. }
@@ -971,6 +1000,7 @@ impl ElementKind {
             | Damper { phi_rel_start, w_rel_start, .. }
             | SpringDamper { phi_rel_start, w_rel_start, .. }
             | ElastoBacklash { phi_rel_start, w_rel_start, .. }
+            | ElastoBacklash2 { phi_rel_start, w_rel_start, .. }
             | Clutch { phi_rel_start, w_rel_start, .. }
             | OneWayClutch { phi_rel_start, w_rel_start, .. }
             | ElasticClutch { phi_rel_start, w_rel_start, .. }
@@ -1032,6 +1062,7 @@ impl ElementKind {
             Damper { .. }
             | SpringDamper { .. }
             | ElastoBacklash { .. }
+            | ElastoBacklash2 { .. }
             | Clutch { .. }
             | OneWayClutch { .. }
             | Brake { .. }

@@ -675,7 +675,13 @@ pub fn random_scenario(rng: &mut Rng) -> String {
             1 => format!("Spring(c: {})", param(rng, 1e4)),
             2 => format!("Damper(d: {})", param(rng, 10.0)),
             3 => format!("SpringDamper(c: {}, d: {})", param(rng, 1e4), param(rng, 10.0)),
-            4 => format!("ElastoBacklash(c: {}, d: {}, b: {})", param(rng, 1e5), param(rng, 10.0), param(rng, 0.01)),
+            4 => format!(
+                "{}(c: {}, d: {}, b: {})",
+                if rng.chance(0.5) { "ElastoBacklash" } else { "ElastoBacklash2" },
+                param(rng, 1e5),
+                param(rng, 10.0),
+                param(rng, 0.01)
+            ),
             5 => format!(
                 "Clutch(fn_max: {}, mu_pos: [(0.0, 0.5)], f_normalized: Constant({}))",
                 param(rng, 1e3),
@@ -774,10 +780,11 @@ pub fn random_scenario(rng: &mut Rng) -> String {
     // Now and then a thermal network: every dissipative element's heat port on one capacity,
     // cooled by a convection to a fixed temperature.
     if rng.chance(0.3) {
-        const HEATED: [&str; 8] = [
+        const HEATED: [&str; 9] = [
             "Damper",
             "SpringDamper",
             "ElastoBacklash",
+            "ElastoBacklash2",
             "Clutch",
             "OneWayClutch",
             "Brake",

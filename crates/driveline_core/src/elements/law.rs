@@ -143,7 +143,8 @@ pub enum Law {
         /// Index of the engagement signal (> 0.5: the dogs are in).
         engaged: usize,
     },
-    /// MSL 4 ElastoBacklash.
+    /// MSL 4 ElastoBacklash (`capped`: the damping part never exceeds the spring part) and
+    /// ElastoBacklash2 (not `capped`: the whole spring-damper torque while it pushes).
     Backlash {
         /// a-side node.
         a: usize,
@@ -157,6 +158,8 @@ pub enum Law {
         half: f64,
         /// Gap centre, rad.
         phi_rel0: f64,
+        /// The damping part is capped by the spring part (ElastoBacklash; ElastoBacklash2 not).
+        capped: bool,
     },
 }
 
@@ -299,8 +302,8 @@ impl Law {
     /// the elastic clutch). Laws without pieces stay `Open`.
     pub fn next_regime(&self, state: LawState, phi: &[f64], w: &[f64], sig: &[f64]) -> Regime {
         match *self {
-            Law::Backlash { a, b, c, d, half, phi_rel0 } => {
-                backlash_regime(c, d, half, phi[b] - phi[a] - phi_rel0, w[b] - w[a])
+            Law::Backlash { a, b, c, d, half, phi_rel0, capped } => {
+                backlash_regime(c, d, half, phi[b] - phi[a] - phi_rel0, w[b] - w[a], capped)
             }
             Law::Dog { a, b, half, pitch, offset, engaged, .. } => {
                 let x = backlash_overlap(wrap_pitch(phi[b] - phi[a] - offset, pitch), half);
@@ -637,7 +640,7 @@ impl Law {
                 let stored_rate = if regime == Regime::Damped { c * x * wr } else { 0.0 };
                 LawOutput { tau, power: -tau * wr, dissipation: tau * wr - stored_rate }
             }
-            Law::Backlash { a, b, c, d, half, phi_rel0 } => {
+            Law::Backlash { a, b, c, d, half, phi_rel0, .. } => {
                 let pd = phi[b] - phi[a] - phi_rel0;
                 let wr = w[b] - w[a];
                 let x = backlash_overlap(pd, half);
@@ -679,8 +682,9 @@ pub fn backlash_overlap(pd: f64, half: f64) -> f64 {
 }
 
 /// The regime an ElastoBacklash is in at `(phi_diff, w_rel)` (MSL 4 law: the contact only
-/// pushes, and the damping part never exceeds the spring part).
-pub fn backlash_regime(c: f64, d: f64, half: f64, pd: f64, wr: f64) -> Regime {
+/// pushes, and with `capped` the damping part never exceeds the spring part: ElastoBacklash;
+/// without, ElastoBacklash2).
+pub fn backlash_regime(c: f64, d: f64, half: f64, pd: f64, wr: f64, capped: bool) -> Regime {
     let x = backlash_overlap(pd, half);
     if x == 0.0 {
         return Regime::Open;
@@ -690,7 +694,7 @@ pub fn backlash_regime(c: f64, d: f64, half: f64, pd: f64, wr: f64) -> Regime {
     let s = x.signum();
     if s * (tc + td) <= 0.0 {
         Regime::Released
-    } else if s * td < s * tc {
+    } else if !capped || s * td < s * tc {
         Regime::Damped
     } else {
         Regime::Capped

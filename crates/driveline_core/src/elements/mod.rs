@@ -176,13 +176,17 @@ mod tests {
     #[test]
     fn backlash_contact_only_pushes() {
         // Separating fast: spring part 20e3 * 0.01 = 200, damping part 50 * -10 = -500 -> released.
-        assert_eq!(backlash_regime(20e3, 50.0, 0.1, 0.11, -10.0), Regime::Released);
+        assert_eq!(backlash_regime(20e3, 50.0, 0.1, 0.11, -10.0, true), Regime::Released);
         // Approaching: spring part 200, damping part 50 -> tau = tc + td.
-        assert_eq!(backlash_regime(20e3, 50.0, 0.1, 0.11, 1.0), Regime::Damped);
+        assert_eq!(backlash_regime(20e3, 50.0, 0.1, 0.11, 1.0, true), Regime::Damped);
         // Fast approach: damping part 5000 > spring part 200 -> capped at 2 tc.
-        assert_eq!(backlash_regime(20e3, 50.0, 0.1, 0.11, 100.0), Regime::Capped);
-        assert_eq!(backlash_regime(20e3, 50.0, 0.1, -0.11, -100.0), Regime::Capped);
-        assert_eq!(backlash_regime(20e3, 50.0, 0.1, -0.11, 10.0), Regime::Released);
-        assert_eq!(backlash_regime(20e3, 50.0, 0.1, 0.05, 1.0), Regime::Open);
+        assert_eq!(backlash_regime(20e3, 50.0, 0.1, 0.11, 100.0, true), Regime::Capped);
+        assert_eq!(backlash_regime(20e3, 50.0, 0.1, -0.11, -100.0, true), Regime::Capped);
+        assert_eq!(backlash_regime(20e3, 50.0, 0.1, -0.11, 10.0, true), Regime::Released);
+        assert_eq!(backlash_regime(20e3, 50.0, 0.1, 0.05, 1.0, true), Regime::Open);
+        // ElastoBacklash2: the damping part is never capped.
+        assert_eq!(backlash_regime(20e3, 50.0, 0.1, 0.11, 100.0, false), Regime::Damped);
+        assert_eq!(backlash_regime(20e3, 50.0, 0.1, -0.11, -100.0, false), Regime::Damped);
+        assert_eq!(backlash_regime(20e3, 50.0, 0.1, 0.11, -10.0, false), Regime::Released);
     }
 }

@@ -454,7 +454,8 @@ impl Assembly {
             | ElementKind::Damper { .. }
             | ElementKind::SpringDamper { .. }
             | ElementKind::ElasticClutch { .. }
-            | ElementKind::ElastoBacklash { .. } => self.add_coupling(i, e, &nd, &mut info)?,
+            | ElementKind::ElastoBacklash { .. }
+            | ElementKind::ElastoBacklash2 { .. } => self.add_coupling(i, e, &nd, &mut info)?,
             ElementKind::LimitedSlip { .. }
             | ElementKind::Tyre { .. }
             | ElementKind::Clutch { .. }
@@ -765,13 +766,16 @@ impl Assembly {
                 let l = self.signal(limit);
                 self.push_law(i, Law::ElasticClutch { a: nd[0], b: nd[1], s: *S, d: *D, limit: l }, info);
             }
-            ElementKind::ElastoBacklash { c, d, b, phi_rel0, .. } => {
+            ElementKind::ElastoBacklash { c, d, b, phi_rel0, .. }
+            | ElementKind::ElastoBacklash2 { c, d, b, phi_rel0, .. } => {
                 info.rel = Some(two(nd[0], nd[1]));
+                // (ElastoBacklash caps the damping part by the spring part; ElastoBacklash2 not.)
+                let capped = matches!(e.kind, ElementKind::ElastoBacklash { .. });
                 // |b| <= 1e-10 is a plain spring-damper (MSL: avoids endless events).
                 let law = if b.abs() <= 1e-10 {
                     Law::SpringDamper { a: nd[0], b: nd[1], c: *c, d: *d, phi_rel0: *phi_rel0 }
                 } else {
-                    Law::Backlash { a: nd[0], b: nd[1], c: *c, d: *d, half: b / 2.0, phi_rel0: *phi_rel0 }
+                    Law::Backlash { a: nd[0], b: nd[1], c: *c, d: *d, half: b / 2.0, phi_rel0: *phi_rel0, capped }
                 };
                 self.push_law(i, law, info);
             }

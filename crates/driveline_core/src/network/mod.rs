@@ -520,6 +520,7 @@ impl Network {
                     | ElementKind::Damper { phi_rel_start, w_rel_start, .. }
                     | ElementKind::SpringDamper { phi_rel_start, w_rel_start, .. }
                     | ElementKind::ElastoBacklash { phi_rel_start, w_rel_start, .. }
+                    | ElementKind::ElastoBacklash2 { phi_rel_start, w_rel_start, .. }
                     | ElementKind::Clutch { phi_rel_start, w_rel_start, .. }
                     | ElementKind::OneWayClutch { phi_rel_start, w_rel_start, .. }
                     | ElementKind::ElasticClutch { phi_rel_start, w_rel_start, .. }

@@ -148,7 +148,8 @@ pub fn validate_element(name: &str, kind: &ElementKind) -> Result<(), BuildError
             check_opt(name, "phi_rel_start", *phi_rel_start)?;
             check_opt(name, "w_rel_start", *w_rel_start)
         }
-        ElastoBacklash { c, d, b, phi_rel0, phi_rel_start, w_rel_start } => {
+        ElastoBacklash { c, d, b, phi_rel0, phi_rel_start, w_rel_start }
+        | ElastoBacklash2 { c, d, b, phi_rel0, phi_rel_start, w_rel_start } => {
             check(name, "c", *c, *c > 0.0, "> 0 N m/rad")?;
             check(name, "d", *d, *d >= 0.0, ">= 0 N m s/rad")?;
             check(name, "b", *b, *b >= 0.0, ">= 0 rad (total backlash)")?;
