@@ -141,3 +141,45 @@ fn initialize_flange_sets_a_flanges_start_and_carries_no_torque() {
     .map(|s| driveline::core::Network::build(&s));
     assert!(matches!(built, Ok(Err(driveline::core::BuildError::ConflictingInitial { .. }))), "{built:?}");
 }
+
+#[test]
+fn acceleration_sensors_read_the_acceleration_of_the_mode_the_step_ends_in() {
+    // J1 (2 kg m^2) and J2 (1 kg m^2) locked by a clutch from the start and driven by 6 N m on
+    // J1 share a = 2 rad/s^2; at 0.5 s the clutch opens and J1 alone takes 3 rad/s^2 while J2
+    // coasts. J3 follows a speed ramp of 4 rad/s^2 (a prescribed acceleration).
+    let mut sim = network(
+        r#"(name: "motor", kind: ConstantTorque(tau_constant: 6.0)),
+           (name: "J1", kind: Inertia(J: 2.0, phi_start: 0.0, w_start: 0.0)),
+           (name: "clutch", kind: Clutch(fn_max: 1000.0, f_normalized: Step(height: -1.0, offset: 1.0, start_time: 0.5))),
+           (name: "J2", kind: Inertia(J: 1.0, phi_start: 0.0, w_start: 0.0)),
+           (name: "acc1", kind: AccSensor()), (name: "acc2", kind: AccSensor()),
+           (name: "rel", kind: RelAccSensor()),
+           (name: "ramp", kind: Speed(w_ref: Ramp(height: 4.0, duration: 1.0), phi_start: 0.0)),
+           (name: "J3", kind: Inertia(J: 1.0)), (name: "acc3", kind: AccSensor())"#,
+        r#"("motor.flange", "J1.flange_a"), ("J1.flange_b", "clutch.flange_a"), ("clutch.flange_b", "J2.flange_a"),
+           ("acc1.flange", "J1.flange_a"), ("acc2.flange", "J2.flange_b"),
+           ("rel.flange_a", "J1.flange_a"), ("rel.flange_b", "J2.flange_b"),
+           ("ramp.flange", "J3.flange_a"), ("acc3.flange", "J3.flange_b")"#,
+    );
+    let csv = CsvRecorder::new(&sim);
+    for name in ["acc1.a", "acc2.a", "rel.a_rel", "acc3.a"] {
+        assert!(csv.names().iter().any(|n| n == name), "{name} in {:?}", csv.names());
+    }
+    let names: Vec<String> = sim.network().elements.iter().map(|e| e.name.clone()).collect();
+    let id = |n: &str| names.iter().position(|e| e == n).unwrap();
+    let (a1, a2, rel, a3) = (id("acc1"), id("acc2"), id("rel"), id("acc3"));
+    let read = |sim: &Simulation| {
+        [a1, a2, rel, a3].map(|e| sim.element_acceleration(e).unwrap_or_else(|| panic!("element {e} reads nothing")))
+    };
+    // Exact to rounding: the accelerations are the solution of the mode's linear equations.
+    let close = |got: [f64; 4], want: [f64; 4]| {
+        assert!(got.iter().zip(&want).all(|(g, w)| (g - w).abs() < 1e-12), "{got:?}, not {want:?}");
+    };
+    close(read(&sim), [2.0, 2.0, 0.0, 4.0]);
+    for k in 1..=30 {
+        sim.step(k as f64 / 60.0 - sim.time()).unwrap();
+    }
+    close(read(&sim), [3.0, 0.0, -3.0, 4.0]);
+    assert_eq!(sim.element_torque(a1), 0.0);
+    assert!(sim.element_acceleration(id("J1")).is_none());
+}

@@ -429,6 +429,12 @@ element_components! {
         /// Fixed initial speed, rad/s.
         w_start: Option<f64>,
     }
+    /// An acceleration sensor (MSL `AccSensor`): no torque; the core's
+    /// `Simulation::element_acceleration` and the CSV column `NAME.a` read it.
+    AccSensor from AccSensor [Default] {}
+    /// A relative acceleration sensor (MSL `RelAccSensor`): no torque; the core's
+    /// `Simulation::element_acceleration` and the CSV column `NAME.a_rel` read it.
+    RelAccSensor from RelAccSensor [Default] {}
     /// A rigid joint with an angle offset (MSL `Disc`): `phi_b = phi_a + delta_phi`.
     Disc from Disc [Default] {
         /// Angle of `flange_b` ahead of `flange_a`, rad.

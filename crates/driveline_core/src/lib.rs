@@ -66,6 +66,7 @@
 //! | `AngleSensor`, `SpeedSensor` | read `phi`, `w` of their flange (CSV `NAME.phi`, `NAME.w`); no torque |
 //! | `RelAngleSensor`, `RelSpeedSensor` | read `phi_rel`, `w_rel` (CSV under those names); no torque |
 //! | `TorqueSensor`, `PowerSensor`, `MultiSensor` | a rigid joint `w_a = w_b`; read `tau = flange_a.tau`, `power = tau w` |
+//! | `AccSensor`, `RelAccSensor` | read `a`, `a_rel` at each step end from the forces of the mode it ends in; no torque |
 //! | `Speed`, `ConstantSpeed` | `w_flange - w_support = w_ref(t)` or `w_fixed` (prescribed; any torque) |
 //! | `Position` | `phi_flange - phi_support = phi_ref(t)` (prescribed; any torque) |
 //! | `Move` | `phi(t)`, `w(t)`, `a(t)` from three signals (prescribed as `w(t)` with rate `a(t)`) |

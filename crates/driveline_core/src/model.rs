@@ -310,6 +310,14 @@ pub enum ElementKind {
     /// Power sensor (MSL `PowerSensor`): a rigid joint like [`ElementKind::TorqueSensor`];
     /// `NAME.power = flange_a.tau w`, W.
     PowerSensor {},
+    /// Acceleration sensor (MSL `AccSensor`): `NAME.a`, the flange's angular acceleration at
+    /// each step end, rad/s^2 (from the forces in the mode the step ends in). No torque.
+    /// Flange `flange`.
+    AccSensor {},
+    /// Relative acceleration sensor (MSL `RelAccSensor`): `NAME.a_rel`, the acceleration of
+    /// `flange_b` relative to `flange_a` at each step end, rad/s^2. No torque. Flanges
+    /// `flange_a`, `flange_b`.
+    RelAccSensor {},
     /// Multi sensor (MSL `MultiSensor`): a rigid joint like [`ElementKind::TorqueSensor`];
     /// `NAME.tau` (N m), `NAME.w` (rad/s) and `NAME.power` (W).
     MultiSensor {},
@@ -853,6 +861,8 @@ impl ElementKind {
             ElementKind::RelSpeedSensor { .. } => "RelSpeedSensor",
             ElementKind::TorqueSensor { .. } => "TorqueSensor",
             ElementKind::PowerSensor { .. } => "PowerSensor",
+            ElementKind::AccSensor { .. } => "AccSensor",
+            ElementKind::RelAccSensor { .. } => "RelAccSensor",
             ElementKind::MultiSensor { .. } => "MultiSensor",
             ElementKind::IdealGear { .. } => "IdealGear",
             ElementKind::LossyGear { .. } => "LossyGear",
@@ -909,6 +919,7 @@ impl ElementKind {
             ElementKind::Torque2 { .. }
             | ElementKind::Disc { .. }
             | ElementKind::RelativeStates { .. }
+            | ElementKind::RelAccSensor { .. }
             | ElementKind::RelAngleSensor { .. }
             | ElementKind::RelSpeedSensor { .. }
             | ElementKind::TorqueSensor { .. }
@@ -918,6 +929,7 @@ impl ElementKind {
             }
             ElementKind::AngleSensor { .. }
             | ElementKind::SpeedSensor { .. }
+            | ElementKind::AccSensor { .. }
             | ElementKind::InitializeFlange { .. } => &[("flange", Rotational, Required)],
             ElementKind::IdealGear { .. } | ElementKind::LossyGear { .. } => &[
                 ("flange_a", Rotational, Required),

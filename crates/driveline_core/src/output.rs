@@ -5,7 +5,7 @@
 //! NAME.w_rel,NAME.tau`, and for friction elements also `NAME.mode` (MSL codes -1, 0, 1, 2). A sensor gives
 //! its MSL outputs instead: `NAME.phi` (AngleSensor), `NAME.w` (SpeedSensor), `NAME.phi_rel` (RelAngleSensor),
 //! `NAME.w_rel` (RelSpeedSensor), `NAME.tau` (TorqueSensor), `NAME.power` (PowerSensor), and `NAME.tau,NAME.w,
-//! NAME.power` (MultiSensor). The thermal network adds `NAME.T` (K) for every `HeatCapacitor`, `NAME.Q_flow` (W)
+//! NAME.power` (MultiSensor), `NAME.a` (AccSensor) and `NAME.a_rel` (RelAccSensor). The thermal network adds `NAME.T` (K) for every `HeatCapacitor`, `NAME.Q_flow` (W)
 //! for every `ThermalConductor` and `Convection`, and `NAME.lossPower` (W) for every element whose `heatPort` is
 //! connected.
 
@@ -23,6 +23,8 @@ enum Col {
     Mode(usize),
     /// Torque times the speed of the element's `rel` row (a power sensor's flange).
     Power(usize),
+    /// An acceleration sensor's reading.
+    Acc(usize),
     /// Temperature of the element's heat port, K.
     Temperature(usize),
     /// Heat flow through a conductor or convection, W.
@@ -54,6 +56,8 @@ impl CsvRecorder {
                     Sensor::Torque => &[(Col::Tau(e), "tau")],
                     Sensor::Power => &[(Col::Power(e), "power")],
                     Sensor::Multi => &[(Col::Tau(e), "tau"), (Col::WRel(e), "w"), (Col::Power(e), "power")],
+                    Sensor::Acc => &[(Col::Acc(e), "a")],
+                    Sensor::RelAcc => &[(Col::Acc(e), "a_rel")],
                 };
                 for &(c, q) in outputs {
                     cols.push(c);
@@ -142,6 +146,7 @@ fn value(sim: &Simulation, c: Col) -> f64 {
         Col::Tau(e) => sim.element_torque(e),
         Col::Mode(e) => sim.element_mode(e).map_or(f64::NAN, |m| m.code() as f64),
         Col::Power(e) => sim.element_torque(e) * sim.element_relative_speed(e).unwrap_or(f64::NAN),
+        Col::Acc(e) => sim.element_acceleration(e).unwrap_or(f64::NAN),
         Col::Temperature(e) => sim.element_temperature(e).unwrap_or(f64::NAN),
         Col::HeatFlow(e) => sim.element_heat_flow(e).unwrap_or(f64::NAN),
         Col::LossPower(e) => sim.element_dissipation(e),

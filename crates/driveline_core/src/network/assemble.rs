@@ -430,6 +430,8 @@ impl Assembly {
             | ElementKind::MultiSensor { .. }
             | ElementKind::RelativeStates { .. }
             | ElementKind::InitializeFlange { .. }
+            | ElementKind::AccSensor { .. }
+            | ElementKind::RelAccSensor { .. }
             | ElementKind::QuadraticSpeedDependentForce { .. }
             | ElementKind::LinearSpeed { .. }
             | ElementKind::Force { .. }
@@ -495,6 +497,14 @@ impl Assembly {
             }
             // No torque: a relative coordinate to read (and to start from), or a flange's start.
             ElementKind::RelativeStates { .. } => info.rel = Some(two(nd[0], nd[1])),
+            ElementKind::AccSensor {} => {
+                info.rel = Some(Row::new(&[(nd[0], 1.0)]));
+                info.sensor = Some(Sensor::Acc);
+            }
+            ElementKind::RelAccSensor {} => {
+                info.rel = Some(two(nd[0], nd[1]));
+                info.sensor = Some(Sensor::RelAcc);
+            }
             ElementKind::InitializeFlange { .. } => {}
             ElementKind::RelAngleSensor {} | ElementKind::RelSpeedSensor {} => {
                 info.rel = Some(two(nd[0], nd[1]));

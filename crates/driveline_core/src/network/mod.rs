@@ -247,6 +247,10 @@ pub enum Sensor {
     Power,
     /// `tau`, `w` and `power` of its rigid joint.
     Multi,
+    /// `a` of its flange.
+    Acc,
+    /// `a_rel` between its flanges.
+    RelAcc,
 }
 
 /// What makes two thermal networks one structure: the nodes' ports, which are fixed, the

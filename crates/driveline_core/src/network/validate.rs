@@ -81,6 +81,8 @@ pub fn validate_element(name: &str, kind: &ElementKind) -> Result<(), BuildError
         | RelSpeedSensor {}
         | TorqueSensor {}
         | PowerSensor {}
+        | AccSensor {}
+        | RelAccSensor {}
         | MultiSensor {} => Ok(()),
         Move { phi, w, a, .. } => {
             for (field, s) in [("phi", phi), ("w", w), ("a", a)] {

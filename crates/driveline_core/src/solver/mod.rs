@@ -84,6 +84,7 @@
 //! | `step` | one step: sub-steps between events, the time-only kernel, the step's end |
 //! | `outputs` | element torques, speeds and modes, and the energy ledger, read after a step |
 //! | `thermal` | the thermal network's step after each mechanical step, and its readings |
+//! | `accel` | the accelerations at a step's end, for the acceleration sensors |
 //! | `time_only`, `lanes`, `support` | the time-only kernel; dense kernels; small helpers |
 //!
 //! # Cheap steps
@@ -184,6 +185,7 @@ use crate::elements::{Capacity, Jacobian, Law, LawState, Row};
 use crate::linalg;
 use crate::network::Network;
 
+mod accel;
 mod box_qp;
 mod collocation;
 mod compile;
@@ -301,4 +303,6 @@ pub struct Simulation {
     out_power: Vec<f64>,
     /// The thermal network's state, when the network has one.
     thermal: Option<Box<thermal::Thermal>>,
+    /// The end accelerations, when the network has an acceleration sensor.
+    accel: Option<Box<accel::Accelerations>>,
 }

@@ -161,6 +161,7 @@ impl Simulation {
         self.fill_signals(2, self.t, false);
         self.constraint_torques_at_e(self.t);
         self.update_torques(false);
+        self.update_accelerations();
     }
 
     /// Element torques from the constraint torques (`ws.lam_end` at a clean end, else `ws.lam`)

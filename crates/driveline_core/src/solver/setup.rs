@@ -58,6 +58,7 @@ impl Simulation {
             capacities: CapacityCache::new(),
             qp: QpBase::new(nf, n),
             thermal: net.thermal.as_ref().map(|th| Box::new(thermal::Thermal::new(&net, th, t0))),
+            accel: accel::Accelerations::for_network(&net),
             model: Model::new(net),
         };
         sim.count_unsteady();

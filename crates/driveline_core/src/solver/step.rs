@@ -370,6 +370,7 @@ impl Simulation {
             sig[2].copy_from_slice(sig_end);
             self.signals.filled[2] = self.signals.filled[3];
             self.update_torques(true);
+            self.update_accelerations();
         } else {
             self.update_outputs();
         }
