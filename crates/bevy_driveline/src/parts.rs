@@ -339,6 +339,18 @@ element_components! {
         /// The reaction goes to a `support` flange.
         use_support: bool,
     }
+    /// A prescribed acceleration (MSL `Accelerate`): the speed is `w_start` plus the integral
+    /// of `a_ref`.
+    Accelerate from Accelerate [Default] {
+        /// Acceleration, rad/s^2.
+        a_ref: SignalParam,
+        /// Initial speed relative to the support, rad/s.
+        w_start: f64,
+        /// Fixed initial angle, rad.
+        phi_start: Option<f64>,
+        /// The reaction goes to a `support` flange.
+        use_support: bool,
+    }
     /// A constant speed source (MSL `ConstantSpeed`).
     ConstantSpeed from ConstantSpeed [Default] {
         /// Speed of the flange relative to the support, rad/s.

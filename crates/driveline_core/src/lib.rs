@@ -70,6 +70,7 @@
 //! | `Speed`, `ConstantSpeed` | `w_flange - w_support = w_ref(t)` or `w_fixed` (prescribed; any torque) |
 //! | `Position` | `phi_flange - phi_support = phi_ref(t)` (prescribed; any torque) |
 //! | `Move` | `phi(t)`, `w(t)`, `a(t)` from three signals (prescribed as `w(t)` with rate `a(t)`) |
+//! | `Accelerate` | `w_flange - w_support = w_start + integral of a_ref(t)` (prescribed; any torque) |
 //! | `IdealGear` | `phi_a - phi_s = i (phi_b - phi_s)`, `0 = i tau_a + tau_b` |
 //! | `LossyGear` | ideal kinematics, `0 = tau_b + i (tau_a - tauLoss)`, four-quadrant `tauLoss` |
 //! | `IdealPlanetary` | `(1 + r) w_c = w_s + r w_r`, `r = z_ring / z_sun` |

@@ -291,6 +291,24 @@ pub enum ElementKind {
         #[serde(default)]
         phi_start: Option<f64>,
     },
+    /// Prescribed acceleration (MSL `Accelerate`): the flange's speed relative to the support
+    /// is `w_start` plus the integral of `a_ref` (a [`Signal::Integral`]), whatever torque that
+    /// takes. Flanges `flange`, `support`.
+    Accelerate {
+        /// Acceleration signal, rad/s^2.
+        a_ref: Signal,
+        /// Initial speed of the flange relative to the support, rad/s (fixed). Default 0.
+        /// Plausible range: -1e4 .. 1e4 rad/s.
+        #[serde(default)]
+        w_start: f64,
+        /// Fixed initial angle of the flange relative to the support, rad.
+        /// Plausible range: -1e6 .. 1e6 rad.
+        #[serde(default)]
+        phi_start: Option<f64>,
+        /// See [`ElementKind::Torque`].
+        #[serde(default)]
+        use_support: bool,
+    },
     /// Angle sensor (MSL `AngleSensor`): the CSV column `NAME.phi`, the flange's angle, rad.
     /// Flange `flange`; it takes no torque.
     AngleSensor {},
@@ -850,6 +868,7 @@ impl ElementKind {
             ElementKind::FixedTemperature { .. } => "FixedTemperature",
             ElementKind::FixedHeatFlow { .. } => "FixedHeatFlow",
             ElementKind::ConstantSpeed { .. } => "ConstantSpeed",
+            ElementKind::Accelerate { .. } => "Accelerate",
             ElementKind::Move { .. } => "Move",
             ElementKind::Disc { .. } => "Disc",
             ElementKind::RelativeStates { .. } => "RelativeStates",
@@ -907,6 +926,7 @@ impl ElementKind {
             | ElementKind::InverseSpeedDependentTorque { .. }
             | ElementKind::SignTorque { .. }
             | ElementKind::ConstantSpeed { .. }
+            | ElementKind::Accelerate { .. }
             | ElementKind::Move { .. }
             | ElementKind::EddyCurrentTorque { .. } => {
                 &[("flange", Rotational, Required), ("support", Rotational, Support)]
@@ -978,6 +998,7 @@ impl ElementKind {
         match self {
             ElementKind::Torque { tau, .. } | ElementKind::Torque2 { tau } => vec![tau],
             ElementKind::Move { phi, w, a, .. } => vec![phi, w, a],
+            ElementKind::Accelerate { a_ref, .. } => vec![a_ref],
             ElementKind::EddyCurrentTorque { tau_nominal, .. } => vec![tau_nominal],
             ElementKind::Convection { Gc } => vec![Gc],
             ElementKind::Speed { w_ref, .. } => vec![w_ref],
@@ -1027,6 +1048,12 @@ impl ElementKind {
                     *phi_start = Some(p);
                 }
             }
+            Accelerate { phi_start, w_start, .. } => {
+                if let Some((p, w)) = relative {
+                    *phi_start = Some(p);
+                    *w_start = w;
+                }
+            }
             // The bodies' present state carries the flange's: its start values would repeat them.
             InitializeFlange { phi_start, w_start } => {
                 *phi_start = None;
@@ -1049,6 +1076,7 @@ impl ElementKind {
             | ElementKind::InverseSpeedDependentTorque { use_support, .. }
             | ElementKind::SignTorque { use_support, .. }
             | ElementKind::ConstantSpeed { use_support, .. }
+            | ElementKind::Accelerate { use_support, .. }
             | ElementKind::Move { use_support, .. }
             | ElementKind::EddyCurrentTorque { use_support, .. }
             | ElementKind::IdealGear { use_support, .. }

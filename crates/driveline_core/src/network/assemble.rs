@@ -420,6 +420,7 @@ impl Assembly {
             | ElementKind::SignTorque { .. }
             | ElementKind::Torque2 { .. }
             | ElementKind::ConstantSpeed { .. }
+            | ElementKind::Accelerate { .. }
             | ElementKind::Move { .. }
             | ElementKind::AngleSensor { .. }
             | ElementKind::SpeedSensor { .. }
@@ -590,6 +591,12 @@ impl Assembly {
             }
             ElementKind::Move { phi, w, a, .. } => {
                 let p = Prescribed::Move { phi: self.signal(phi), w: self.signal(w), a: self.signal(a) };
+                self.push_prescribed(i, nd, p, info);
+            }
+            ElementKind::Accelerate { a_ref, w_start, .. } => {
+                // w(t) = w_start + the integral of a_ref from the start.
+                let w = Signal::Integral { of: Box::new(a_ref.clone()), value: *w_start, since: 0.0 };
+                let p = Prescribed::Speed(self.signal(&w));
                 self.push_prescribed(i, nd, p, info);
             }
             ElementKind::ConstantSpeed { w_fixed, .. } => {

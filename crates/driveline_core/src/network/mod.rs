@@ -517,6 +517,7 @@ impl Network {
                     ElementKind::Mass { s_start, v_start, .. } => (if pass == 0 { *s_start } else { *v_start }, None),
                     ElementKind::Speed { phi_start, .. }
                     | ElementKind::ConstantSpeed { phi_start, .. }
+                    | ElementKind::Accelerate { phi_start, .. }
                     | ElementKind::LinearSpeed { s_start: phi_start, .. } => {
                         (None, if pass == 0 { *phi_start } else { None })
                     }

@@ -121,6 +121,11 @@ pub fn validate_element(name: &str, kind: &ElementKind) -> Result<(), BuildError
         }
         IdealGearR2T { ratio } => check(name, "ratio", *ratio, *ratio != 0.0, "non-zero (rad/m)"),
         Torque2 { tau } => tau.validate().map_err(|m| BuildError::Signal { element: name.into(), message: m }),
+        Accelerate { a_ref, w_start, phi_start, .. } => {
+            a_ref.validate().map_err(|m| BuildError::Signal { element: name.into(), message: m })?;
+            check(name, "w_start", *w_start, true, "")?;
+            check_opt(name, "phi_start", *phi_start)
+        }
         ConstantSpeed { w_fixed, phi_start, .. } => {
             check(name, "w_fixed", *w_fixed, true, "")?;
             check_opt(name, "phi_start", *phi_start)

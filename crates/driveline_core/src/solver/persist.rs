@@ -106,6 +106,11 @@ fn for_each_input(
 ) -> Result<(), SnapshotError> {
     match s {
         Signal::Input { value, rate, since, .. } => f(value, rate, since),
+        // An integral's state, as an input's (no rate).
+        Signal::Integral { of, value, since } => {
+            f(value, &mut 0.0, since)?;
+            for_each_input(of, f)
+        }
         Signal::Sum(items) | Signal::Product(items) => items.iter_mut().try_for_each(|s| for_each_input(s, f)),
         Signal::OneMinus(u) | Signal::Gain(_, u) => for_each_input(u, f),
         Signal::Difference(a, b) => {
@@ -119,6 +124,10 @@ fn for_each_input(
 fn each_input(s: &Signal, f: &mut impl FnMut(f64, f64, f64)) {
     match s {
         Signal::Input { value, rate, since, .. } => f(*value, *rate, *since),
+        Signal::Integral { of, value, since } => {
+            f(*value, 0.0, *since);
+            each_input(of, f);
+        }
         Signal::Sum(items) | Signal::Product(items) => items.iter().for_each(|s| each_input(s, f)),
         Signal::OneMinus(u) | Signal::Gain(_, u) => each_input(u, f),
         Signal::Difference(a, b) => {

@@ -102,7 +102,9 @@ impl Simulation {
                     let cb = net.rows[ri].entries.iter().find(|x| x.0 == info.nodes[1]).map(|x| x.1).unwrap_or(0.0);
                     out.push((ri, e, -cb));
                 }
-                "Speed" | "ConstantSpeed" | "Position" | "Move" | "LinearSpeed" => out.push((ri, e, 1.0)),
+                "Speed" | "ConstantSpeed" | "Accelerate" | "Position" | "Move" | "LinearSpeed" => {
+                    out.push((ri, e, 1.0))
+                }
                 // (The joint w_a - w_b = 0 takes -flange_a.tau as its multiplier.)
                 "TorqueSensor" | "PowerSensor" | "MultiSensor" => out.push((ri, e, -1.0)),
                 // (Its joint is written w_b - w_a = 0: the opposite sign.)
@@ -115,6 +117,9 @@ impl Simulation {
 
     pub(super) fn start(&mut self, t0: f64) {
         self.t = t0;
+        // Integrals start from their value at the start time.
+        let integrals: usize = self.model.net.signals.iter_mut().map(|s| s.restart_integrals(t0, false)).sum();
+        self.model.integrals = integrals > 0;
         self.thermal_inputs_now(false);
         self.next_time_event = self.compute_next_time_event(t0);
         self.fill_signals(2, t0, false);
@@ -207,6 +212,8 @@ pub(super) struct Model {
     pub(super) out_engagement: Vec<Option<u32>>,
     /// [`Simulation::fastest_rate`], 1/s (set once the base mode is compiled).
     pub(super) fastest_rate: f64,
+    /// Some signal holds a [`Signal::Integral`], carried forward at every step end.
+    pub(super) integrals: bool,
 }
 
 impl Model {
@@ -237,6 +244,7 @@ impl Model {
             input_law_start,
             input_laws,
             fastest_rate: 0.0,
+            integrals: false,
             net,
         }
     }

@@ -57,16 +57,28 @@ impl Simulation {
         // saving. Any other step, or one the kernel declines, takes the general path.
         if let Some(clean_end) = self.whole_step_in_kernel(t_end, dt) {
             self.finish_step(clean_end);
-            self.thermal_step(dt);
+            self.after_piece(dt);
             return Ok(());
         }
         let r = self.general_step(t_end, dt);
         if r.is_ok() {
-            self.thermal_step(dt)
+            self.after_piece(dt)
         } else {
             self.thermal_discard()
         }
         r
+    }
+
+    /// What follows a committed step piece of `dt`: the thermal step, and the integrals carried
+    /// to its end (each later evaluation integrates from there).
+    fn after_piece(&mut self, dt: f64) {
+        self.thermal_step(dt);
+        if self.model.integrals {
+            let t = self.t;
+            for s in self.model.net.signals.iter_mut() {
+                s.restart_integrals(t, true);
+            }
+        }
     }
 
     /// A step from `t` to `t_end` (of length `dt`) that the time-only kernel does not take in
