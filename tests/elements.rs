@@ -622,3 +622,69 @@ fn elasto_backlash2_follows_its_ode_at_1_ms_and_at_60_hz() {
     println!("ElastoBacklash2 at 1/60 s, final error / range: {e:?}");
     assert!(e.0 <= 5e-2 && e.1 <= 5e-2, "{e:?}");
 }
+
+/// A sine-driven shaft through a gearbox into a braked load: as one `Gearbox`, or as MSL
+/// builds it, a `LossyGear` and an `ElastoBacklash` joined at a massless mesh.
+fn gearbox_drive(composed: bool, b: f64) -> Simulation {
+    let gear = if composed {
+        format!(
+            r#"(name: "lossyGear", kind: LossyGear(ratio: 2.0, loss_table: [(0.0, 0.8, 0.8, 1.0, 1.0), (1.0, 0.7, 0.7, 2.0, 2.0)])),
+               (name: "gearbox", kind: ElastoBacklash(c: 1.0e4, d: 20.0, b: {b}))"#
+        )
+    } else {
+        format!(
+            r#"(name: "gearbox", kind: Gearbox(ratio: 2.0, loss_table: [(0.0, 0.8, 0.8, 1.0, 1.0), (1.0, 0.7, 0.7, 2.0, 2.0)], c: 1.0e4, d: 20.0, b: {b}))"#
+        )
+    };
+    let joints = if composed {
+        r#"("J1.flange_b", "lossyGear.flange_a"), ("lossyGear.flange_b", "gearbox.flange_a"), ("gearbox.flange_b", "J2.flange_a")"#
+    } else {
+        r#"("J1.flange_b", "gearbox.flange_a"), ("gearbox.flange_b", "J2.flange_a")"#
+    };
+    let text = format!(
+        r#"Scenario(name: "gearbox", t_end: 2.0, elements: [
+            (name: "motor", kind: Torque(tau: Sine(amplitude: 40.0, f: 1.0))),
+            (name: "J1", kind: Inertia(J: 0.2, phi_start: 0.0, w_start: 0.0)),
+            {gear},
+            (name: "J2", kind: Inertia(J: 1.0, phi_start: 0.0, w_start: 0.0)),
+            (name: "load", kind: QuadraticSpeedDependentTorque(tau_nominal: -5.0, w_nominal: 10.0, torque_direction: false)),
+        ], connections: [("motor.flange", "J1.flange_a"), {joints}, ("load.flange", "J2.flange_b")])"#
+    );
+    Simulation::new(Scenario::parse(&text, "gearbox.ron").unwrap().build(&text, "gearbox.ron").unwrap())
+}
+
+#[test]
+fn a_gearbox_moves_as_msl_composes_it_from_a_lossy_gear_and_a_backlash() {
+    for b in [0.0, 0.02] {
+        for dt in [1e-3f64, 1.0 / 60.0] {
+            let (mut one, mut two) = (gearbox_drive(false, b), gearbox_drive(true, b));
+            let pick = |sim: &Simulation, n: &str| sim.network().elements.iter().position(|e| e.name == n).unwrap();
+            let (j1a, j2a, gba) = (pick(&one, "J1"), pick(&one, "J2"), pick(&one, "gearbox"));
+            let (j1b, j2b, gbb, lgb) =
+                (pick(&two, "J1"), pick(&two, "J2"), pick(&two, "gearbox"), pick(&two, "lossyGear"));
+            let mut modes = (Vec::new(), Vec::new());
+            for k in 1..=(2.0 / dt).round() as usize {
+                one.step(k as f64 * dt - one.time()).unwrap();
+                two.step(k as f64 * dt - two.time()).unwrap();
+                modes.0.extend(one.events().iter().map(|e| (e.from, e.to)));
+                modes.1.extend(two.events().iter().filter(|e| e.element == lgb).map(|e| (e.from, e.to)));
+                // The same equations with the mesh numbered elsewhere: equal to rounding.
+                for (x, y) in [(j1a, j1b), (j2a, j2b)] {
+                    let (p, q) = (one.body_state(x).unwrap(), two.body_state(y).unwrap());
+                    assert!(
+                        (p.0 - q.0).abs() < 1e-9 && (p.1 - q.1).abs() < 1e-9,
+                        "b {b}, dt {dt}, t {}: {p:?} {q:?}",
+                        one.time()
+                    );
+                }
+                let (r1, r2) = (one.element_relative(gba).unwrap(), two.element_relative(gbb).unwrap());
+                assert!((r1.0 - r2.0).abs() < 1e-9 && (r1.1 - r2.1).abs() < 1e-9, "{r1:?} {r2:?}");
+                assert!((one.element_torque(gba) - two.element_torque(gbb)).abs() < 1e-6);
+                let loss = two.element_dissipation(lgb) + two.element_dissipation(gbb);
+                assert!((one.element_dissipation(gba) - loss).abs() < 1e-6 * loss.abs().max(1.0));
+            }
+            assert!(!modes.0.is_empty(), "the lossy gear never switched");
+            assert_eq!(modes.0, modes.1, "b {b}, dt {dt}");
+        }
+    }
+}

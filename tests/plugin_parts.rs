@@ -340,6 +340,7 @@ fn every_public_component_is_registered_for_reflection() {
         TypeId::of::<parts::ConstantSpeed>(),
         TypeId::of::<parts::MoveSource>(),
         TypeId::of::<parts::Disc>(),
+        TypeId::of::<parts::Gearbox>(),
         TypeId::of::<parts::Accelerate>(),
         TypeId::of::<parts::AccSensor>(),
         TypeId::of::<parts::RelAccSensor>(),

@@ -473,6 +473,22 @@ element_components! {
         /// The reaction goes to a `support` flange.
         use_support: bool,
     }
+    /// A gearbox (MSL `Gearbox`): a lossy gear to the mesh, then an elasto-backlash to
+    /// `flange_b`.
+    Gearbox from Gearbox {
+        /// Gear ratio `phi_a / phi_mesh` (non-zero).
+        ratio: f64,
+        /// Loss table rows `[w_a, eta_mf1, eta_mf2, tau_bf1, tau_bf2]` (MSL `lossTable`).
+        loss_table: Vec<[f64; 5]>,
+        /// Gear elasticity, N m/rad (> 0).
+        c: f64,
+        /// Gear damping, N m s/rad (>= 0).
+        d: f64,
+        /// Total backlash, rad (>= 0).
+        b: f64,
+        /// The reaction goes to a `support` flange.
+        use_support: bool,
+    }
     /// An ideal planetary set (MSL `IdealPlanetary`): sun, carrier, ring.
     IdealPlanetary from IdealPlanetary [Default] {
         /// Ring teeth over sun teeth (> 0).

@@ -73,6 +73,7 @@
 //! | `Accelerate` | `w_flange - w_support = w_start + integral of a_ref(t)` (prescribed; any torque) |
 //! | `IdealGear` | `phi_a - phi_s = i (phi_b - phi_s)`, `0 = i tau_a + tau_b` |
 //! | `LossyGear` | ideal kinematics, `0 = tau_b + i (tau_a - tauLoss)`, four-quadrant `tauLoss` |
+//! | `Gearbox` | a `LossyGear` to a massless mesh, then an `ElastoBacklash` (`c`, `d`, `b`) to `flange_b` |
 //! | `IdealPlanetary` | `(1 + r) w_c = w_s + r w_r`, `r = z_ring / z_sun` |
 //! | `IdealRollingWheel` | `radius w_R = v_T` |
 //! | `IdealGearR2T` | `w_R = ratio v_T`, `0 = ratio tau_R + f_T` |

@@ -461,6 +461,34 @@ pub enum ElementKind {
         #[serde(default)]
         use_support: bool,
     },
+    /// A gearbox (MSL `Gearbox`): a [`ElementKind::LossyGear`] from `flange_a` to the gear
+    /// mesh, then an [`ElementKind::ElastoBacklash`] (`c`, `d`, `b`, centred at 0) from the mesh
+    /// to `flange_b`. The mesh is a massless junction, flange `mesh`, which the gear determines
+    /// (connect an Inertia there for the gear wheel's inertia). `phi_rel` and `w_rel` are
+    /// across the elasticity (`flange_b - mesh`), `tau` is `flange_b.tau`, the mode the lossy
+    /// gear's. Flanges `flange_a`, `flange_b`, `support`, `mesh`; heat port `heatPort`.
+    Gearbox {
+        /// Transmission ratio phi_a / phi_mesh (non-zero).
+        /// Plausible range: 1e-3 .. 1000 in magnitude.
+        ratio: f64,
+        /// The loss table of [`ElementKind::LossyGear`]. Default ideal.
+        #[serde(default = "ideal_loss")]
+        loss_table: Vec<[f64; 5]>,
+        /// Gear elasticity, N m/rad (> 0).
+        /// Plausible range: 0 .. 1e8 N m/rad.
+        c: f64,
+        /// Gear damping, N m s/rad (>= 0). Default 0.
+        /// Plausible range: 0 .. 1e6 N m s/rad.
+        #[serde(default)]
+        d: f64,
+        /// Total backlash, rad (>= 0). Default 0.
+        /// Plausible range: 0 .. 10 rad.
+        #[serde(default)]
+        b: f64,
+        /// See [`ElementKind::Torque`].
+        #[serde(default)]
+        use_support: bool,
+    },
     /// Simple planetary set (Willis): `(1 + ratio) w_carrier = w_sun + ratio w_ring`,
     /// `ratio = z_ring / z_sun`. Flanges `sun`, `carrier`, `ring`. Massless.
     IdealPlanetary {
@@ -885,6 +913,7 @@ impl ElementKind {
             ElementKind::MultiSensor { .. } => "MultiSensor",
             ElementKind::IdealGear { .. } => "IdealGear",
             ElementKind::LossyGear { .. } => "LossyGear",
+            ElementKind::Gearbox { .. } => "Gearbox",
             ElementKind::IdealPlanetary { .. } => "IdealPlanetary",
             ElementKind::Spring { .. } => "Spring",
             ElementKind::Damper { .. } => "Damper",
@@ -959,6 +988,12 @@ impl ElementKind {
             ElementKind::IdealPlanetary { .. } => {
                 &[("sun", Rotational, Required), ("carrier", Rotational, Required), ("ring", Rotational, Required)]
             }
+            ElementKind::Gearbox { .. } => &[
+                ("flange_a", Rotational, Required),
+                ("flange_b", Rotational, Required),
+                ("support", Rotational, Support),
+                ("mesh", Rotational, Optional),
+            ],
             ElementKind::Spring { .. }
             | ElementKind::Damper { .. }
             | ElementKind::SpringDamper { .. }
@@ -1081,6 +1116,7 @@ impl ElementKind {
             | ElementKind::EddyCurrentTorque { use_support, .. }
             | ElementKind::IdealGear { use_support, .. }
             | ElementKind::LossyGear { use_support, .. }
+            | ElementKind::Gearbox { use_support, .. }
             | ElementKind::Brake { use_support, .. }
             | ElementKind::BearingFriction { use_support, .. }
             | ElementKind::Engine { use_support, .. }
@@ -1108,6 +1144,7 @@ impl ElementKind {
             | Brake { .. }
             | BearingFriction { .. }
             | LossyGear { .. }
+            | Gearbox { .. }
             | EddyCurrentTorque { .. }
             | ElasticClutch { .. }
             | KinematicClutch { .. }

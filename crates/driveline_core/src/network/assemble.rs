@@ -449,6 +449,7 @@ impl Assembly {
             | ElementKind::TorqueConverter { .. }
             | ElementKind::IdealGear { .. }
             | ElementKind::LossyGear { .. }
+            | ElementKind::Gearbox { .. }
             | ElementKind::IdealPlanetary { .. }
             | ElementKind::IdealRollingWheel { .. }
             | ElementKind::IdealGearR2T { .. }
@@ -745,6 +746,29 @@ impl Assembly {
                         law: FrictionLaw::Lossy { table, gear_row: self.rows.len() - 1 },
                     });
                 }
+            }
+            ElementKind::Gearbox { ratio, loss_table, c, d, b, .. } => {
+                // The lossy gear from flange_a (nd[0]) to the mesh (nd[3]), against the support.
+                let (a, fb, s, mesh) = (nd[0], nd[1], nd[2], nd[3]);
+                self.push_row(i, Row::new(&[(a, 1.0), (mesh, -ratio), (s, ratio - 1.0)]), None);
+                info.has_mode = true;
+                let table = LossTable { rows: loss_table.clone(), ratio: *ratio };
+                if !table.is_ideal() {
+                    info.friction = Some(self.friction.len());
+                    self.friction.push(FrictionElement {
+                        element: i,
+                        row: Row::new(&[(a, 1.0), (s, -1.0)]),
+                        law: FrictionLaw::Lossy { table, gear_row: self.rows.len() - 1 },
+                    });
+                }
+                // The elasticity from the mesh to flange_b (MSL: an ElastoBacklash, phi_rel0 = 0).
+                info.rel = Some(two(mesh, fb));
+                let law = if b.abs() <= 1e-10 {
+                    Law::SpringDamper { a: mesh, b: fb, c: *c, d: *d, phi_rel0: 0.0 }
+                } else {
+                    Law::Backlash { a: mesh, b: fb, c: *c, d: *d, half: b / 2.0, phi_rel0: 0.0, capped: true }
+                };
+                self.push_law(i, law, info);
             }
             ElementKind::IdealPlanetary { ratio } => {
                 // (1 + ratio) w_c - w_s - ratio w_r = 0

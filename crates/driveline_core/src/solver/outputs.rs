@@ -240,9 +240,7 @@ impl Simulation {
         let np = self.model.net.rows.len();
         for (pos, &i) in s.locked.iter().enumerate() {
             let fe = &self.model.net.friction[i];
-            if self.model.lossy & 1 << i != 0 {
-                self.out_power[fe.element] = 0.0;
-            } else {
+            if self.model.lossy & 1 << i == 0 {
                 self.out_tau[fe.element] = -lam[np + pos];
             }
         }
@@ -251,9 +249,7 @@ impl Simulation {
         let free = self.friction.free;
         for i in bits(free & !self.friction.out_free | free & self.model.lossy) {
             let fe = &self.model.net.friction[i];
-            if self.model.lossy & 1 << i != 0 {
-                self.out_power[fe.element] = 0.0;
-            } else {
+            if self.model.lossy & 1 << i == 0 {
                 self.out_tau[fe.element] = 0.0;
             }
         }
@@ -280,7 +276,8 @@ impl Simulation {
             if !lossy {
                 self.out_tau[fe.element] = tau;
             }
-            self.out_power[fe.element] = power;
+            // (Added: a gearbox's elasticity has dissipated into it already.)
+            self.out_power[fe.element] += power;
         }
         // The ledger's kinetic energy is computed when it is read.
         // (Laws that read the signals only store no energy; without the ledger nothing reads it.)

@@ -81,7 +81,7 @@ impl Simulation {
                     ModeSource::Friction(k)
                 } else if let Some(j) = net.kinematic.iter().position(|k| k.element == e) {
                     ModeSource::Kinematic(j)
-                } else if info.kind == "LossyGear" {
+                } else if info.kind == "LossyGear" || info.kind == "Gearbox" {
                     ModeSource::Ideal // lossless table: an ideal gear (MSL mode 2)
                 } else if let Some(k) = info.law.filter(|&k| matches!(net.laws[k], Law::ElasticClutch { .. })) {
                     ModeSource::Law(k)
