@@ -99,6 +99,11 @@
 //! | `ThermalConductor`, `Convection` | `Q_flow = G (T_a - T_b)`, `Gc (T_solid - T_fluid)` with `Gc` a signal |
 //! | `FixedTemperature`, `FixedHeatFlow` | `T` held; `Q_flow (1 + alpha (T - T_ref))` into the port |
 //!
+//! An angle or speed sensor's reading is also a signal, `Measured("name")`, for the signal of a
+//! `Torque`, `Torque2` or `Force`: the source then reads the motion (a speed governor), and the
+//! solver differentiates it for Newton ([`elements::Expr`]). Torque, power and acceleration
+//! readings follow from the forces and are outputs only.
+//!
 //! ### Heat ports
 //! Every dissipative element (dampers, backlash, friction elements, lossy gears, the eddy current
 //! brake, the vehicle couplings) has a `heatPort` that receives its `lossPower` when connected,

@@ -137,6 +137,14 @@ pub enum Signal {
         #[serde(default = "zero")]
         since: f64,
     },
+    /// The reading of a sensor element, by name: the angle of an `AngleSensor`, the speed of a
+    /// `SpeedSensor`, the relative angle of a `RelAngleSensor`, the relative speed of a
+    /// `RelSpeedSensor` (MSL: a sensor's output connected to a block). It makes the signal
+    /// depend on the motion, so only the signal of a `Torque`, `Torque2` or `Force` may read
+    /// one (a speed governor, a damper written as a controller); the solver differentiates it
+    /// for Newton. Torque, power and acceleration readings follow from the forces and are not
+    /// signals. Not inside an `Integral` (that would be a state of its own).
+    Measured(String),
     /// A named signal from the scenario's `signals` map. Resolved when a scenario is built;
     /// networks only ever hold resolved signals.
     Ref(String),
@@ -185,6 +193,7 @@ impl Signal {
             Signal::OneMinus(u) | Signal::Gain(_, u) => u.is_steady(),
             Signal::Difference(a, b) => a.is_steady() && b.is_steady(),
             Signal::Integral { .. }
+            | Signal::Measured(_)
             | Signal::Step { .. }
             | Signal::Ramp { .. }
             | Signal::Sine { .. }
@@ -207,7 +216,7 @@ impl Signal {
             | Signal::Pulse { .. }
             | Signal::Table(_)
             | Signal::Input { .. } => true,
-            Signal::Sine { .. } | Signal::Ref(_) => false,
+            Signal::Sine { .. } | Signal::Ref(_) | Signal::Measured(_) => false,
             Signal::Sum(items) => items.iter().all(Signal::is_linear_between_events),
             Signal::Product(items) => {
                 items.iter().all(Signal::is_linear_between_events)
@@ -296,6 +305,9 @@ impl Signal {
                 debug_assert!(false, "unresolved signal reference evaluated");
                 f64::NAN
             }
+            // (A law that reads the motion evaluates it with the state; as a function of time
+            // alone it has no value.)
+            Signal::Measured(_) => f64::NAN,
         }
     }
 
@@ -304,6 +316,7 @@ impl Signal {
     pub fn derivative(&self, t: f64) -> f64 {
         match self {
             Signal::Constant(_) | Signal::Step { .. } | Signal::Pulse { .. } => 0.0,
+            Signal::Measured(_) => f64::NAN,
             Signal::Input { rate, .. } => *rate,
             Signal::Ramp { height, duration, start_time, .. } => {
                 if t >= *start_time && t < start_time + duration {
@@ -397,7 +410,7 @@ impl Signal {
     pub fn next_event_after(&self, t: f64) -> f64 {
         let after = |s: f64| if s > t { s } else { f64::INFINITY };
         match self {
-            Signal::Constant(_) | Signal::Ref(_) | Signal::Input { .. } => f64::INFINITY,
+            Signal::Constant(_) | Signal::Ref(_) | Signal::Input { .. } | Signal::Measured(_) => f64::INFINITY,
             Signal::Step { start_time, .. } | Signal::Sine { start_time, .. } => after(*start_time),
             Signal::Ramp { duration, start_time, .. } => after(*start_time).min(after(start_time + duration)),
             Signal::Pulse { width, period, nperiod, start_time, .. } => {
@@ -631,6 +644,23 @@ impl Signal {
                 of.validate()
             }
             Signal::Ref(name) => Err(format!("unresolved signal reference '{name}'")),
+            Signal::Measured(name) => {
+                if name.is_empty() {
+                    return Err("`Measured` needs the name of a sensor element".into());
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// True when this tree reads a sensor ([`Signal::Measured`]): it depends on the motion.
+    pub fn reads_motion(&self) -> bool {
+        match self {
+            Signal::Measured(_) => true,
+            Signal::Sum(items) | Signal::Product(items) => items.iter().any(Signal::reads_motion),
+            Signal::OneMinus(u) | Signal::Gain(_, u) | Signal::Integral { of: u, .. } => u.reads_motion(),
+            Signal::Difference(a, b) => a.reads_motion() || b.reads_motion(),
+            _ => false,
         }
     }
 

@@ -15,6 +15,17 @@ pub enum Law {
         /// Signal index.
         signal: usize,
     },
+    /// Torque (or force) source whose signal reads the motion (a sensor's reading,
+    /// [`crate::Signal::Measured`]): `+tau` on `flange`, `-tau` on `support`, `tau` the value
+    /// of `expr` at the state.
+    Feedback {
+        /// Driven node.
+        flange: usize,
+        /// Reaction node.
+        support: usize,
+        /// The signal, compiled against the state.
+        expr: Expr,
+    },
     /// Quadratic speed-dependent torque or force: `k (w/w_nominal)^2`, optionally `sign(w)`.
     Quadratic {
         /// Driven node.
@@ -433,6 +444,7 @@ impl Law {
         // (Exhaustive: a new law must say.)
         match self {
             Law::SpringDamper { .. } | Law::ElasticClutch { .. } | Law::Dog { .. } | Law::Backlash { .. } => true,
+            Law::Feedback { expr, .. } => expr.reads_angles(),
             Law::Source { .. }
             | Law::Quadratic { .. }
             | Law::SpeedTorque { .. }
@@ -570,6 +582,22 @@ impl Law {
                     j.add_pair(flange, support, support, flange, 0.0, dtau);
                 }
                 LawOutput { tau, power: tau * wr, dissipation: 0.0 }
+            }
+            Law::Feedback { flange, support, ref expr } => {
+                let tau = expr.value(phi, w, sig);
+                f[flange] += tau;
+                f[support] -= tau;
+                if let Some(j) = jac {
+                    let n = j.n;
+                    expr.gradient(phi, w, sig, 1.0, &mut |angle, r, d| {
+                        let m = if angle { &mut *j.dphi } else { &mut *j.dw };
+                        for &(node, c) in r.entries.iter().filter(|e| e.1 != 0.0) {
+                            Jacobian::add(m, n, flange, node, d * c);
+                            Jacobian::add(m, n, support, node, -d * c);
+                        }
+                    });
+                }
+                LawOutput { tau, power: tau * (w[flange] - w[support]), dissipation: 0.0 }
             }
             Law::Eddy { flange, support, tau_nominal, temperature, w_nominal, t_ref, alpha } => {
                 let wr = w[flange] - w[support];

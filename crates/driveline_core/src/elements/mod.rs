@@ -9,10 +9,12 @@ use crate::converter::ConverterMap;
 use crate::torque_map::TorqueMap;
 use crate::tyre::MagicFormula;
 
+mod feedback;
 mod friction;
 mod law;
 mod speed_curve;
 
+pub use feedback::Expr;
 pub use friction::*;
 pub use law::*;
 pub use speed_curve::SpeedCurve;

@@ -2,7 +2,7 @@
 //! nodes, every element compiled into laws, constraint rows and friction rows.
 
 use super::*;
-use crate::elements::SpeedCurve;
+use crate::elements::{Expr, SpeedCurve};
 use crate::model::ElementSpec;
 
 impl Network {
@@ -33,6 +33,7 @@ impl Network {
             asm.add_element(i, e, &slots)?;
         }
         asm.resolve_limited_slip(specs, &index)?;
+        asm.resolve_feedback(specs, &index)?;
         let mut thermal = ThermalNetwork::build(specs, &heat_connections, &mut asm.signals)?;
         if let Some(th) = &mut thermal {
             // The temperature-dependent laws read their heat port's temperature through an
@@ -324,6 +325,7 @@ impl FlangeSlots {
             friction: Vec::new(),
             elements: Vec::new(),
             heat_connected: Vec::new(),
+            feedback: Vec::new(),
         })
     }
 }
@@ -346,6 +348,8 @@ struct Assembly {
     elements: Vec<ElementInfo>,
     /// Per element: a heat port is connected.
     heat_connected: Vec<bool>,
+    /// The sources whose signal reads a sensor: `(law, signal)`, compiled last.
+    feedback: Vec<(usize, Signal)>,
 }
 
 /// The relative-coordinate row `w_b - w_a`.
@@ -374,6 +378,74 @@ impl Assembly {
         self.row_rhs.push(rhs);
     }
 
+    /// Adds a torque (force) source from signal `s`: `+s` on `flange`, `-s` on `support`. A
+    /// signal that reads a sensor becomes a [`Law::Feedback`], compiled once every element is
+    /// in ([`Assembly::resolve_feedback`]).
+    fn push_source(&mut self, i: usize, flange: usize, support: usize, s: &Signal, info: &mut ElementInfo) {
+        info.source = true;
+        if s.reads_motion() {
+            self.feedback.push((self.laws.len(), s.clone()));
+            self.push_law(i, Law::Feedback { flange, support, expr: Expr::Sum(Vec::new()) }, info);
+        } else {
+            let signal = self.signal(s);
+            self.push_law(i, Law::Source { flange, support, signal }, info);
+        }
+    }
+
+    /// Compiles the signals of the sources that read a sensor ([`Law::Feedback`]).
+    fn resolve_feedback(&mut self, specs: &[ElementSpec], index: &HashMap<&str, usize>) -> Result<(), BuildError> {
+        for (law, s) in std::mem::take(&mut self.feedback) {
+            let owner = &specs[self.law_element[law]].name;
+            let compiled = self
+                .compile_feedback(&s, index)
+                .map_err(|message| BuildError::Signal { element: owner.clone(), message })?;
+            if let Law::Feedback { expr, .. } = &mut self.laws[law] {
+                *expr = compiled;
+            }
+        }
+        Ok(())
+    }
+
+    /// `s` against the state: its parts that depend on time alone become signals.
+    fn compile_feedback(&mut self, s: &Signal, index: &HashMap<&str, usize>) -> Result<Expr, String> {
+        if !s.reads_motion() {
+            return Ok(Expr::Signal(self.signal(s)));
+        }
+        let all = |v: &[Signal], me: &mut Self| {
+            v.iter().map(|x| me.compile_feedback(x, index)).collect::<Result<Vec<_>, _>>()
+        };
+        Ok(match s {
+            Signal::Measured(name) => {
+                let info = index.get(name.as_str()).map(|&k| &self.elements[k]).ok_or_else(|| {
+                    format!("`Measured(\"{name}\")` names no element; name an AngleSensor, SpeedSensor, RelAngleSensor or RelSpeedSensor")
+                })?;
+                match (info.sensor, info.rel) {
+                    (Some(Sensor::Angle | Sensor::RelAngle), Some(r)) => Expr::Angle(r),
+                    (Some(Sensor::Speed | Sensor::RelSpeed), Some(r)) => Expr::Speed(r),
+                    _ => {
+                        return Err(format!(
+                            "`Measured(\"{name}\")` reads a {}; a signal can read an AngleSensor, SpeedSensor, RelAngleSensor or \
+                             RelSpeedSensor (torques, powers and accelerations follow from the forces)",
+                            info.kind
+                        ));
+                    }
+                }
+            }
+            Signal::Sum(v) => Expr::Sum(all(v, self)?),
+            Signal::Product(v) => Expr::Product(all(v, self)?),
+            Signal::Gain(k, u) => Expr::Gain(*k, Box::new(self.compile_feedback(u, index)?)),
+            Signal::OneMinus(u) => Expr::OneMinus(Box::new(self.compile_feedback(u, index)?)),
+            Signal::Difference(a, b) => {
+                Expr::Difference(Box::new(self.compile_feedback(a, index)?), Box::new(self.compile_feedback(b, index)?))
+            }
+            _ => {
+                return Err(
+                    "a sensor reading inside an `Integral` would be a state of its own; it is not supported".into()
+                );
+            }
+        })
+    }
+
     /// Adds a prescribed-motion source: the row `w_flange - w_support` imposed by `p`, also the
     /// element's relative coordinate.
     fn push_prescribed(&mut self, i: usize, nd: &[usize], p: Prescribed, info: &mut ElementInfo) {
@@ -392,6 +464,17 @@ impl Assembly {
 
     /// Compiles element `i` (`e`) into the network's parts.
     fn add_element(&mut self, i: usize, e: &ElementSpec, slots: &FlangeSlots) -> Result<(), BuildError> {
+        if !matches!(e.kind, ElementKind::Torque { .. } | ElementKind::Torque2 { .. } | ElementKind::Force { .. })
+            && e.kind.clone().signals_mut().iter().any(|s| s.reads_motion())
+        {
+            return Err(BuildError::Signal {
+                element: e.name.clone(),
+                message:
+                    "a signal here reads a sensor (`Measured`); only the signal of a Torque, Torque2 or Force may \
+                          depend on the motion"
+                        .into(),
+            });
+        }
         let nd: Vec<usize> = (0..e.kind.flanges().len()).map(|k| slots.node[slots.base[i] + k]).collect();
         let mut info = ElementInfo {
             name: e.name.clone(),
@@ -487,11 +570,7 @@ impl Assembly {
                 info.body = Some(nd[0]);
             }
             ElementKind::Fixed { .. } => {}
-            ElementKind::Torque { tau, .. } => {
-                let s = self.signal(tau);
-                info.source = true;
-                self.push_law(i, Law::Source { flange: nd[0], support: nd[1], signal: s }, info);
-            }
+            ElementKind::Torque { tau, .. } => self.push_source(i, nd[0], nd[1], tau, info),
             ElementKind::AngleSensor {} | ElementKind::SpeedSensor {} => {
                 // The flange's angle and speed, read through a one-entry row.
                 info.rel = Some(Row::new(&[(nd[0], 1.0)]));
@@ -527,9 +606,7 @@ impl Assembly {
             ElementKind::Torque2 { tau } => {
                 // flange_a.tau = tau, flange_b.tau = -tau: a torque source on flange_b whose
                 // reaction is flange_a.
-                let s = self.signal(tau);
-                info.source = true;
-                self.push_law(i, Law::Source { flange: nd[1], support: nd[0], signal: s }, info);
+                self.push_source(i, nd[1], nd[0], tau, info);
             }
             ElementKind::LinearSpeedDependentTorque { tau_nominal, w_nominal, torque_direction, .. } => {
                 info.source = true;
@@ -656,10 +733,8 @@ impl Assembly {
                 info.rel = Some(row);
             }
             ElementKind::Force { f } => {
-                let s = self.signal(f);
-                info.source = true;
                 let g = self.fresh_ground(Domain::Translational); // for the reaction
-                self.push_law(i, Law::Source { flange: nd[0], support: g, signal: s }, info);
+                self.push_source(i, nd[0], g, f, info);
             }
             ElementKind::Engine { map, throttle, .. } => {
                 let s = self.signal(throttle);

@@ -598,9 +598,11 @@ impl Simulation {
                 let p = h * (B[0] * self.ws.law_power[0][k] + B[1] * self.ws.law_power[1][k]);
                 let d = h * (B[0] * self.ws.law_diss[0][k] + B[1] * self.ws.law_diss[1][k]);
                 match law {
-                    Law::Source { .. } | Law::Quadratic { .. } | Law::SpeedTorque { .. } | Law::Engine { .. } => {
-                        self.energy.input += p
-                    }
+                    Law::Source { .. }
+                    | Law::Feedback { .. }
+                    | Law::Quadratic { .. }
+                    | Law::SpeedTorque { .. }
+                    | Law::Engine { .. } => self.energy.input += p,
                     _ => {
                         self.energy.dissipated += d;
                         if let Some(th) = self.thermal.as_deref_mut() {
