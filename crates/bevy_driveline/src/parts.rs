@@ -488,6 +488,10 @@ element_components! {
         b: f64,
         /// The reaction goes to a `support` flange.
         use_support: bool,
+        /// Fixed initial relative angle across the elasticity, rad.
+        phi_rel_start: Option<f64>,
+        /// Fixed initial relative speed across the elasticity, rad/s.
+        w_rel_start: Option<f64>,
     }
     /// An ideal planetary set (MSL `IdealPlanetary`): sun, carrier, ring.
     IdealPlanetary from IdealPlanetary [Default] {

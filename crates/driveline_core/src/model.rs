@@ -488,6 +488,14 @@ pub enum ElementKind {
         /// See [`ElementKind::Torque`].
         #[serde(default)]
         use_support: bool,
+        /// Fixed initial phi_rel across the elasticity, rad.
+        /// Plausible range: -1e6 .. 1e6 rad.
+        #[serde(default)]
+        phi_rel_start: Option<f64>,
+        /// Fixed initial w_rel across the elasticity, rad/s.
+        /// Plausible range: -1e4 .. 1e4 rad/s.
+        #[serde(default)]
+        w_rel_start: Option<f64>,
     },
     /// Simple planetary set (Willis): `(1 + ratio) w_carrier = w_sun + ratio w_ring`,
     /// `ratio = z_ring / z_sun`. Flanges `sun`, `carrier`, `ring`. Massless.
@@ -1072,7 +1080,8 @@ impl ElementKind {
             | Clutch { phi_rel_start, w_rel_start, .. }
             | OneWayClutch { phi_rel_start, w_rel_start, .. }
             | ElasticClutch { phi_rel_start, w_rel_start, .. }
-            | RelativeStates { phi_rel_start, w_rel_start } => {
+            | RelativeStates { phi_rel_start, w_rel_start }
+            | Gearbox { phi_rel_start, w_rel_start, .. } => {
                 if let Some((p, w)) = relative {
                     *phi_rel_start = Some(p);
                     *w_rel_start = Some(w);

@@ -529,7 +529,8 @@ impl Network {
                     | ElementKind::Clutch { phi_rel_start, w_rel_start, .. }
                     | ElementKind::OneWayClutch { phi_rel_start, w_rel_start, .. }
                     | ElementKind::ElasticClutch { phi_rel_start, w_rel_start, .. }
-                    | ElementKind::RelativeStates { phi_rel_start, w_rel_start } => {
+                    | ElementKind::RelativeStates { phi_rel_start, w_rel_start }
+                    | ElementKind::Gearbox { phi_rel_start, w_rel_start, .. } => {
                         (None, if pass == 0 { *phi_rel_start } else { *w_rel_start })
                     }
                     _ => (None, None),

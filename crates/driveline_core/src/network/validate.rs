@@ -136,11 +136,13 @@ pub fn validate_element(name: &str, kind: &ElementKind) -> Result<(), BuildError
         }
         IdealGear { ratio, .. } => check(name, "ratio", *ratio, *ratio != 0.0, "non-zero (phi_a/phi_b)"),
         LossyGear { ratio, loss_table, .. } => check_lossy_gear(name, *ratio, loss_table),
-        Gearbox { ratio, loss_table, c, d, b, .. } => {
+        Gearbox { ratio, loss_table, c, d, b, phi_rel_start, w_rel_start, .. } => {
             check_lossy_gear(name, *ratio, loss_table)?;
             check(name, "c", *c, *c > 0.0, "> 0 N m/rad")?;
             check(name, "d", *d, *d >= 0.0, ">= 0 N m s/rad")?;
-            check(name, "b", *b, *b >= 0.0, ">= 0 rad (total backlash)")
+            check(name, "b", *b, *b >= 0.0, ">= 0 rad (total backlash)")?;
+            check_opt(name, "phi_rel_start", *phi_rel_start)?;
+            check_opt(name, "w_rel_start", *w_rel_start)
         }
         IdealPlanetary { ratio } => check(name, "ratio", *ratio, *ratio > 0.0, "> 0 (ring teeth / sun teeth)"),
         Spring { c, phi_rel0, phi_rel_start, w_rel_start } => {
