@@ -253,3 +253,43 @@ fn an_accelerate_source_integrates_its_acceleration_exactly() {
         });
     }
 }
+
+#[test]
+fn filtered_sources_follow_msl_input_filters() {
+    // MSL Speed with exact = false: a first-order lag at f_crit = 5 Hz of a unit step at 0.5 s,
+    // w = 1 - exp(-w_c (t - 0.5)). MSL Position with exact = false: its second-order filter at
+    // 2 Hz of a unit step at 0.1 s, y'' = ((1 - y) w_c - af y') w_c / bf, underdamped:
+    // y = 1 - exp(-a t) (cos b t + a/b sin b t).
+    let wc1 = std::f64::consts::TAU * 5.0;
+    let wc2 = std::f64::consts::TAU * 2.0;
+    let (af, bf) = (1.3617, 0.6180);
+    let a = af * wc2 / (2.0 * bf);
+    let b = (wc2 * wc2 / bf - a * a).sqrt();
+    for dt in [1e-3f64, 1.0 / 60.0] {
+        let sim = network(
+            r#"(name: "J1", kind: Inertia(J: 1.0)),
+               (name: "speed", kind: Speed(w_ref: Filter(of: Step(height: 1.0, start_time: 0.5), f_crit: 5.0), phi_start: 0.0)),
+               (name: "J2", kind: Inertia(J: 1.0)),
+               (name: "position", kind: Position(phi_ref: Filter(of: Step(height: 1.0, start_time: 0.1), f_crit: 2.0, order: 2)))"#,
+            r#"("speed.flange", "J1.flange_a"), ("position.flange", "J2.flange_a")"#,
+        );
+        let n = (1.5 / dt).round() as usize;
+        each_step(sim, dt, n, |sim, t| {
+            let w = sim.body_state(0).unwrap().1;
+            let w_exact = if t < 0.5 { 0.0 } else { 1.0 - (-wc1 * (t - 0.5)).exp() };
+            // The filter's own integration (RK4, sub-steps of 0.1 / w_c): 1e-8 of the step.
+            assert!((w - w_exact).abs() < 1e-8, "dt {dt}, t {t}: w = {w}, not {w_exact}");
+            let (phi, w2) = sim.body_state(2).unwrap();
+            let s = t - 0.1;
+            let y = if s < 0.0 { 0.0 } else { 1.0 - (-a * s).exp() * ((b * s).cos() + a / b * (b * s).sin()) };
+            let dy = if s < 0.0 { 0.0 } else { (-a * s).exp() * (a * a / b + b) * (b * s).sin() };
+            // (The filter's RK4 in sub-steps of 0.025 / w_c: 2.7e-8 at 1/60 s, where a sub-step
+            // straddles the step's first milliseconds.)
+            assert!((w2 - dy).abs() < 1e-7, "dt {dt}, t {t}: w = {w2}, not {dy}");
+            // The angle is the collocation's integral of the prescribed speed: order 4, up to
+            // 1.3e-6 at 1/60 s in the step's transient (h w_c = 0.2).
+            let tol = if dt < 0.01 { 1e-8 } else { 1e-5 };
+            assert!((phi - y).abs() < tol, "dt {dt}, t {t}: phi = {phi}, not {y}");
+        });
+    }
+}

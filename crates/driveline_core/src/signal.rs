@@ -14,6 +14,9 @@ fn zero() -> f64 {
 fn one() -> f64 {
     1.0
 }
+fn one_u8() -> u8 {
+    1
+}
 fn minus_one() -> i64 {
     -1
 }
@@ -137,6 +140,32 @@ pub enum Signal {
         #[serde(default = "zero")]
         since: f64,
     },
+    /// The input filter of MSL's motion sources with `exact = false` (their default): order 1,
+    /// `y' = w_c (of - y)` (MSL `Speed`'s, a first-order lag); order 2,
+    /// `y'' = ((of - y) w_c - 1.3617 y') w_c / 0.6180` (MSL `Position`'s and `Move`'s, a
+    /// second-order Bessel filter), `w_c = 2 pi f_crit`. `value` and `rate` (`y`, `y'`) are its
+    /// state at `since`: the start values at the start time, carried forward at every step end
+    /// (classical Runge-Kutta between the time events of `of`, sub-steps of at most 0.025 / w_c).
+    /// So `Speed(w_ref: Filter(of: Step(start_time: 0.5), f_crit: 50.0))` is MSL's
+    /// `Speed(exact = false)`.
+    Filter {
+        /// The filtered signal.
+        of: Box<Signal>,
+        /// Critical frequency, Hz (> 0).
+        f_crit: f64,
+        /// 1 or 2. Default 1.
+        #[serde(default = "one_u8")]
+        order: u8,
+        /// `y` at `since`. Default 0.
+        #[serde(default = "zero")]
+        value: f64,
+        /// `y'` at `since` (order 2). Default 0.
+        #[serde(default = "zero")]
+        rate: f64,
+        /// Time the state holds at, s. Default 0.
+        #[serde(default = "zero")]
+        since: f64,
+    },
     /// The reading of a sensor element, by name: the angle of an `AngleSensor`, the speed of a
     /// `SpeedSensor`, the relative angle of a `RelAngleSensor`, the relative speed of a
     /// `RelSpeedSensor` (MSL: a sensor's output connected to a block). It makes the signal
@@ -193,6 +222,7 @@ impl Signal {
             Signal::OneMinus(u) | Signal::Gain(_, u) => u.is_steady(),
             Signal::Difference(a, b) => a.is_steady() && b.is_steady(),
             Signal::Integral { .. }
+            | Signal::Filter { .. }
             | Signal::Measured(_)
             | Signal::Step { .. }
             | Signal::Ramp { .. }
@@ -225,6 +255,7 @@ impl Signal {
             Signal::OneMinus(u) | Signal::Gain(_, u) => u.is_linear_between_events(),
             Signal::Difference(a, b) => a.is_linear_between_events() && b.is_linear_between_events(),
             Signal::Integral { of, .. } => of.is_steady(),
+            Signal::Filter { .. } => false,
         }
     }
 
@@ -294,6 +325,7 @@ impl Signal {
             Signal::Difference(a, b) => a.eval_side(t, left) - b.eval_side(t, left),
             Signal::Gain(k, u) => k * u.eval_side(t, left),
             Signal::Integral { of, value, since } => value + integral(of, *since, t),
+            Signal::Filter { .. } => self.filter_state(t).0,
             Signal::Input { value, rate, since, .. } => {
                 if *rate == 0.0 {
                     *value
@@ -358,6 +390,10 @@ impl Signal {
             Signal::Difference(a, b) => a.derivative(t) - b.derivative(t),
             Signal::Gain(k, u) => k * u.derivative(t),
             Signal::Integral { of, .. } => of.eval(t),
+            Signal::Filter { of, f_crit, order, .. } => {
+                let (y, dy) = self.filter_state(t);
+                if *order == 1 { angular(*f_crit) * (of.eval(t) - y) } else { dy }
+            }
             Signal::Ref(_) => f64::NAN,
         }
     }
@@ -400,6 +436,15 @@ impl Signal {
             Signal::Difference(a, b) => a.second_derivative(t) - b.second_derivative(t),
             Signal::Gain(k, u) => k * u.second_derivative(t),
             Signal::Integral { of, .. } => of.derivative(t),
+            Signal::Filter { of, f_crit, order, .. } => {
+                let (y, dy) = self.filter_state(t);
+                let wc = angular(*f_crit);
+                if *order == 1 {
+                    wc * (of.derivative(t) - wc * (of.eval(t) - y))
+                } else {
+                    ((of.eval(t) - y) * wc - FILTER_AF * dy) * wc / FILTER_BF
+                }
+            }
             Signal::Ref(_) => f64::NAN,
             _ => 0.0,
         }
@@ -437,7 +482,10 @@ impl Signal {
             Signal::Sum(items) | Signal::Product(items) => {
                 items.iter().map(|s| s.next_event_after(t)).fold(f64::INFINITY, f64::min)
             }
-            Signal::OneMinus(u) | Signal::Gain(_, u) | Signal::Integral { of: u, .. } => u.next_event_after(t),
+            Signal::OneMinus(u)
+            | Signal::Gain(_, u)
+            | Signal::Integral { of: u, .. }
+            | Signal::Filter { of: u, .. } => u.next_event_after(t),
             Signal::Difference(a, b) => a.next_event_after(t).min(b.next_event_after(t)),
         }
     }
@@ -455,6 +503,14 @@ impl Signal {
             Signal::Integral { of, .. } => {
                 Signal::Integral { of: Box::new(of.without_input_values()), value: 0.0, since: 0.0 }
             }
+            Signal::Filter { of, f_crit, order, .. } => Signal::Filter {
+                of: Box::new(of.without_input_values()),
+                f_crit: *f_crit,
+                order: *order,
+                value: 0.0,
+                rate: 0.0,
+                since: 0.0,
+            },
             Signal::Difference(a, b) => {
                 Signal::Difference(Box::new(a.without_input_values()), Box::new(b.without_input_values()))
             }
@@ -471,7 +527,10 @@ impl Signal {
                 1
             }
             Signal::Sum(items) | Signal::Product(items) => items.iter_mut().map(|s| s.set_input(name, value)).sum(),
-            Signal::OneMinus(u) | Signal::Gain(_, u) | Signal::Integral { of: u, .. } => u.set_input(name, value),
+            Signal::OneMinus(u)
+            | Signal::Gain(_, u)
+            | Signal::Integral { of: u, .. }
+            | Signal::Filter { of: u, .. } => u.set_input(name, value),
             Signal::Difference(a, b) => a.set_input(name, value) + b.set_input(name, value),
             _ => 0,
         }
@@ -483,7 +542,10 @@ impl Signal {
         match self {
             Signal::Input { name: n, .. } if n == name => Some(self.eval(t)),
             Signal::Sum(items) | Signal::Product(items) => items.iter().find_map(|s| s.input_value(name, t)),
-            Signal::OneMinus(u) | Signal::Gain(_, u) | Signal::Integral { of: u, .. } => u.input_value(name, t),
+            Signal::OneMinus(u)
+            | Signal::Gain(_, u)
+            | Signal::Integral { of: u, .. }
+            | Signal::Filter { of: u, .. } => u.input_value(name, t),
             Signal::Difference(a, b) => a.input_value(name, t).or_else(|| b.input_value(name, t)),
             _ => None,
         }
@@ -494,7 +556,10 @@ impl Signal {
         match self {
             Signal::Input { name, .. } if !out.contains(name) => out.push(name.clone()),
             Signal::Sum(items) | Signal::Product(items) => items.iter().for_each(|s| s.input_names(out)),
-            Signal::OneMinus(u) | Signal::Gain(_, u) | Signal::Integral { of: u, .. } => u.input_names(out),
+            Signal::OneMinus(u)
+            | Signal::Gain(_, u)
+            | Signal::Integral { of: u, .. }
+            | Signal::Filter { of: u, .. } => u.input_names(out),
             Signal::Difference(a, b) => {
                 a.input_names(out);
                 b.input_names(out);
@@ -527,6 +592,14 @@ impl Signal {
             Signal::Integral { of, value, since } => {
                 Signal::Integral { of: Box::new(r(of)?), value: *value, since: *since }
             }
+            Signal::Filter { of, f_crit, order, value, rate, since } => Signal::Filter {
+                of: Box::new(r(of)?),
+                f_crit: *f_crit,
+                order: *order,
+                value: *value,
+                rate: *rate,
+                since: *since,
+            },
             other => other.clone(),
         })
     }
@@ -643,6 +716,19 @@ impl Signal {
                 finite("since", *since)?;
                 of.validate()
             }
+            Signal::Filter { of, f_crit, order, value, rate, since } => {
+                finite("f_crit", *f_crit)?;
+                if *f_crit <= 0.0 {
+                    return Err(format!("Filter `f_crit` is {f_crit}; it must be > 0 Hz"));
+                }
+                if !matches!(order, 1 | 2) {
+                    return Err(format!("Filter `order` is {order}; it must be 1 (MSL Speed's lag) or 2 (Position's)"));
+                }
+                finite("value", *value)?;
+                finite("rate", *rate)?;
+                finite("since", *since)?;
+                of.validate()
+            }
             Signal::Ref(name) => Err(format!("unresolved signal reference '{name}'")),
             Signal::Measured(name) => {
                 if name.is_empty() {
@@ -658,7 +744,10 @@ impl Signal {
         match self {
             Signal::Measured(_) => true,
             Signal::Sum(items) | Signal::Product(items) => items.iter().any(Signal::reads_motion),
-            Signal::OneMinus(u) | Signal::Gain(_, u) | Signal::Integral { of: u, .. } => u.reads_motion(),
+            Signal::OneMinus(u)
+            | Signal::Gain(_, u)
+            | Signal::Integral { of: u, .. }
+            | Signal::Filter { of: u, .. } => u.reads_motion(),
             Signal::Difference(a, b) => a.reads_motion() || b.reads_motion(),
             _ => false,
         }
@@ -677,6 +766,15 @@ impl Signal {
                 *since = t;
                 inner + 1
             }
+            Signal::Filter { .. } => {
+                let state = if carry { Some(self.filter_state(t)) } else { None };
+                let Signal::Filter { of, value, rate, since, .. } = self else { unreachable!() };
+                if let Some((y, dy)) = state {
+                    (*value, *rate) = (y, dy);
+                }
+                *since = t;
+                of.restart_integrals(t, carry) + 1
+            }
             Signal::Sum(items) | Signal::Product(items) => {
                 items.iter_mut().map(|s| s.restart_integrals(t, carry)).sum()
             }
@@ -684,6 +782,45 @@ impl Signal {
             Signal::Difference(a, b) => a.restart_integrals(t, carry) + b.restart_integrals(t, carry),
             _ => 0,
         }
+    }
+}
+
+/// MSL's `af` and `bf` of the second-order input filter (`Position`, `Move` with `exact = false`).
+const FILTER_AF: f64 = 1.3617;
+const FILTER_BF: f64 = 0.6180;
+
+impl Signal {
+    /// A [`Signal::Filter`]'s `(y, y')` at `t` from its state at `since` (`t < since`: the state).
+    fn filter_state(&self, t: f64) -> (f64, f64) {
+        let Signal::Filter { of, f_crit, order, value, rate, since } = self else { return (f64::NAN, f64::NAN) };
+        let wc = angular(*f_crit);
+        let f = |u: f64, y: f64, dy: f64| -> (f64, f64) {
+            if *order == 1 { (wc * (u - y), 0.0) } else { (dy, ((u - y) * wc - FILTER_AF * dy) * wc / FILTER_BF) }
+        };
+        let (mut y, mut dy) = (*value, *rate);
+        let (mut s, mut pieces) = (*since, 0);
+        while s < t && pieces < 4096 {
+            pieces += 1;
+            let e = of.next_event_after(s).min(t);
+            // Sub-steps of at most 0.025 / w_c: the RK4 error, (h lambda)^5 / 120 of the state per
+            // sub-step with |lambda| <= 1.3 w_c, stays near 1e-10 of it.
+            let n = ((e - s) * wc / 0.025).ceil().clamp(1.0, 1e5) as usize;
+            let h = (e - s) / n as f64;
+            for k in 0..n {
+                let t0 = s + k as f64 * h;
+                let t1 = if k + 1 == n { e } else { t0 + h };
+                // (The end of a piece is read from the left: a step of `of` there is the next piece's.)
+                let (u0, um, u1) = (of.eval(t0), of.eval(t0 + 0.5 * h), of.eval_left(t1));
+                let k1 = f(u0, y, dy);
+                let k2 = f(um, y + 0.5 * h * k1.0, dy + 0.5 * h * k1.1);
+                let k3 = f(um, y + 0.5 * h * k2.0, dy + 0.5 * h * k2.1);
+                let k4 = f(u1, y + h * k3.0, dy + h * k3.1);
+                y += h / 6.0 * (k1.0 + 2.0 * k2.0 + 2.0 * k3.0 + k4.0);
+                dy += h / 6.0 * (k1.1 + 2.0 * k2.1 + 2.0 * k3.1 + k4.1);
+            }
+            s = e;
+        }
+        (y, dy)
     }
 }
 

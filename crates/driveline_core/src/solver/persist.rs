@@ -106,9 +106,13 @@ fn for_each_input(
 ) -> Result<(), SnapshotError> {
     match s {
         Signal::Input { value, rate, since, .. } => f(value, rate, since),
-        // An integral's state, as an input's (no rate).
+        // An integral's and a filter's state, as an input's.
         Signal::Integral { of, value, since } => {
             f(value, &mut 0.0, since)?;
+            for_each_input(of, f)
+        }
+        Signal::Filter { of, value, rate, since, .. } => {
+            f(value, rate, since)?;
             for_each_input(of, f)
         }
         Signal::Sum(items) | Signal::Product(items) => items.iter_mut().try_for_each(|s| for_each_input(s, f)),
@@ -126,6 +130,10 @@ fn each_input(s: &Signal, f: &mut impl FnMut(f64, f64, f64)) {
         Signal::Input { value, rate, since, .. } => f(*value, *rate, *since),
         Signal::Integral { of, value, since } => {
             f(*value, 0.0, *since);
+            each_input(of, f);
+        }
+        Signal::Filter { of, value, rate, since, .. } => {
+            f(*value, *rate, *since);
             each_input(of, f);
         }
         Signal::Sum(items) | Signal::Product(items) => items.iter().for_each(|s| each_input(s, f)),
