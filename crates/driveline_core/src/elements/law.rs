@@ -24,7 +24,7 @@ pub enum Law {
         /// Reaction node.
         support: usize,
         /// The signal, compiled against the state.
-        expr: Expr,
+        expr: Box<Expr>,
     },
     /// Quadratic speed-dependent torque or force: `k (w/w_nominal)^2`, optionally `sign(w)`.
     Quadratic {
@@ -583,37 +583,8 @@ impl Law {
                 }
                 LawOutput { tau, power: tau * wr, dissipation: 0.0 }
             }
-            Law::Feedback { flange, support, ref expr } => {
-                let tau = expr.value(phi, w, sig);
-                f[flange] += tau;
-                f[support] -= tau;
-                if let Some(j) = jac {
-                    let n = j.n;
-                    expr.gradient(phi, w, sig, 1.0, &mut |angle, r, d| {
-                        let m = if angle { &mut *j.dphi } else { &mut *j.dw };
-                        for &(node, c) in r.entries.iter().filter(|e| e.1 != 0.0) {
-                            Jacobian::add(m, n, flange, node, d * c);
-                            Jacobian::add(m, n, support, node, -d * c);
-                        }
-                    });
-                }
-                LawOutput { tau, power: tau * (w[flange] - w[support]), dissipation: 0.0 }
-            }
-            Law::Eddy { flange, support, tau_nominal, temperature, w_nominal, t_ref, alpha } => {
-                let wr = w[flange] - w[support];
-                let wn = w_nominal * (1.0 + alpha * (sig[temperature] - t_ref));
-                let x = wr / wn;
-                let q = 1.0 / (1.0 + x * x);
-                let tau = 2.0 * sig[tau_nominal] * x * q;
-                // d tau / d w = 2 T_n (1 - x^2) / (1 + x^2)^2 / wn.
-                let dtau = 2.0 * sig[tau_nominal] * (1.0 - x * x) * q * q / wn;
-                f[flange] -= tau;
-                f[support] += tau;
-                if let Some(j) = jac {
-                    j.add_pair(flange, support, support, flange, 0.0, -dtau);
-                }
-                LawOutput { tau, power: -tau * wr, dissipation: tau * wr }
-            }
+            Law::Feedback { flange, support, ref expr } => feedback_force(flange, support, expr, phi, w, sig, f, jac),
+            Law::Eddy { .. } => eddy_force(self, w, sig, f, jac),
             Law::SpeedTorque { flange, support, curve } => {
                 let wr = w[flange] - w[support];
                 let (tau, dtau) = curve.eval(wr);
@@ -689,6 +660,56 @@ impl Law {
             }
         }
     }
+}
+
+/// [`Law::Feedback`]'s force (out of line: the common laws' dispatch stays as it was).
+#[inline(never)]
+#[allow(clippy::too_many_arguments)]
+fn feedback_force(
+    flange: usize,
+    support: usize,
+    expr: &Expr,
+    phi: &[f64],
+    w: &[f64],
+    sig: &[f64],
+    f: &mut [f64],
+    jac: Option<&mut Jacobian<'_>>,
+) -> LawOutput {
+    let tau = expr.value(phi, w, sig);
+    f[flange] += tau;
+    f[support] -= tau;
+    if let Some(j) = jac {
+        let n = j.n;
+        expr.gradient(phi, w, sig, 1.0, &mut |angle, r, d| {
+            let m = if angle { &mut *j.dphi } else { &mut *j.dw };
+            for &(node, c) in r.entries.iter().filter(|e| e.1 != 0.0) {
+                Jacobian::add(m, n, flange, node, d * c);
+                Jacobian::add(m, n, support, node, -d * c);
+            }
+        });
+    }
+    LawOutput { tau, power: tau * (w[flange] - w[support]), dissipation: 0.0 }
+}
+
+/// [`Law::Eddy`]'s force (out of line, as [`feedback_force`]).
+#[inline(never)]
+fn eddy_force(law: &Law, w: &[f64], sig: &[f64], f: &mut [f64], jac: Option<&mut Jacobian<'_>>) -> LawOutput {
+    let Law::Eddy { flange, support, tau_nominal, temperature, w_nominal, t_ref, alpha } = *law else {
+        unreachable!("an eddy current law")
+    };
+    let wr = w[flange] - w[support];
+    let wn = w_nominal * (1.0 + alpha * (sig[temperature] - t_ref));
+    let x = wr / wn;
+    let q = 1.0 / (1.0 + x * x);
+    let tau = 2.0 * sig[tau_nominal] * x * q;
+    // d tau / d w = 2 T_n (1 - x^2) / (1 + x^2)^2 / wn.
+    let dtau = 2.0 * sig[tau_nominal] * (1.0 - x * x) * q * q / wn;
+    f[flange] -= tau;
+    f[support] += tau;
+    if let Some(j) = jac {
+        j.add_pair(flange, support, support, flange, 0.0, -dtau);
+    }
+    LawOutput { tau, power: -tau * wr, dissipation: tau * wr }
 }
 
 /// Relative angle wrapped into `[-pitch/2, pitch/2)` around the nearest gap centre, rad.

@@ -385,7 +385,7 @@ impl Assembly {
         info.source = true;
         if s.reads_motion() {
             self.feedback.push((self.laws.len(), s.clone()));
-            self.push_law(i, Law::Feedback { flange, support, expr: Expr::Sum(Vec::new()) }, info);
+            self.push_law(i, Law::Feedback { flange, support, expr: Box::new(Expr::Sum(Vec::new())) }, info);
         } else {
             let signal = self.signal(s);
             self.push_law(i, Law::Source { flange, support, signal }, info);
@@ -400,7 +400,7 @@ impl Assembly {
                 .compile_feedback(&s, index)
                 .map_err(|message| BuildError::Signal { element: owner.clone(), message })?;
             if let Law::Feedback { expr, .. } = &mut self.laws[law] {
-                *expr = compiled;
+                **expr = compiled;
             }
         }
         Ok(())

@@ -39,6 +39,7 @@ impl Accelerations {
 
 impl Simulation {
     /// The end accelerations of the present state and mode (signals in `ws.sig[2]`).
+    #[inline(never)]
     pub(super) fn update_accelerations(&mut self) {
         let Some(acc) = self.accel.as_deref_mut() else { return };
         let net = &self.model.net;

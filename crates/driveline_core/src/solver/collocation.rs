@@ -603,21 +603,15 @@ impl Simulation {
                     | Law::Quadratic { .. }
                     | Law::SpeedTorque { .. }
                     | Law::Engine { .. } => self.energy.input += p,
-                    _ => {
-                        self.energy.dissipated += d;
-                        if let Some(th) = self.thermal.as_deref_mut() {
-                            th.book_law(k, d);
-                        }
-                    }
+                    _ => self.energy.dissipated += d,
                 }
             }
             // Only sliding elements dissipate (the others' powers are zero).
             for i in bits(self.friction.sliding) {
-                let d = h * (B[0] * self.ws.fric_power[0][i] + B[1] * self.ws.fric_power[1][i]);
-                self.energy.dissipated += d;
-                if let Some(th) = self.thermal.as_deref_mut() {
-                    th.book_friction(i, d);
-                }
+                self.energy.dissipated += h * (B[0] * self.ws.fric_power[0][i] + B[1] * self.ws.fric_power[1][i]);
+            }
+            if self.thermal.is_some() {
+                self.book_heat(h);
             }
             // Prescribed rows do work rho * lambda: speed sources put it in, kinematic clutches
             // take it out.

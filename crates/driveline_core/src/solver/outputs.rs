@@ -161,7 +161,9 @@ impl Simulation {
         self.fill_signals(2, self.t, false);
         self.constraint_torques_at_e(self.t);
         self.update_torques(false);
-        self.update_accelerations();
+        if self.accel.is_some() {
+            self.update_accelerations();
+        }
     }
 
     /// Element torques from the constraint torques (`ws.lam_end` at a clean end, else `ws.lam`)

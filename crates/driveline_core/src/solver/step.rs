@@ -63,16 +63,17 @@ impl Simulation {
         let r = self.general_step(t_end, dt);
         if r.is_ok() {
             self.after_piece(dt)
-        } else {
-            self.thermal_discard()
         }
         r
     }
 
     /// What follows a committed step piece of `dt`: the thermal step, and the integrals carried
     /// to its end (each later evaluation integrates from there).
+    #[inline(always)]
     fn after_piece(&mut self, dt: f64) {
-        self.thermal_step(dt);
+        if self.thermal.is_some() {
+            self.thermal_step(dt);
+        }
         if self.model.integrals {
             let t = self.t;
             for s in self.model.net.signals.iter_mut() {
@@ -267,8 +268,10 @@ impl Simulation {
             let elements = if bad.is_empty() { "the network's coordinates".to_string() } else { bad.join(", ") };
             self.phi.copy_from_slice(&self.ws.phi_save);
             self.w.copy_from_slice(&self.ws.w_save);
-            // (The ledger too: the failed sub-steps booked their non-finite work in it.)
+            // (The ledger too: the failed sub-steps booked their non-finite work in it, and the
+            // heat they sent to the heat ports.)
             self.energy = energy_start;
+            self.thermal_discard();
             self.t = t_start;
             self.select_modes(0, false);
             self.update_outputs();
@@ -382,7 +385,9 @@ impl Simulation {
             sig[2].copy_from_slice(sig_end);
             self.signals.filled[2] = self.signals.filled[3];
             self.update_torques(true);
-            self.update_accelerations();
+            if self.accel.is_some() {
+                self.update_accelerations();
+            }
         } else {
             self.update_outputs();
         }

@@ -226,7 +226,30 @@ impl Thermal {
 }
 
 impl Simulation {
+    /// Books the heat of the committed sub-step of `h` to the heat ports: each dissipative law's
+    /// and sliding friction element's dissipation, by the ledger's quadrature.
+    #[inline(never)]
+    pub(super) fn book_heat(&mut self, h: f64) {
+        let Some(th) = self.thermal.as_deref_mut() else { return };
+        for (k, law) in self.model.net.laws.iter().enumerate() {
+            if !matches!(
+                law,
+                Law::Source { .. }
+                    | Law::Feedback { .. }
+                    | Law::Quadratic { .. }
+                    | Law::SpeedTorque { .. }
+                    | Law::Engine { .. }
+            ) {
+                th.book_law(k, h * (B[0] * self.ws.law_diss[0][k] + B[1] * self.ws.law_diss[1][k]));
+            }
+        }
+        for i in bits(self.friction.sliding) {
+            th.book_friction(i, h * (B[0] * self.ws.fric_power[0][i] + B[1] * self.ws.fric_power[1][i]));
+        }
+    }
+
     /// The thermal step after a mechanical step (piece) of `h` that ended at `self.t`.
+    #[inline(never)]
     pub(super) fn thermal_step(&mut self, h: f64) {
         let Some(th) = self.thermal.as_deref_mut() else { return };
         let net = self.model.net.thermal.as_ref().expect("a thermal network");
