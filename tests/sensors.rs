@@ -227,30 +227,21 @@ fn only_a_sources_signal_may_read_a_sensor_and_only_angles_and_speeds() {
                   (name: "J2", kind: Inertia(J: 1.0)),
                   (name: "ts", kind: TorqueSensor()), (name: "ws", kind: SpeedSensor())"#;
     let joints = r#"("J1.flange_b", "ts.flange_a"), ("ts.flange_b", "J2.flange_a"), ("ws.flange", "J2.flange_b")"#;
-    let e = build(
-        &format!(r#"{base}, (name: "m", kind: Torque(tau: Measured("ts")))"#),
-        &format!(r#"{joints}, ("m.flange", "J1.flange_a")"#),
-    )
-    .unwrap_err();
-    assert!(e.contains("reads a TorqueSensor"), "{e}");
-    let e = build(
-        &format!(r#"{base}, (name: "m", kind: Torque(tau: Measured("nobody")))"#),
-        &format!(r#"{joints}, ("m.flange", "J1.flange_a")"#),
-    )
-    .unwrap_err();
-    assert!(e.contains("names no element"), "{e}");
-    let e = build(
-        &format!(r#"{base}, (name: "b", kind: Brake(fn_max: 10.0, f_normalized: Measured("ws")))"#),
-        &format!(r#"{joints}, ("b.flange_a", "J1.flange_a")"#),
-    )
-    .unwrap_err();
-    assert!(e.contains("only the signal of a Torque"), "{e}");
-    let e = build(
-        &format!(r#"{base}, (name: "m", kind: Torque(tau: Integral(of: Measured("ws"))))"#),
-        &format!(r#"{joints}, ("m.flange", "J1.flange_a")"#),
-    )
-    .unwrap_err();
-    assert!(e.contains("Integral"), "{e}");
+    // (The extra element, its flange on J1, and what the refusal says.)
+    let refused = [
+        (r#"(name: "m", kind: Torque(tau: Measured("ts")))"#, "m.flange", "reads a TorqueSensor"),
+        (r#"(name: "m", kind: Torque(tau: Measured("nobody")))"#, "m.flange", "names no element"),
+        (
+            r#"(name: "b", kind: Brake(fn_max: 10.0, f_normalized: Measured("ws")))"#,
+            "b.flange_a",
+            "only the signal of a Torque",
+        ),
+        (r#"(name: "m", kind: Torque(tau: Integral(of: Measured("ws"))))"#, "m.flange", "Integral"),
+    ];
+    for (element, flange, says) in refused {
+        let e = build(&format!("{base}, {element}"), &format!(r#"{joints}, ("{flange}", "J1.flange_a")"#)).unwrap_err();
+        assert!(e.contains(says), "{e}");
+    }
     build(
         &format!(r#"{base}, (name: "m", kind: Torque(tau: Measured("ws")))"#),
         &format!(r#"{joints}, ("m.flange", "J1.flange_a")"#),
