@@ -55,3 +55,37 @@ fn every_modelica_test_model_meets_the_regression_tube_against_its_converged_sol
     }
     assert!(models >= 1);
 }
+
+#[test]
+fn an_element_moves_alike_with_its_support_inside_and_on_a_fixed() {
+    // TestBearingConversion: each pair is the same element, support inside (useSupport = false)
+    // and support connected to a Fixed. Equal to rounding (the networks number them apart).
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/scenarios/modelica_test/TestBearingConversion.ron");
+    let (sc, net) = Scenario::load_network(&path).unwrap_or_else(|e| panic!("{e}"));
+    let mut sim = Simulation::new(net);
+    let id = |n: &str| sim.network().elements.iter().position(|e| e.name == n).unwrap();
+    let pairs: Vec<(usize, usize)> = [
+        ("inertia", "inertia1"),
+        ("inertia2", "inertia3"),
+        ("inertia4", "inertia6"),
+        ("inertia8", "inertia10"),
+        ("inertia12", "inertia13"),
+        ("inertia14", "inertia15"),
+        ("inertia16", "inertia17"),
+        ("inertia18", "inertia19"),
+        ("inertia20", "inertia21"),
+    ]
+    .iter()
+    .map(|(a, b)| (id(a), id(b)))
+    .collect();
+    let mut moved = 0;
+    for k in 1..=(sc.t_end / 1e-3).round() as usize {
+        sim.step(k as f64 * 1e-3 - sim.time()).unwrap();
+        for &(a, b) in &pairs {
+            let (p, q) = (sim.body_state(a).unwrap(), sim.body_state(b).unwrap());
+            assert!((p.0 - q.0).abs() <= 1e-12 && (p.1 - q.1).abs() <= 1e-12, "t {}: {p:?} against {q:?}", sim.time());
+            moved += usize::from(p.1 != 0.0);
+        }
+    }
+    assert!(moved > 0, "nothing moved");
+}
