@@ -241,3 +241,17 @@ fn an_edit_keeps_the_temperatures() {
     let rise = sim.element_temperature(cap).unwrap() - before;
     assert!((2.0 * rise - (l.received - e0)).abs() < 1e-9, "{rise} K for {} J", l.received - e0);
 }
+
+#[test]
+fn a_driving_eddy_current_brake_that_cools_its_disc_stays_finite() {
+    // tau_nominal < 0 drives the shaft and draws heat out of the disc, past the temperature
+    // (1/alpha20 below TRef) where the nominal speed would reach zero (a fuzz finding).
+    let text =
+        std::fs::read_to_string(common::msl("EddyCurrentBrake")).unwrap().replace("Constant(100.0)", "Constant(-75.9)");
+    let net = Scenario::parse(&text, "x.ron").unwrap().build(&text, "x.ron").unwrap();
+    let mut sim = Simulation::new(net);
+    for dt in [1e-3, 0.1, 1.0, 10.0, 10.0] {
+        sim.step(dt).unwrap_or_else(|e| panic!("t {}: {e}", sim.time()));
+        assert!(sim.speeds().iter().all(|w| w.is_finite()), "{:?}", sim.speeds());
+    }
+}

@@ -226,7 +226,9 @@ pub enum ElementKind {
     /// Eddy current brake (MSL `EddyCurrentTorque`, Kloss' equation):
     /// `tau = 2 tau_nominal wn / (1 + wn^2)`, `wn = w / (w_nominal (1 + alpha20 (T - TRef)))`, with
     /// `w` the flange's speed relative to the support and `T` the temperature of the heat port
-    /// (or the operating temperature `T` when `heatPort` is not connected). The opposite sign
+    /// (or the operating temperature `T` when `heatPort` is not connected); the factor
+    /// `1 + alpha20 (T - TRef)` is held at 1e-6 or more (a negative `tau_nominal` drives instead
+    /// of braking and draws heat, which can cool the disc past that). The opposite sign
     /// rule of [`ElementKind::Torque`]: a positive `tau` *brakes* the flange
     /// (`flange.tau = tau`); `lossPower = tau w >= 0` goes to `heatPort`.
     /// Flanges `flange`, `support`; heat port `heatPort`.

@@ -698,7 +698,9 @@ fn eddy_force(law: &Law, w: &[f64], sig: &[f64], f: &mut [f64], jac: Option<&mut
         unreachable!("an eddy current law")
     };
     let wr = w[flange] - w[support];
-    let wn = w_nominal * (1.0 + alpha * (sig[temperature] - t_ref));
+    // (A disc colder than 1/alpha below t_ref, which only a driving eddy current brake, tau_nominal
+    // < 0, could make by drawing heat, keeps a speed scale of 1e-6 of nominal: finite and smooth.)
+    let wn = w_nominal * (1.0 + alpha * (sig[temperature] - t_ref)).max(1e-6);
     let x = wr / wn;
     let q = 1.0 / (1.0 + x * x);
     let tau = 2.0 * sig[tau_nominal] * x * q;
