@@ -36,7 +36,8 @@ struct LaunchControl {
     done: bool,
 }
 
-/// Writes the clutch engagement from the engine speed of the last step.
+/// Writes the clutch engagement from the engine speed of the last step, at most what the
+/// built-in actuator applies for the driver's pedal this step.
 fn launch_control(
     mut cars: Query<(&mut LaunchControl, &VehicleParts, &VehicleTelemetry)>,
     mut clutches: Query<(&mut ClutchEngagement, &CouplingState)>,
@@ -54,7 +55,10 @@ fn launch_control(
         let t = &telemetry.0;
         let error = t.engine_rpm - lc.target_rpm;
         let spin = (t.tyre_slip[2].max(t.tyre_slip[3]) - lc.slip_target).max(0.0);
-        engagement.0 = (lc.hold + lc.gain * error - lc.slip_gain * spin).clamp(0.0, 1.0);
+        // The built-in actuator wrote the pedal's engagement for this step in `Actuation`:
+        // never more than the driver allows.
+        let pedal = engagement.0;
+        engagement.0 = (lc.hold + lc.gain * error - lc.slip_gain * spin).clamp(0.0, pedal);
     }
 }
 

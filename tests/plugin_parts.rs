@@ -694,7 +694,9 @@ fn without_its_engine_controller_the_throttle_input_is_yours() {
     assert_eq!(t.throttle, 0.25);
     let idle_rpm = vehicle_spec("nissan_350z.ron").engine.idle_rpm;
     assert!(t.engine_rpm > 1.5 * idle_rpm, "{} rpm (idle {idle_rpm})", t.engine_rpm);
+    // Handed back: the component again, and the input no longer written over it.
     app.world_mut().entity_mut(engine).insert(EngineController);
+    assert_eq!(app.world_mut().get_mut::<DrivelineInputs>(root).unwrap().remove("engine.throttle"), Some(0.25));
     fixed_step(&mut app, frame);
     assert_ne!(app.world().get::<VehicleTelemetry>(root).unwrap().0.throttle, 0.25);
 }

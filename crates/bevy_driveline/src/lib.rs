@@ -52,7 +52,9 @@
 //!
 //! ## Editing parts
 //! The typed components are the truth: edit them as any component (an inspector does), and the
-//! next step runs with the new values.
+//! next step runs with the new values. Edits are taken in [`DrivelineSystems::Prepare`], before
+//! the controllers run: an edit made between ticks or in `Input` applies to this tick's step,
+//! one made in `Control` or later to the next.
 //! - **A parameter edit** (an inertia, a gear ratio, a clutch's `fn_max`, a friction table, a
 //!   spring rate) applies in place: the network is updated without a rebuild, and the motion,
 //!   the clock and every controller's state (a vehicle's gear, shift, engine controller, clutch
@@ -70,7 +72,9 @@
 //!   [`DrivelineEditRefused`] message names the part and the field, and the component is set
 //!   back to its last valid value. Nothing panics.
 //! - **Writing state**: a [`BodyState`] written before [`DrivelineSystems::Solve`] is the state
-//!   the next step starts from. Where the write conflicts with a rigid connection or a lock,
+//!   the next step starts from (one written before `Prepare` is also what this tick's
+//!   controllers see; one written in `Control` or `Actuation` is taken at the start of
+//!   `Solve`, after the controllers ran on the state before it). Where the write conflicts with a rigid connection or a lock,
 //!   the solver starts from the consistent state nearest to what was written, in the kinetic
 //!   energy metric: the written values are kept where the present mode allows, the bodies
 //!   rigidly joined to them follow, the others move as little as possible (see
@@ -113,51 +117,69 @@
 //! | system | set | reads | writes |
 //! |---|---|---|---|
 //! | your device sampling | `Input` | devices | [`vehicle::VehicleInput`], [`DrivelineInputs`] |
-//! | your controllers and actuators | `Control`, `Actuation` (or after it) | states, telemetry | [`ClutchEngagement`], [`DrivelineInputs`], [`vehicle::VehicleInput`] |
-//! | edits accepted (one per part type) | `Solve` | the typed part components | [`PartElement`]; a refused edit set back |
-//! | written states taken | `Solve` | [`BodyState`] | the simulation's state |
-//! | networks in step with their parts | `Solve` | [`PartElement`], `Name`, [`Connections`], [`PartOf`] | [`DrivelineCache`] (in place, or rebuilt) |
-//! | inputs and engagements handed over | `Solve` | [`DrivelineInputs`], [`ClutchEngagement`] | the simulation's inputs |
-//! | vehicles: controllers, step, heat, telemetry | `Solve` | [`vehicle::VehicleDefinition`], [`vehicle::VehicleInput`] | [`vehicle::VehicleController`], [`vehicle::VehicleTelemetry`], [`vehicle::VehicleMessage`] |
+//! | edits accepted (one per part type) | `Prepare` | the typed part components | [`PartElement`]; a refused edit set back |
+//! | written states taken | `Prepare`, and `Solve` for those written since | [`BodyState`] | the simulation's state |
+//! | networks in step with their parts | `Prepare` | [`PartElement`], `Name`, [`Connections`], [`PartOf`] | [`DrivelineCache`] (in place, or rebuilt) |
+//! | vehicles' controllers built, turned on or off | `Prepare` | [`vehicle::VehicleDefinition`], [`vehicle::EngineController`], [`vehicle::TransmissionController`] | [`vehicle::VehicleController`] |
+//! | [`vehicle::control_transmissions`]: driver input checked; shift controller or TCU | `Control` | [`vehicle::VehicleInput`], the simulation's state | [`vehicle::VehicleController`] (gear, shift phase, throttle and torque reduction asked) |
+//! | [`vehicle::control_engines`]: engine controller (idle, limiter, stall, starter, torque reduction) | `Control`, after the above | [`vehicle::VehicleController`] | [`vehicle::VehicleController`] (effective throttle, starter) |
+//! | your controllers | `Control` | states, telemetry | [`vehicle::VehicleInput`], [`DrivelineInputs`] |
+//! | `actuate_vehicles`: shift linkages, clutch actuator, hydraulic pistons, brakes, tyre loads | `Actuation` | [`vehicle::VehicleController`] | the simulation's inputs, [`ClutchEngagement`] |
+//! | your actuators | `Actuation` or after it | [`ClutchEngagement`], states | [`ClutchEngagement`], [`DrivelineInputs`] |
+//! | inputs and engagements handed over | `Solve` | [`DrivelineInputs`], [`ClutchEngagement`] | the simulation's inputs, over the actuators' |
+//! | vehicles: the coupled step, heat, fuel, telemetry (and a shift's later sub-steps) | `Solve` | [`vehicle::VehicleController`] | [`vehicle::VehicleTelemetry`], [`vehicle::VehicleMessage`] |
 //! | other drivelines: the coupled step | `Solve` | | [`DrivelineCache`] |
 //! | write-back | `Solve` (last) | [`DrivelineCache`] | [`BodyState`], [`CouplingState`], [`ClutchEngagement`] |
 //! | your readers | `Integrate` | the new state | |
 //! | mode messages | `Telemetry` | [`DrivelineCache`] | [`FrictionModeChanged`], [`DrivelineInputRejected`] |
 //!
-//! A vehicle's built-in controllers (driver input checks, the shift controller or TCU, the
-//! engine controller, the shift linkages, the clutch actuator and hydraulics, heat, fuel and
-//! telemetry) run together inside `Solve`, in the order of `driveline_core::vehicle`, and
-//! write the simulation's inputs directly; a [`ClutchEngagement`] written by a user system
-//! before `Solve` is written over the built-in actuator's value in every sub-step of the step.
-//! Two of them are components you can remove to take their place:
-//! [`vehicle::TransmissionController`] on the root (the gear selection, linkages and clutch
-//! actuator of a manual; an automatic's TCU with its hydraulics, lock-up and park pawl) and
-//! [`vehicle::EngineController`] on the engine part. Their inputs then keep what you write
-//! (a part's [`ClutchEngagement`], or [`DrivelineInputs`]); the others keep working; insert the
-//! component again to hand the job back. They do not yet run as systems of their own in
-//! `Control` and `Actuation`.
+//! A vehicle's built-in controllers are systems in the public sets, calling the phases of
+//! `driveline_core::vehicle::VehicleControl` that `driveline_core::Vehicle::step` calls, in the
+//! same order, so the plugin gives the core's bits. Their state (gear, shift phase, engine
+//! controller, linkages, pistons, clutch temperature) is the root's
+//! [`vehicle::VehicleController`]. To take a controller's place:
+//! - **Order a system after it.** The actuators write each clutch and brake part's
+//!   [`ClutchEngagement`] in `Actuation`; a system
+//!   `.after(DrivelineSystems::Actuation).before(DrivelineSystems::Solve)` that writes another
+//!   value wins for the step (example `launch_control`). A run-time input named in the root's
+//!   [`DrivelineInputs`] (`engine.throttle`, `lockup.force`, a dog's `engagement`...) is
+//!   written over what the controllers and actuators wrote, every step while it is there.
+//! - **Remove its component.** [`vehicle::TransmissionController`] on the root (the gear
+//!   selection, linkages and clutch actuator of a manual; an automatic's TCU with its
+//!   hydraulics, lock-up and park pawl) and [`vehicle::EngineController`] on the engine part.
+//!   Their inputs then keep what you write; the others keep working; insert the component
+//!   again to hand the job back (example `custom_shift_strategy`).
+//!
+//! A shift at a step longer than 1 ms is sub-stepped at 1 ms (see
+//! `driveline_core::vehicle::VehicleControl::step`): the systems run the first sub-step's
+//! control and actuation, and `Solve` runs the whole chain of the sub-steps after it, with your
+//! engagements and inputs written over the actuators' in each.
 //!
 //! ## Scheduling
 //! [`DrivelinePlugins`] runs in the schedule you choose (default `FixedUpdate`), in the chained
 //! sets of [`DrivelineSystems`]:
 //! 1. `Input`: your systems that sample devices into inputs;
-//! 2. `Control`: drivers, transmission controllers;
-//! 3. `Actuation`: actuators write [`DrivelineInputs`] and [`ClutchEngagement`];
-//! 4. `Solve`: in the private [`DrivelineSolveSchedule`], where system-order ambiguity is an
-//!    error: component edits accepted or refused, written states taken, networks brought in
-//!    step with their parts, inputs and engagements handed over, vehicle controllers, the
-//!    coupled step, vehicle heat and telemetry, and the new state written back to the part
+//! 2. `Prepare`: in the private [`DrivelinePrepareSchedule`], where system-order ambiguity is
+//!    an error: component edits accepted or refused, written states taken, networks brought in
+//!    step with their parts, vehicles' controllers built;
+//! 3. `Control`: the vehicles' transmission and engine controllers, your drivers and
+//!    controllers;
+//! 4. `Actuation`: the vehicles' actuators, yours; they write the simulations' inputs,
+//!    [`DrivelineInputs`] and [`ClutchEngagement`];
+//! 5. `Solve`: in the private [`DrivelineSolveSchedule`] (ambiguity is an error there too):
+//!    states written since `Prepare` taken, inputs and engagements handed over, the coupled
+//!    step, vehicle heat, fuel and telemetry, and the new state written back to the part
 //!    entities;
-//! 5. `Integrate`: your systems that read the new state before the messages go out;
-//! 6. `Telemetry`: messages.
+//! 6. `Integrate`: your systems that read the new state before the messages go out;
+//! 7. `Telemetry`: messages.
 //!
 //! The step size is the schedule's `Time` delta (the fixed timestep in `FixedUpdate`).
 //!
 //! The solve schedule runs its systems one after the other on the calling thread; the coupled
 //! steps of two or more drivelines are spread over the compute task pool (one driveline steps
 //! on the calling thread: a hand-off costs more than it saves), the write-back goes driveline
-//! by driveline on the calling thread, and a vehicle's
-//! control, coupled step and telemetry run back to back on one thread. Handing whole systems to
+//! by driveline on the calling thread; the vehicles' control and actuation systems go over the
+//! pool from 16 vehicles on. Handing whole systems to
 //! workers costs more than it gains here: with one car, most of a tick on a multi-threaded
 //! executor is threads waking each other, and a fleet on two threads runs faster when the fixed
 //! schedule is single-threaded (its systems still spread their loops over the pool; the figures
@@ -231,13 +253,23 @@ pub mod prelude {
 /// The chained phases of a driveline step, in order. See the crate docs, "Scheduling".
 #[derive(SystemSet, Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum DrivelineSystems {
-    /// Device sampling into inputs (user systems).
+    /// Device sampling into inputs (user systems): [`vehicle::VehicleInput`],
+    /// [`DrivelineInputs`].
     Input,
-    /// Drivers and controllers (user systems, later the TCU and shift controllers).
+    /// The plugin's, in [`DrivelinePrepareSchedule`]: component edits accepted or refused,
+    /// written states taken, networks brought in step with their parts (built, edited in
+    /// place, rebuilt), vehicles' controllers built and turned on or off.
+    Prepare,
+    /// Drivers and controllers: the vehicles' transmission controllers
+    /// ([`vehicle::control_transmissions`]), then their engine controllers
+    /// ([`vehicle::control_engines`]); your own.
     Control,
-    /// Actuators writing [`DrivelineInputs`] and [`ClutchEngagement`].
+    /// Actuators writing the simulation's inputs and [`ClutchEngagement`]: the vehicles'
+    /// linkages, clutch actuators and hydraulics; your own.
     Actuation,
-    /// Component edits, network sync, inputs handed over, the coupled step, the write-back.
+    /// In [`DrivelineSolveSchedule`]: states written since `Prepare` taken, inputs and
+    /// engagements handed over, the coupled step (vehicles: heat, fuel, telemetry), the
+    /// write-back.
     Solve,
     /// After the write-back (done at the end of `Solve`): user systems that read the new
     /// state before `Telemetry`.
@@ -292,11 +324,12 @@ impl Plugin for DrivelineCorePlugin {
             .add_message::<StateWriteAdjusted>()
             .add_message::<vehicle::VehicleMessage>();
         register_types(app);
-        app.init_resource::<LastWriteBack>();
+        app.init_resource::<LastWriteBack>().init_resource::<StatesTaken>();
         app.configure_sets(
             self.schedule,
             (
                 DrivelineSystems::Input,
+                DrivelineSystems::Prepare,
                 DrivelineSystems::Control,
                 DrivelineSystems::Actuation,
                 DrivelineSystems::Solve,
@@ -310,16 +343,29 @@ impl Plugin for DrivelineCorePlugin {
         // chain, so they run on the calling thread (a multi-threaded executor would only hand
         // each one to a worker and wait); each system spreads its drivelines over the compute
         // task pool itself.
-        let mut solve = Schedule::new(DrivelineSolveSchedule);
-        solve.set_build_settings(ScheduleBuildSettings { ambiguity_detection: LogLevel::Error, ..Default::default() });
-        solve.set_executor(SingleThreadedExecutor::new());
-        solve.add_systems(
+        let settings = ScheduleBuildSettings { ambiguity_detection: LogLevel::Error, ..Default::default() };
+        let mut prepare = Schedule::new(DrivelinePrepareSchedule);
+        prepare.set_build_settings(settings.clone());
+        prepare.set_executor(SingleThreadedExecutor::new());
+        prepare.add_systems(
             (
                 sync::collect_edits,
                 // Written states first, against the state the last step left: an edit applied
                 // in place below may move the state (a projection) under the components.
                 sync::write_states,
                 sync::sync_networks,
+                vehicle::prepare_vehicles,
+            )
+                .chain(),
+        );
+        app.add_schedule(prepare);
+        let mut solve = Schedule::new(DrivelineSolveSchedule);
+        solve.set_build_settings(settings);
+        solve.set_executor(SingleThreadedExecutor::new());
+        solve.add_systems(
+            (
+                // States written in `Control` or `Actuation`.
+                sync::write_states,
                 sync::apply_inputs,
                 sync::apply_engagements,
                 vehicle::step_vehicles,
@@ -333,6 +379,9 @@ impl Plugin for DrivelineCorePlugin {
         app.add_systems(
             self.schedule,
             (
+                run_prepare_schedule.in_set(DrivelineSystems::Prepare),
+                (vehicle::control_transmissions, vehicle::control_engines).chain().in_set(DrivelineSystems::Control),
+                vehicle::actuate_vehicles.in_set(DrivelineSystems::Actuation),
                 run_solve_schedule.in_set(DrivelineSystems::Solve),
                 (solve::send_mode_messages, solve::send_input_rejections).in_set(DrivelineSystems::Telemetry),
             ),
@@ -362,11 +411,22 @@ fn register_types(app: &mut App) {
 #[derive(ScheduleLabel, Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct DrivelineSolveSchedule;
 
-/// Runs [`DrivelineSolveSchedule`]. Its systems spread their drivelines over the compute task
-/// pool, which a multi-threaded executor or `TaskPoolPlugin` starts; without either (a
-/// single-threaded fixed schedule in a bare `App`), a default pool is started here.
-fn run_solve_schedule(world: &mut World) {
+/// The private schedule of the prepare phase (run from [`DrivelineSystems::Prepare`];
+/// ambiguities in it are build errors). See the crate docs, "Scheduling".
+#[derive(ScheduleLabel, Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct DrivelinePrepareSchedule;
+
+/// Runs [`DrivelinePrepareSchedule`]. The systems of this and the later sets spread their
+/// drivelines over the compute task pool, which a multi-threaded executor or `TaskPoolPlugin`
+/// starts; without either (a single-threaded fixed schedule in a bare `App`), a default pool
+/// is started here.
+fn run_prepare_schedule(world: &mut World) {
     bevy_tasks::ComputeTaskPool::get_or_init(bevy_tasks::TaskPool::default);
+    world.run_schedule(DrivelinePrepareSchedule);
+}
+
+/// Runs [`DrivelineSolveSchedule`].
+fn run_solve_schedule(world: &mut World) {
     world.run_schedule(DrivelineSolveSchedule);
 }
 
@@ -501,7 +561,10 @@ pub fn skip_write_back(world: &mut World, root: Entity) {
     }
 }
 
-/// Run-time input values of a driveline, applied at the start of each step.
+/// Run-time input values of a driveline, handed to its simulation in
+/// [`DrivelineSystems::Solve`] before every step while they are here. On a vehicle they are
+/// written over what its controllers and actuators wrote, in every sub-step: remove an entry
+/// to hand the input back to them.
 #[derive(Component, Reflect, Debug, Clone, Default, PartialEq)]
 #[reflect(Component, Debug, Clone, PartialEq, Default)]
 pub struct DrivelineInputs(pub Vec<(String, f64)>);
@@ -513,6 +576,12 @@ impl DrivelineInputs {
             Some(e) => e.1 = value,
             None => self.0.push((name.to_string(), value)),
         }
+    }
+    /// Removes input `name` (the simulation keeps the value last handed over, until something
+    /// else writes it); returns its value.
+    pub fn remove(&mut self, name: &str) -> Option<f64> {
+        let k = self.0.iter().position(|e| e.0 == name)?;
+        Some(self.0.remove(k).1)
     }
 }
 
@@ -554,6 +623,11 @@ impl DrivelineCache {
 /// user (the write-back's own writes carry this tick).
 #[derive(Resource, Debug, Clone, Copy, Default)]
 struct LastWriteBack(bevy_ecs::change_detection::Tick);
+
+/// When written [`BodyState`]s were last taken (in `Prepare`, and again in `Solve`): a state
+/// changed before it has been taken.
+#[derive(Resource, Debug, Clone, Copy, Default)]
+struct StatesTaken(bevy_ecs::change_detection::Tick);
 
 /// A part's element index in its driveline's network, set at each build (the build's
 /// commands apply at the solve schedule's first sync point, before the step and the

@@ -205,13 +205,22 @@ fn build(spec: &NetworkSpec, old: Option<&Simulation>, driveline: &Driveline) ->
 /// it clamps or a NaN it refuses is reported once per episode by [`crate::DrivelineInputRejected`]
 /// after the step); an input the network does not have is reported here.
 pub(crate) fn apply_inputs(
-    mut roots: Query<(Entity, &DrivelineInputs, &mut DrivelineCache)>,
+    mut roots: Query<(Entity, &DrivelineInputs, &mut DrivelineCache, Option<&mut crate::vehicle::Overrides>)>,
     mut failed: MessageWriter<DrivelineBuildFailed>,
 ) {
-    for (root, inputs, mut cache) in &mut roots {
+    for (root, inputs, mut cache, mut overrides) in &mut roots {
         let Some(sim) = cache.sim.as_mut() else { continue };
         for (name, value) in &inputs.0 {
-            if let Err(e @ driveline_core::InputError::Unknown(_)) = sim.set_input(name, *value) {
+            // A vehicle's: written over its controllers' and actuators' inputs in every
+            // sub-step of the coming step.
+            let result = match (overrides.as_deref_mut(), sim.input_id(name)) {
+                (Some(o), Some(id)) => {
+                    o.inputs.push((id, *value));
+                    Ok(())
+                }
+                _ => sim.set_input(name, *value),
+            };
+            if let Err(e @ driveline_core::InputError::Unknown(_)) = result {
                 failed.write(DrivelineBuildFailed { driveline: root, message: e.to_string() });
             }
         }
@@ -226,7 +235,7 @@ pub(crate) fn apply_inputs(
 pub(crate) fn apply_engagements(
     ticks: bevy_ecs::system::SystemChangeTick,
     last: Res<crate::LastWriteBack>,
-    mut roots: Query<(&mut DrivelineCache, Option<&mut crate::vehicle::EngagementOverrides>)>,
+    mut roots: Query<(&mut DrivelineCache, Option<&mut crate::vehicle::Overrides>)>,
     mut parts: Query<(Entity, &PartOf, &PartSlot, &mut ClutchEngagement), Changed<ClutchEngagement>>,
     fresh: Query<(), Added<PartSlot>>,
     mut refused: MessageWriter<DrivelineEditRefused>,
@@ -260,8 +269,12 @@ pub(crate) fn apply_engagements(
             engagement.bypass_change_detection().0 = used;
             continue;
         };
+        // A vehicle's actuator wrote this value in `Actuation`: not an override.
+        if value.to_bits() == sim.input_value(id).to_bits() && overrides.is_some() {
+            continue;
+        }
         match overrides {
-            Some(mut o) => o.0.push((id, value)),
+            Some(mut o) => o.engagements.push((id, value)),
             None => {
                 let _ = sim.set_input_id(id, value.clamp(0.0, 1.0));
             }
@@ -277,6 +290,7 @@ pub(crate) fn apply_engagements(
 pub(crate) fn write_states(
     ticks: bevy_ecs::system::SystemChangeTick,
     last: Res<crate::LastWriteBack>,
+    mut taken: ResMut<crate::StatesTaken>,
     mut roots: Query<&mut DrivelineCache>,
     parts: Query<
         (Entity, &PartOf, &PartSlot, Ref<BodyState>),
@@ -288,10 +302,14 @@ pub(crate) fn write_states(
     mut writes: Local<Vec<(Entity, usize, Entity, BodyState)>>,
 ) {
     writes.clear();
+    let (now, since) = (ticks.this_run(), std::mem::replace(&mut taken.0, ticks.this_run()));
     for (entity, part_of, &PartSlot(k), state) in &parts {
         // Changed after the last write-back: a user wrote it (the write-back's own writes
-        // carry its tick). Parts just built start from their components' start values.
-        if !state.last_changed().is_newer_than(last.0, ticks.this_run()) || fresh.contains(entity) {
+        // carry its tick); and not taken yet (`Prepare` takes what was written before it,
+        // `Solve` what was written since). Parts just built start from their components'
+        // start values.
+        let changed = state.last_changed();
+        if !changed.is_newer_than(last.0, now) || !changed.is_newer_than(since, now) || fresh.contains(entity) {
             continue;
         }
         let Ok(cache) = roots.get(part_of.0) else { continue };

@@ -17,8 +17,8 @@ use bevy_ecs::entity::{EntityMapper, MapEntities};
 use bevy_ecs::prelude::*;
 use bevy_reflect::prelude::*;
 use driveline_core::vehicle::{
-    Controllers, DriverInput, Layout, Road, Telemetry, VehicleControl, VehicleError, VehicleEvent, VehicleSpec, WHEELS,
-    build,
+    Controlled, Controllers, DriverInput, Layout, PendingStep, Road, StepPlan, Telemetry, VehicleControl, VehicleError,
+    VehicleEvent, VehicleSpec, WHEELS, build,
 };
 use driveline_core::{IntegrationParameters, SnapshotError, StateAdjustment, StateWriteError, VehicleSnapshot};
 use serde::{Deserialize, Serialize};
@@ -28,7 +28,7 @@ use serde::{Deserialize, Serialize};
 #[derive(Component, Reflect, Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[reflect(opaque)]
 #[reflect(Component, Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[require(VehicleController, VehicleInput, VehicleTelemetry, VehicleParts, EngagementOverrides)]
+#[require(VehicleController, VehicleInput, VehicleTelemetry, VehicleParts, Overrides)]
 pub struct VehicleDefinition {
     /// The validated description (an automatic's gearbox inline).
     pub spec: VehicleSpec,
@@ -47,6 +47,26 @@ pub struct VehicleController {
     layout: Option<Layout>,
     control: Option<VehicleControl>,
     generation: u64,
+    /// How far this tick's step has come (see [`Stage`]).
+    stage: Stage,
+    /// The clutch and brake parts whose engagement inputs the actuators drive: element index
+    /// and entity, for the [`crate::ClutchEngagement`] written in `Actuation`.
+    engaged: Vec<(usize, Entity)>,
+}
+
+/// How far a vehicle's step has come in the current tick: planned and controlled in
+/// `Control`, actuated in `Actuation`, solved (and back to `Idle`) in `Solve`.
+#[derive(Clone, Copy, Default)]
+enum Stage {
+    /// No step under way: `Solve` takes a whole step (the controllers were built after
+    /// `Control`, or the step size is zero).
+    #[default]
+    Idle,
+    /// Input checked, transmission controller run (the engine controller too once
+    /// `engine_done`).
+    Controlled { plan: StepPlan, controlled: Controlled, engine_done: bool },
+    /// Actuated: the inputs of the first sub-step are written.
+    Actuated { plan: StepPlan, pending: PendingStep },
 }
 
 impl Serialize for VehicleController {
@@ -97,10 +117,14 @@ pub struct EngineController;
 #[reflect(Component, Debug, Clone, PartialEq, Default)]
 pub struct TransmissionController;
 
-/// The clutch engagements written over the built-in actuators for the coming step (see
-/// [`crate::ClutchEngagement`]), gathered before the step and cleared after it.
+/// What users wrote over the built-in controllers and actuators for the coming step, gathered
+/// in `Solve` before the step, written in every sub-step, and cleared after it: clutch
+/// engagements (see [`crate::ClutchEngagement`]) and the root's [`crate::DrivelineInputs`].
 #[derive(Component, Debug, Clone, Default)]
-pub(crate) struct EngagementOverrides(pub(crate) Vec<(driveline_core::InputId, f64)>);
+pub(crate) struct Overrides {
+    pub(crate) engagements: Vec<(driveline_core::InputId, f64)>,
+    pub(crate) inputs: Vec<(driveline_core::InputId, f64)>,
+}
 
 /// The main parts of a vehicle, on its root: the entities to read or edit.
 #[derive(Component, Reflect, Debug, Clone, PartialEq)]
@@ -239,7 +263,7 @@ pub(crate) fn spawn_vehicle_on(
     world.entity_mut(root).insert((
         Driveline { parameters: IntegrationParameters::vehicle() },
         VehicleDefinition { spec, road },
-        VehicleController { layout: Some(layout), control: None, generation: 0 },
+        VehicleController { layout: Some(layout), ..Default::default() },
         TransmissionController,
         parts,
     ));
@@ -270,6 +294,8 @@ fn with_running_vehicle<R, E>(
 ) -> Option<Result<R, E>> {
     let mut entity = world.get_entity_mut(root).ok()?;
     let mut vc = entity.take::<VehicleController>()?;
+    // A step under way starts again in `Solve` from the state this edit leaves.
+    vc.stage = Stage::Idle;
     let result = (|| {
         let mut cache = entity.get_mut::<DrivelineCache>()?;
         let cache = &mut *cache;
@@ -334,11 +360,145 @@ pub fn restore_vehicle(
     }
 }
 
-/// One step of every vehicle, in parallel across the compute task pool: control and
-/// actuation ((re)creating the controllers after a build, then writing the inputs), the
-/// coupled step, then heat, fuel and telemetry, back to back on one thread (one parallel pass
-/// over the vehicles, not three). Failures are reported in entity order; then the step's
-/// vehicle events as [`VehicleMessage`]s, vehicle by vehicle in entity order.
+/// Below this many vehicles the control and actuation systems run on the calling thread (a
+/// vehicle's control is a few hundred nanoseconds; a hand-off to the pool, microseconds).
+const PARALLEL_CONTROL: usize = crate::solve::PARALLEL_WRITE_BACK;
+
+/// Runs the closure over every item of the query, in parallel across the compute task pool
+/// from [`PARALLEL_CONTROL`] items on.
+macro_rules! for_each_vehicle {
+    ($query:expr, $f:expr) => {
+        if $query.iter().len() < PARALLEL_CONTROL {
+            $query.iter_mut().for_each($f);
+        } else {
+            $query.par_iter_mut().for_each($f);
+        }
+    };
+}
+
+/// `Prepare`: builds each vehicle's controllers from its [`VehicleDefinition`] once its network
+/// is built (again after a structural rebuild), and turns the built-in controllers on or off
+/// as their components ([`EngineController`], [`TransmissionController`]) are present.
+pub(crate) fn prepare_vehicles(
+    mut roots: Query<(
+        &VehicleDefinition,
+        &mut VehicleController,
+        &mut DrivelineCache,
+        &VehicleParts,
+        Has<TransmissionController>,
+    )>,
+    engines: Query<(), With<EngineController>>,
+) {
+    for (def, mut vc, mut cache, parts, transmission) in &mut roots {
+        let cache = &mut *cache;
+        let Some(sim) = cache.sim.as_mut() else { continue };
+        let vc = &mut *vc;
+        if vc.control.is_none() || vc.generation != cache.generation {
+            let layout = vc.layout.get_or_insert_with(|| build::layout(&def.spec, def.road)).clone();
+            let mut control = VehicleControl::new(def.spec.clone(), layout, def.road, sim);
+            control.start(sim);
+            vc.control = Some(control);
+            vc.generation = cache.generation;
+            vc.engaged = (cache.parts.iter().enumerate())
+                .filter(|&(k, _)| sim.engagement_input(k).is_some() && sim.element_engagement(k).is_some())
+                .map(|(k, &e)| (k, e))
+                .collect();
+        }
+        vc.stage = Stage::Idle;
+        let control = vc.control.as_mut().expect("built above");
+        let controllers = Controllers { engine: engines.contains(parts.engine), transmission };
+        if control.controllers() != controllers {
+            control.set_controllers(controllers);
+        }
+    }
+}
+
+/// `Control`: every vehicle's driver input checked and its transmission controller run (a
+/// manual or sequential box's shift controller, an automatic's TCU; see
+/// `driveline_core::vehicle::VehicleControl::control_transmission`). Starts the tick's step: a
+/// shift at a step longer than 1 ms is sub-stepped, and the sub-steps after the first run
+/// their whole chain in `Solve`. Order a system `.after(control_transmissions)` to change what
+/// it decided before the engine controller sees it.
+pub fn control_transmissions(
+    time: Res<bevy_time::Time>,
+    mut roots: Query<(&VehicleInput, &mut VehicleController, &DrivelineCache)>,
+) {
+    let dt = time.delta_secs_f64();
+    for_each_vehicle!(roots, |(input, mut vc, cache)| {
+        let vc = &mut *vc;
+        vc.stage = Stage::Idle;
+        let (Some(control), Some(sim)) = (vc.control.as_mut(), cache.simulation()) else { return };
+        if dt <= 0.0 || vc.generation != cache.generation() {
+            return;
+        }
+        // A refused step (a bad step size) is left to `Solve`, which reports it.
+        let Ok(plan) = control.plan_step(sim, &input.0, dt) else { return };
+        let Ok(mut controlled) = control.check_input(sim, &input.0, plan.length(1, sim.time())) else { return };
+        control.control_transmission(sim, &mut controlled);
+        vc.stage = Stage::Controlled { plan, controlled, engine_done: false };
+    });
+}
+
+/// `Control`, after [`control_transmissions`]: every vehicle's engine controller (idle speed,
+/// rev limiter, stall and start, the transmission's torque reduction), where the engine part
+/// carries [`EngineController`]; see `driveline_core::vehicle::VehicleControl::control_engine`.
+pub fn control_engines(mut roots: Query<(&mut VehicleController, &DrivelineCache)>) {
+    for_each_vehicle!(roots, |(mut vc, cache)| {
+        let vc = &mut *vc;
+        let (Some(control), Some(sim)) = (vc.control.as_mut(), cache.simulation()) else { return };
+        if let Stage::Controlled { controlled, engine_done, .. } = &mut vc.stage
+            && !*engine_done
+        {
+            control.control_engine(sim, controlled);
+            *engine_done = true;
+        }
+    });
+}
+
+/// `Actuation`: every vehicle's actuators (a manual's shift linkages and clutch actuator, an
+/// automatic's hydraulic pistons and lock-up; brakes, tyre loads, the grade) write the
+/// simulation's inputs, and each clutch and brake part's [`crate::ClutchEngagement`] is set to
+/// the normalised force its actuator applies. A user system ordered
+/// `.after(DrivelineSystems::Actuation).before(DrivelineSystems::Solve)` that writes another
+/// value wins for the step (see `driveline_core::vehicle::VehicleControl::actuate`); so does a
+/// value written earlier in the tick, which is left as written.
+pub(crate) fn actuate_vehicles(
+    ticks: bevy_ecs::system::SystemChangeTick,
+    last: Res<crate::LastWriteBack>,
+    mut roots: Query<(&mut VehicleController, &mut DrivelineCache)>,
+    mut engagements: Query<&mut crate::ClutchEngagement, Without<crate::SkipWriteBack>>,
+) {
+    for_each_vehicle!(roots, |(mut vc, mut cache)| {
+        let vc = &mut *vc;
+        let (Some(control), Some(sim)) = (vc.control.as_mut(), cache.simulation_mut()) else { return };
+        if let Stage::Controlled { plan, controlled, .. } = vc.stage {
+            let pending = control.actuate(sim, &controlled);
+            vc.stage = Stage::Actuated { plan, pending };
+        }
+    });
+    // The engagement components, on the calling thread (a query of parts cannot be written
+    // from the parallel pass over the roots).
+    for (vc, cache) in &roots {
+        let (Stage::Actuated { .. }, Some(sim)) = (vc.stage, cache.simulation()) else { continue };
+        for &(k, part) in &vc.engaged {
+            // A value a user wrote since the last step is kept: it is handed over in `Solve`.
+            if let (Ok(mut e), Some(u)) = (engagements.get_mut(part), sim.element_engagement(k))
+                && e.0.to_bits() != u.to_bits()
+                && !e.last_changed().is_newer_than(last.0, ticks.this_run())
+            {
+                e.0 = u;
+            }
+        }
+    }
+}
+
+/// `Solve`: the coupled step of every vehicle, in parallel across the compute task pool, with
+/// what users wrote over the built-in actuators ([`crate::ClutchEngagement`],
+/// [`crate::DrivelineInputs`]); then heat, fuel and telemetry, and the sub-steps after the
+/// first of a shift at a long step, each the whole chain. A vehicle whose step did not start
+/// in `Control` (its controllers were built in this tick's `Solve`, or a snapshot was
+/// restored since) takes the whole chain here. Failures are reported in entity order; then
+/// the step's vehicle events as [`VehicleMessage`]s, vehicle by vehicle in entity order.
 pub(crate) fn step_vehicles(
     time: Res<bevy_time::Time>,
     mut roots: Query<(
@@ -348,7 +508,7 @@ pub(crate) fn step_vehicles(
         &VehicleInput,
         &mut VehicleTelemetry,
         &mut DrivelineCache,
-        &mut EngagementOverrides,
+        &mut Overrides,
         &VehicleParts,
         Has<TransmissionController>,
     )>,
@@ -371,12 +531,14 @@ pub(crate) fn step_vehicles(
         &VehicleInput,
         Mut<VehicleTelemetry>,
         Mut<DrivelineCache>,
-        Mut<EngagementOverrides>,
+        Mut<Overrides>,
         &VehicleParts,
         bool,
     )| {
         let generation = cache.generation();
         let Some(sim) = cache.simulation_mut() else { return };
+        let vc = &mut *vc;
+        let stage = std::mem::take(&mut vc.stage);
         if vc.control.is_none() || vc.generation != generation {
             let layout = vc.layout.get_or_insert_with(|| build::layout(&def.spec, def.road)).clone();
             let mut control = VehicleControl::new(def.spec.clone(), layout, def.road, sim);
@@ -388,18 +550,33 @@ pub(crate) fn step_vehicles(
             return;
         }
         let control = vc.control.as_mut().expect("created above");
-        let controllers = Controllers { engine: engines.contains(parts.engine), transmission };
-        if control.controllers() != controllers {
-            control.set_controllers(controllers);
-        }
-        // The same step as the core `Vehicle`'s (shifts sub-stepped at game steps), with the
-        // engagements users wrote over the built-in actuators; a refused step leaves the state
-        // where it was, and the controllers still see its end.
-        if let Err(e) = control.step_with(sim, &input.0, dt, &overrides.0) {
+        let (engagements, inputs) = (&overrides.engagements, &overrides.inputs);
+        // The same step as the core `Vehicle`'s: the first sub-step's phases ran in `Control`
+        // and `Actuation`; a refused step leaves the state where it was, and the controllers
+        // still see its end.
+        let result = match stage {
+            Stage::Actuated { plan, pending } => {
+                let h = plan.length(1, sim.time());
+                control
+                    .solve(sim, pending, h, engagements, inputs)
+                    .and_then(|()| control.finish_step(sim, &input.0, &plan, 2, engagements, inputs))
+            }
+            _ => {
+                let controllers = Controllers { engine: engines.contains(parts.engine), transmission };
+                if control.controllers() != controllers {
+                    control.set_controllers(controllers);
+                }
+                control
+                    .plan_step(sim, &input.0, dt)
+                    .and_then(|plan| control.finish_step(sim, &input.0, &plan, 1, engagements, inputs))
+            }
+        };
+        if let Err(e) = result {
             fail(root, e);
         }
-        if !overrides.0.is_empty() {
-            overrides.0.clear();
+        if !overrides.engagements.is_empty() || !overrides.inputs.is_empty() {
+            overrides.engagements.clear();
+            overrides.inputs.clear();
         }
         tele.0 = *control.telemetry();
     };
