@@ -237,15 +237,15 @@ pub mod prelude {
     };
     pub use crate::vehicle::{
         EngineController, TransmissionController, VehicleController, VehicleDefinition, VehicleInput, VehicleMessage,
-        VehicleParts, VehicleSnapshotError, VehicleTelemetry, restore_vehicle, set_road_speed, snapshot_vehicle,
-        spawn_vehicle,
+        VehicleParts, VehicleSnapshotError, VehicleTelemetry, control_engines, control_transmissions, restore_vehicle,
+        set_road_speed, snapshot_vehicle, spawn_vehicle,
     };
     pub use crate::{
         BodyState, Connections, CouplingState, Driveline, DrivelineBuildFailed, DrivelineCommandsExt,
         DrivelineCorePlugin, DrivelineEditRefused, DrivelineInputRejected, DrivelineInputs, DrivelineParts,
-        DrivelinePlugins, DrivelineRebuilt, DrivelineSolveSchedule, DrivelineStepFailed, DrivelineSystems,
-        FrictionModeChanged, HeatPortState, PartOf, SkipWriteBack, SpawnError, StateWriteAdjusted, skip_write_back,
-        spawn_scenario,
+        DrivelinePlugins, DrivelinePrepareSchedule, DrivelineRebuilt, DrivelineSolveSchedule, DrivelineStepFailed,
+        DrivelineSystems, FrictionModeChanged, HeatPortState, PartOf, SkipWriteBack, SpawnError, StateWriteAdjusted,
+        skip_write_back, spawn_scenario,
     };
     pub use driveline_core::{SnapshotError, VehicleSnapshot};
 }

@@ -5,12 +5,15 @@
 //! [`VehicleInput`] into the network's run-time inputs every step, with a [`VehicleTelemetry`]
 //! written after it.
 //!
-//! The controllers run inside the solve phase ([`crate::DrivelineSolveSchedule`]): after the
-//! network is brought in step with the parts, before the coupled step, and right after it; they
-//! work on the freshly built simulation so that even the first step sees the right clutch, tyre
-//! and pedal inputs. They are created from the [`VehicleDefinition`] when the network is first
-//! built (also after a scene load) and again after a structural rebuild; a parameter edit of a
-//! part keeps them (see the crate docs, "Editing parts").
+//! The controllers are systems: [`control_transmissions`] and [`control_engines`] in
+//! [`crate::DrivelineSystems::Control`], the actuators in `Actuation`, the coupled step with
+//! heat, fuel and telemetry in `Solve`; each calls the phase of
+//! `driveline_core::vehicle::VehicleControl` that `driveline_core::Vehicle::step` calls in the
+//! same place. Their state is the root's [`VehicleController`], built from the
+//! [`VehicleDefinition`] in `Prepare` once the network is built (also after a scene load) and
+//! again after a structural rebuild, so that even the first step sees the right clutch, tyre
+//! and pedal inputs; a parameter edit of a part keeps them (see the crate docs, "Editing
+//! parts").
 
 use crate::{Driveline, DrivelineCache, DrivelineStepFailed, SpawnError, spawn_network};
 use bevy_ecs::entity::{EntityMapper, MapEntities};
