@@ -120,8 +120,7 @@
 //! | edits accepted (one per part type) | `Prepare` | the typed part components | [`PartElement`]; a refused edit set back |
 //! | written states taken | `Prepare`, and `Solve` for those written since | [`BodyState`] | the simulation's state |
 //! | networks in step with their parts | `Prepare` | [`PartElement`], `Name`, [`Connections`], [`PartOf`] | [`DrivelineCache`] (in place, or rebuilt) |
-//! | vehicles' controllers built, turned on or off | `Prepare` | [`vehicle::VehicleDefinition`], [`vehicle::EngineController`], [`vehicle::TransmissionController`] | [`vehicle::VehicleController`] |
-//! | [`vehicle::control_transmissions`]: driver input checked; shift controller or TCU | `Control` | [`vehicle::VehicleInput`], the simulation's state | [`vehicle::VehicleController`] (gear, shift phase, throttle and torque reduction asked) |
+//! | [`vehicle::control_transmissions`]: controllers built (after a build) and turned on or off; driver input checked; shift controller or TCU | `Control` | [`vehicle::VehicleDefinition`], [`vehicle::EngineController`], [`vehicle::TransmissionController`], [`vehicle::VehicleInput`], the simulation's state | [`vehicle::VehicleController`] (gear, shift phase, throttle and torque reduction asked) |
 //! | [`vehicle::control_engines`]: engine controller (idle, limiter, stall, starter, torque reduction) | `Control`, after the above | [`vehicle::VehicleController`] | [`vehicle::VehicleController`] (effective throttle, starter) |
 //! | your controllers | `Control` | states, telemetry | [`vehicle::VehicleInput`], [`DrivelineInputs`] |
 //! | `actuate_vehicles`: shift linkages, clutch actuator, hydraulic pistons, brakes, tyre loads | `Actuation` | [`vehicle::VehicleController`] | the simulation's inputs, [`ClutchEngagement`] |
@@ -159,14 +158,14 @@
 //! [`DrivelinePlugins`] runs in the schedule you choose (default `FixedUpdate`), in the chained
 //! sets of [`DrivelineSystems`]:
 //! 1. `Input`: your systems that sample devices into inputs;
-//! 2. `Prepare`: in the private [`DrivelinePrepareSchedule`], where system-order ambiguity is
-//!    an error: component edits accepted or refused, written states taken, networks brought in
-//!    step with their parts, vehicles' controllers built;
-//! 3. `Control`: the vehicles' transmission and engine controllers, your drivers and
-//!    controllers;
+//! 2. `Prepare`: the plugin's chain of systems: component edits accepted or refused, written
+//!    states taken, networks brought in step with their parts;
+//! 3. `Control`: the vehicles' controllers (built after a network build), transmission then
+//!    engine; your drivers and controllers;
 //! 4. `Actuation`: the vehicles' actuators, yours; they write the simulations' inputs,
 //!    [`DrivelineInputs`] and [`ClutchEngagement`];
-//! 5. `Solve`: in the private [`DrivelineSolveSchedule`] (ambiguity is an error there too):
+//! 5. `Solve`: in the private [`DrivelineSolveSchedule`], where system-order ambiguity is an
+//!    error:
 //!    states written since `Prepare` taken, inputs and engagements handed over, the coupled
 //!    step, vehicle heat, fuel and telemetry, and the new state written back to the part
 //!    entities;
@@ -243,9 +242,9 @@ pub mod prelude {
     pub use crate::{
         BodyState, Connections, CouplingState, Driveline, DrivelineBuildFailed, DrivelineCommandsExt,
         DrivelineCorePlugin, DrivelineEditRefused, DrivelineInputRejected, DrivelineInputs, DrivelineParts,
-        DrivelinePlugins, DrivelinePrepareSchedule, DrivelineRebuilt, DrivelineSolveSchedule, DrivelineStepFailed,
-        DrivelineSystems, FrictionModeChanged, HeatPortState, PartOf, SkipWriteBack, SpawnError, StateWriteAdjusted,
-        skip_write_back, spawn_scenario,
+        DrivelinePlugins, DrivelineRebuilt, DrivelineSolveSchedule, DrivelineStepFailed, DrivelineSystems,
+        FrictionModeChanged, HeatPortState, PartOf, SkipWriteBack, SpawnError, StateWriteAdjusted, skip_write_back,
+        spawn_scenario,
     };
     pub use driveline_core::{SnapshotError, VehicleSnapshot};
 }
@@ -256,9 +255,9 @@ pub enum DrivelineSystems {
     /// Device sampling into inputs (user systems): [`vehicle::VehicleInput`],
     /// [`DrivelineInputs`].
     Input,
-    /// The plugin's, in [`DrivelinePrepareSchedule`]: component edits accepted or refused,
+    /// The plugin's (one chain of systems): component edits accepted or refused,
     /// written states taken, networks brought in step with their parts (built, edited in
-    /// place, rebuilt), vehicles' controllers built and turned on or off.
+    /// place, rebuilt).
     Prepare,
     /// Drivers and controllers: the vehicles' transmission controllers
     /// ([`vehicle::control_transmissions`]), then their engine controllers
@@ -344,21 +343,6 @@ impl Plugin for DrivelineCorePlugin {
         // each one to a worker and wait); each system spreads its drivelines over the compute
         // task pool itself.
         let settings = ScheduleBuildSettings { ambiguity_detection: LogLevel::Error, ..Default::default() };
-        let mut prepare = Schedule::new(DrivelinePrepareSchedule);
-        prepare.set_build_settings(settings.clone());
-        prepare.set_executor(SingleThreadedExecutor::new());
-        prepare.add_systems(
-            (
-                sync::collect_edits,
-                // Written states first, against the state the last step left: an edit applied
-                // in place below may move the state (a projection) under the components.
-                sync::write_states,
-                sync::sync_networks,
-                vehicle::prepare_vehicles,
-            )
-                .chain(),
-        );
-        app.add_schedule(prepare);
         let mut solve = Schedule::new(DrivelineSolveSchedule);
         solve.set_build_settings(settings);
         solve.set_executor(SingleThreadedExecutor::new());
@@ -379,7 +363,18 @@ impl Plugin for DrivelineCorePlugin {
         app.add_systems(
             self.schedule,
             (
-                run_prepare_schedule.in_set(DrivelineSystems::Prepare),
+                // In the main schedule (a schedule of their own costs a schedule's removal and
+                // reinsertion per tick), one after the other.
+                (
+                    sync::collect_edits,
+                    // Written states first, against the state the last step left: an edit
+                    // applied in place below may move the state (a projection) under the
+                    // components.
+                    sync::write_states,
+                    sync::sync_networks,
+                )
+                    .chain()
+                    .in_set(DrivelineSystems::Prepare),
                 (vehicle::control_transmissions, vehicle::control_engines).chain().in_set(DrivelineSystems::Control),
                 vehicle::actuate_vehicles.in_set(DrivelineSystems::Actuation),
                 run_solve_schedule.in_set(DrivelineSystems::Solve),
@@ -410,20 +405,6 @@ fn register_types(app: &mut App) {
 /// in it are build errors). See the crate docs, "Scheduling".
 #[derive(ScheduleLabel, Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct DrivelineSolveSchedule;
-
-/// The private schedule of the prepare phase (run from [`DrivelineSystems::Prepare`];
-/// ambiguities in it are build errors). See the crate docs, "Scheduling".
-#[derive(ScheduleLabel, Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct DrivelinePrepareSchedule;
-
-/// Runs [`DrivelinePrepareSchedule`]. The systems of this and the later sets spread their
-/// drivelines over the compute task pool, which a multi-threaded executor or `TaskPoolPlugin`
-/// starts; without either (a single-threaded fixed schedule in a bare `App`), a default pool
-/// is started here.
-fn run_prepare_schedule(world: &mut World) {
-    bevy_tasks::ComputeTaskPool::get_or_init(bevy_tasks::TaskPool::default);
-    world.run_schedule(DrivelinePrepareSchedule);
-}
 
 /// Runs [`DrivelineSolveSchedule`].
 fn run_solve_schedule(world: &mut World) {

@@ -18,8 +18,12 @@ pub(crate) fn part_name(entity: Entity, name: Option<&Name>) -> String {
     name.map_or_else(|| format!("part {entity}"), |n| n.as_str().to_string())
 }
 
-/// Accepts the edits of every typed part component (see [`accept`]).
+/// Accepts the edits of every typed part component (see [`accept`]). First in the plugin's
+/// tick, it also starts a default compute task pool if none runs: the later systems spread
+/// their drivelines over it, and a multi-threaded executor or `TaskPoolPlugin` starts one, but
+/// a single-threaded fixed schedule in a bare `App` does not.
 pub(crate) fn collect_edits(mut edits: crate::parts::TypedEdits, mut refused: MessageWriter<DrivelineEditRefused>) {
+    bevy_tasks::ComputeTaskPool::get_or_init(bevy_tasks::TaskPool::default);
     edits.collect(&mut refused);
 }
 

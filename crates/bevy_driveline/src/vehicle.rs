@@ -10,10 +10,10 @@
 //! heat, fuel and telemetry in `Solve`; each calls the phase of
 //! `driveline_core::vehicle::VehicleControl` that `driveline_core::Vehicle::step` calls in the
 //! same place. Their state is the root's [`VehicleController`], built from the
-//! [`VehicleDefinition`] in `Prepare` once the network is built (also after a scene load) and
-//! again after a structural rebuild, so that even the first step sees the right clutch, tyre
-//! and pedal inputs; a parameter edit of a part keeps them (see the crate docs, "Editing
-//! parts").
+//! [`VehicleDefinition`] by [`control_transmissions`] once the network is built in `Prepare`
+//! (also after a scene load) and again after a structural rebuild, so that even the first step
+//! sees the right clutch, tyre and pedal inputs; a parameter edit of a part keeps them (see the
+//! crate docs, "Editing parts").
 
 use crate::{Driveline, DrivelineCache, DrivelineStepFailed, SpawnError, spawn_network};
 use bevy_ecs::entity::{EntityMapper, MapEntities};
@@ -52,9 +52,20 @@ pub struct VehicleController {
     generation: u64,
     /// How far this tick's step has come (see [`Stage`]).
     stage: Stage,
-    /// The clutch and brake parts whose engagement inputs the actuators drive: element index
-    /// and entity, for the [`crate::ClutchEngagement`] written in `Actuation`.
-    engaged: Vec<(usize, Entity)>,
+    /// The clutch and brake parts whose engagement inputs the actuators drive, for the
+    /// [`crate::ClutchEngagement`] written in `Actuation`.
+    engaged: Vec<Engaged>,
+}
+
+/// A clutch or brake part whose engagement is a run-time input.
+#[derive(Clone, Copy)]
+struct Engaged {
+    /// Element index.
+    k: usize,
+    part: Entity,
+    input: driveline_core::InputId,
+    /// The engagement input before this tick's actuation (bits), to tell what the actuators changed.
+    before: u64,
 }
 
 /// How far a vehicle's step has come in the current tick: planned and controlled in
@@ -379,12 +390,49 @@ macro_rules! for_each_vehicle {
     };
 }
 
-/// `Prepare`: builds each vehicle's controllers from its [`VehicleDefinition`] once its network
-/// is built (again after a structural rebuild), and turns the built-in controllers on or off
-/// as their components ([`EngineController`], [`TransmissionController`]) are present.
-pub(crate) fn prepare_vehicles(
+/// Builds the controllers of a vehicle from its [`VehicleDefinition`] once its network is
+/// built (again after a structural rebuild), and turns the built-in controllers on or off as
+/// their components are present.
+fn ensure_controllers(
+    def: &VehicleDefinition,
+    vc: &mut VehicleController,
+    cache: &mut DrivelineCache,
+    controllers: Controllers,
+) {
+    let Some(sim) = cache.sim.as_mut() else { return };
+    if vc.control.is_none() || vc.generation != cache.generation {
+        let layout = vc.layout.get_or_insert_with(|| build::layout(&def.spec, def.road)).clone();
+        let mut control = VehicleControl::new(def.spec.clone(), layout, def.road, sim);
+        control.start(sim);
+        vc.control = Some(control);
+        vc.generation = cache.generation;
+        vc.engaged = (cache.parts.iter().enumerate())
+            .filter_map(|(k, &part)| {
+                let input = sim.engagement_input(k).filter(|_| sim.element_engagement(k).is_some())?;
+                Some(Engaged { k, part, input, before: 0 })
+            })
+            .collect();
+    }
+    let control = vc.control.as_mut().expect("built above");
+    if control.controllers() != controllers {
+        control.set_controllers(controllers);
+    }
+}
+
+/// `Control`: builds each vehicle's controllers once its network is built (again after a
+/// structural rebuild) and turns them on or off as their components ([`EngineController`],
+/// [`TransmissionController`]) are present; then checks the driver's input and runs the
+/// transmission controller (a manual or sequential box's shift controller, an automatic's TCU;
+/// see `driveline_core::vehicle::VehicleControl::control_transmission`). Starts the tick's
+/// step: a shift at a step longer than 1 ms is sub-stepped, and the sub-steps after the first
+/// run their whole chain in `Solve`. Order a system `.after(control_transmissions)` to act
+/// before the engine controller.
+#[allow(clippy::type_complexity)]
+pub fn control_transmissions(
+    time: Res<bevy_time::Time>,
     mut roots: Query<(
         &VehicleDefinition,
+        &VehicleInput,
         &mut VehicleController,
         &mut DrivelineCache,
         &VehicleParts,
@@ -392,46 +440,15 @@ pub(crate) fn prepare_vehicles(
     )>,
     engines: Query<(), With<EngineController>>,
 ) {
-    for (def, mut vc, mut cache, parts, transmission) in &mut roots {
-        let cache = &mut *cache;
-        let Some(sim) = cache.sim.as_mut() else { continue };
-        let vc = &mut *vc;
-        if vc.control.is_none() || vc.generation != cache.generation {
-            let layout = vc.layout.get_or_insert_with(|| build::layout(&def.spec, def.road)).clone();
-            let mut control = VehicleControl::new(def.spec.clone(), layout, def.road, sim);
-            control.start(sim);
-            vc.control = Some(control);
-            vc.generation = cache.generation;
-            vc.engaged = (cache.parts.iter().enumerate())
-                .filter(|&(k, _)| sim.engagement_input(k).is_some() && sim.element_engagement(k).is_some())
-                .map(|(k, &e)| (k, e))
-                .collect();
-        }
-        vc.stage = Stage::Idle;
-        let control = vc.control.as_mut().expect("built above");
-        let controllers = Controllers { engine: engines.contains(parts.engine), transmission };
-        if control.controllers() != controllers {
-            control.set_controllers(controllers);
-        }
-    }
-}
-
-/// `Control`: every vehicle's driver input checked and its transmission controller run (a
-/// manual or sequential box's shift controller, an automatic's TCU; see
-/// `driveline_core::vehicle::VehicleControl::control_transmission`). Starts the tick's step: a
-/// shift at a step longer than 1 ms is sub-stepped, and the sub-steps after the first run
-/// their whole chain in `Solve`. Order a system `.after(control_transmissions)` to change what
-/// it decided before the engine controller sees it.
-pub fn control_transmissions(
-    time: Res<bevy_time::Time>,
-    mut roots: Query<(&VehicleInput, &mut VehicleController, &DrivelineCache)>,
-) {
     let dt = time.delta_secs_f64();
-    for_each_vehicle!(roots, |(input, mut vc, cache)| {
+    let engines = &engines;
+    for_each_vehicle!(roots, |(def, input, mut vc, mut cache, parts, transmission)| {
         let vc = &mut *vc;
         vc.stage = Stage::Idle;
+        let controllers = Controllers { engine: engines.contains(parts.engine), transmission };
+        ensure_controllers(def, vc, &mut cache, controllers);
         let (Some(control), Some(sim)) = (vc.control.as_mut(), cache.simulation()) else { return };
-        if dt <= 0.0 || vc.generation != cache.generation() {
+        if dt <= 0.0 {
             return;
         }
         // A refused step (a bad step size) is left to `Solve`, which reports it.
@@ -475,6 +492,9 @@ pub(crate) fn actuate_vehicles(
         let vc = &mut *vc;
         let (Some(control), Some(sim)) = (vc.control.as_mut(), cache.simulation_mut()) else { return };
         if let Stage::Controlled { plan, controlled, .. } = vc.stage {
+            for e in &mut vc.engaged {
+                e.before = sim.input_value(e.input).to_bits();
+            }
             let pending = control.actuate(sim, &controlled);
             vc.stage = Stage::Actuated { plan, pending };
         }
@@ -483,9 +503,15 @@ pub(crate) fn actuate_vehicles(
     // from the parallel pass over the roots).
     for (vc, cache) in &roots {
         let (Stage::Actuated { .. }, Some(sim)) = (vc.stage, cache.simulation()) else { continue };
-        for &(k, part) in &vc.engaged {
-            // A value a user wrote since the last step is kept: it is handed over in `Solve`.
-            if let (Ok(mut e), Some(u)) = (engagements.get_mut(part), sim.element_engagement(k))
+        for &Engaged { k, part, input, before } in &vc.engaged {
+            // Only what the actuators changed: the write-back left the rest as the simulation
+            // has it. A value a user wrote since the last step is kept: it is handed over in
+            // `Solve`.
+            if sim.input_value(input).to_bits() == before {
+                continue;
+            }
+            let Some(u) = sim.element_engagement(k) else { continue };
+            if let Ok(mut e) = engagements.get_mut(part)
                 && e.0.to_bits() != u.to_bits()
                 && !e.last_changed().is_newer_than(last.0, ticks.this_run())
             {
@@ -538,21 +564,14 @@ pub(crate) fn step_vehicles(
         &VehicleParts,
         bool,
     )| {
-        let generation = cache.generation();
-        let Some(sim) = cache.simulation_mut() else { return };
         let vc = &mut *vc;
         let stage = std::mem::take(&mut vc.stage);
-        if vc.control.is_none() || vc.generation != generation {
-            let layout = vc.layout.get_or_insert_with(|| build::layout(&def.spec, def.road)).clone();
-            let mut control = VehicleControl::new(def.spec.clone(), layout, def.road, sim);
-            control.start(sim);
-            vc.control = Some(control);
-            vc.generation = generation;
-        }
+        let controllers = Controllers { engine: engines.contains(parts.engine), transmission };
+        ensure_controllers(def, vc, &mut cache, controllers);
+        let (Some(control), Some(sim)) = (vc.control.as_mut(), cache.sim.as_mut()) else { return };
         if dt <= 0.0 {
             return;
         }
-        let control = vc.control.as_mut().expect("created above");
         let (engagements, inputs) = (&overrides.engagements, &overrides.inputs);
         // The same step as the core `Vehicle`'s: the first sub-step's phases ran in `Control`
         // and `Actuation`; a refused step leaves the state where it was, and the controllers
@@ -564,15 +583,9 @@ pub(crate) fn step_vehicles(
                     .solve(sim, pending, h, engagements, inputs)
                     .and_then(|()| control.finish_step(sim, &input.0, &plan, 2, engagements, inputs))
             }
-            _ => {
-                let controllers = Controllers { engine: engines.contains(parts.engine), transmission };
-                if control.controllers() != controllers {
-                    control.set_controllers(controllers);
-                }
-                control
-                    .plan_step(sim, &input.0, dt)
-                    .and_then(|plan| control.finish_step(sim, &input.0, &plan, 1, engagements, inputs))
-            }
+            _ => control
+                .plan_step(sim, &input.0, dt)
+                .and_then(|plan| control.finish_step(sim, &input.0, &plan, 1, engagements, inputs)),
         };
         if let Err(e) = result {
             fail(root, e);
