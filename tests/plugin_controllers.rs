@@ -1,5 +1,5 @@
 //! A vehicle's built-in controllers as systems in the public sets: the transmission and engine
-//! controllers in `Control`, the actuators in `Actuation` writing each clutch's and brake's
+//! controllers in `Control` (`control_vehicles`), the actuators in `Actuation` writing each clutch's and brake's
 //! `ClutchEngagement`, what users write after them winning for the step (in every sub-step
 //! of a shift at a game step), states written in `Control` taken before the solve.
 
@@ -8,7 +8,7 @@ use bevy_ecs::name::Name;
 use bevy_ecs::prelude::*;
 use bevy_time::Time;
 use driveline::bevy::prelude::*;
-use driveline::bevy::vehicle::{control_engines, control_transmissions};
+use driveline::bevy::vehicle::control_vehicles;
 use driveline::core::DriverInput;
 use driveline::core::vehicle::{Road, Vehicle};
 use std::path::Path;
@@ -158,19 +158,20 @@ struct Order(Vec<&'static str>);
 
 #[test]
 fn the_controllers_are_systems_a_user_can_order_against() {
-    // A system ordered between the transmission and the engine controller, and one after the
-    // engine controller, run where they are put; the plugin's schedule has no ambiguity.
+    // Systems ordered before and after the vehicles' controllers and in `Actuation` run where
+    // they are put, and see the controllers' work as it stands there: before them the tick's
+    // telemetry is the last step's, the engagement after `Actuation` is this step's.
     let mut app = create_app();
     app.init_resource::<Order>();
     app.add_systems(
         FixedUpdate,
         (
-            (|mut o: ResMut<Order>| o.0.push("between")).after(control_transmissions).before(control_engines),
-            (|mut o: ResMut<Order>| o.0.push("after")).after(control_engines).in_set(DrivelineSystems::Control),
+            (|mut o: ResMut<Order>| o.0.push("before")).before(control_vehicles).in_set(DrivelineSystems::Control),
+            (|mut o: ResMut<Order>| o.0.push("after")).after(control_vehicles).in_set(DrivelineSystems::Control),
             (|mut o: ResMut<Order>| o.0.push("actuation")).in_set(DrivelineSystems::Actuation),
         ),
     );
     spawn_vehicle(app.world_mut(), vehicle_spec("nissan_350z.ron"), Road::Body).unwrap();
     fixed_step(&mut app, FRAME);
-    assert_eq!(app.world().resource::<Order>().0, ["between", "after", "actuation"]);
+    assert_eq!(app.world().resource::<Order>().0, ["before", "after", "actuation"]);
 }

@@ -120,8 +120,7 @@
 //! | edits accepted (one per part type) | `Prepare` | the typed part components | [`PartElement`]; a refused edit set back |
 //! | written states taken | `Prepare`, and `Solve` for those written since | [`BodyState`] | the simulation's state |
 //! | networks in step with their parts | `Prepare` | [`PartElement`], `Name`, [`Connections`], [`PartOf`] | [`DrivelineCache`] (in place, or rebuilt) |
-//! | [`vehicle::control_transmissions`]: controllers built (after a build) and turned on or off; driver input checked; shift controller or TCU | `Control` | [`vehicle::VehicleDefinition`], [`vehicle::EngineController`], [`vehicle::TransmissionController`], [`vehicle::VehicleInput`], the simulation's state | [`vehicle::VehicleController`] (gear, shift phase, throttle and torque reduction asked) |
-//! | [`vehicle::control_engines`]: engine controller (idle, limiter, stall, starter, torque reduction) | `Control`, after the above | [`vehicle::VehicleController`] | [`vehicle::VehicleController`] (effective throttle, starter) |
+//! | [`vehicle::control_vehicles`]: controllers built (after a build) and turned on or off; driver input checked; shift controller or TCU; engine controller (idle, limiter, stall, starter, torque reduction) | `Control` | [`vehicle::VehicleDefinition`], [`vehicle::EngineController`], [`vehicle::TransmissionController`], [`vehicle::VehicleInput`], the simulation's state | [`vehicle::VehicleController`] (gear, shift phase, effective throttle, starter) |
 //! | your controllers | `Control` | states, telemetry | [`vehicle::VehicleInput`], [`DrivelineInputs`] |
 //! | `actuate_vehicles`: shift linkages, clutch actuator, hydraulic pistons, brakes, tyre loads | `Actuation` | [`vehicle::VehicleController`] | the simulation's inputs, [`ClutchEngagement`] |
 //! | your actuators | `Actuation` or after it | [`ClutchEngagement`], states | [`ClutchEngagement`], [`DrivelineInputs`] |
@@ -236,8 +235,8 @@ pub mod prelude {
     };
     pub use crate::vehicle::{
         EngineController, TransmissionController, VehicleController, VehicleDefinition, VehicleInput, VehicleMessage,
-        VehicleParts, VehicleSnapshotError, VehicleTelemetry, control_engines, control_transmissions, restore_vehicle,
-        set_road_speed, snapshot_vehicle, spawn_vehicle,
+        VehicleParts, VehicleSnapshotError, VehicleTelemetry, control_vehicles, restore_vehicle, set_road_speed,
+        snapshot_vehicle, spawn_vehicle,
     };
     pub use crate::{
         BodyState, Connections, CouplingState, Driveline, DrivelineBuildFailed, DrivelineCommandsExt,
@@ -259,9 +258,8 @@ pub enum DrivelineSystems {
     /// written states taken, networks brought in step with their parts (built, edited in
     /// place, rebuilt).
     Prepare,
-    /// Drivers and controllers: the vehicles' transmission controllers
-    /// ([`vehicle::control_transmissions`]), then their engine controllers
-    /// ([`vehicle::control_engines`]); your own.
+    /// Drivers and controllers: the vehicles' transmission and engine controllers
+    /// ([`vehicle::control_vehicles`]); your own.
     Control,
     /// Actuators writing the simulation's inputs and [`ClutchEngagement`]: the vehicles'
     /// linkages, clutch actuators and hydraulics; your own.
@@ -375,7 +373,7 @@ impl Plugin for DrivelineCorePlugin {
                 )
                     .chain()
                     .in_set(DrivelineSystems::Prepare),
-                (vehicle::control_transmissions, vehicle::control_engines).chain().in_set(DrivelineSystems::Control),
+                vehicle::control_vehicles.in_set(DrivelineSystems::Control),
                 vehicle::actuate_vehicles.in_set(DrivelineSystems::Actuation),
                 run_solve_schedule.in_set(DrivelineSystems::Solve),
                 (solve::send_mode_messages, solve::send_input_rejections).in_set(DrivelineSystems::Telemetry),

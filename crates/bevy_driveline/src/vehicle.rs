@@ -5,12 +5,12 @@
 //! [`VehicleInput`] into the network's run-time inputs every step, with a [`VehicleTelemetry`]
 //! written after it.
 //!
-//! The controllers are systems: [`control_transmissions`] and [`control_engines`] in
+//! The controllers are systems: [`control_vehicles`] in
 //! [`crate::DrivelineSystems::Control`], the actuators in `Actuation`, the coupled step with
 //! heat, fuel and telemetry in `Solve`; each calls the phase of
 //! `driveline_core::vehicle::VehicleControl` that `driveline_core::Vehicle::step` calls in the
 //! same place. Their state is the root's [`VehicleController`], built from the
-//! [`VehicleDefinition`] by [`control_transmissions`] once the network is built in `Prepare`
+//! [`VehicleDefinition`] by [`control_vehicles`] once the network is built in `Prepare`
 //! (also after a scene load) and again after a structural rebuild, so that even the first step
 //! sees the right clutch, tyre and pedal inputs; a parameter edit of a part keeps them (see the
 //! crate docs, "Editing parts").
@@ -76,9 +76,8 @@ enum Stage {
     /// `Control`, or the step size is zero).
     #[default]
     Idle,
-    /// Input checked, transmission controller run (the engine controller too once
-    /// `engine_done`).
-    Controlled { plan: StepPlan, controlled: Controlled, engine_done: bool },
+    /// Input checked, transmission and engine controllers run.
+    Controlled { plan: StepPlan, controlled: Controlled },
     /// Actuated: the inputs of the first sub-step are written.
     Actuated { plan: StepPlan, pending: PendingStep },
 }
@@ -419,16 +418,17 @@ fn ensure_controllers(
     }
 }
 
-/// `Control`: builds each vehicle's controllers once its network is built (again after a
-/// structural rebuild) and turns them on or off as their components ([`EngineController`],
-/// [`TransmissionController`]) are present; then checks the driver's input and runs the
-/// transmission controller (a manual or sequential box's shift controller, an automatic's TCU;
-/// see `driveline_core::vehicle::VehicleControl::control_transmission`). Starts the tick's
-/// step: a shift at a step longer than 1 ms is sub-stepped, and the sub-steps after the first
-/// run their whole chain in `Solve`. Order a system `.after(control_transmissions)` to act
-/// before the engine controller.
+/// `Control`: every vehicle's controllers, in one pass over the vehicles. First they are
+/// built once its network is built (again after a structural rebuild) and turned on or off as
+/// their components ([`EngineController`], [`TransmissionController`]) are present; then the
+/// driver's input is checked, the transmission controller runs (a manual or sequential box's
+/// shift controller, an automatic's TCU), then the engine controller (idle speed, rev
+/// limiter, stall and start, the transmission's torque reduction); see
+/// `driveline_core::vehicle::VehicleControl::control_transmission` and `control_engine`. This
+/// starts the tick's step: a shift at a step longer than 1 ms is sub-stepped, and the
+/// sub-steps after the first run their whole chain in `Solve`.
 #[allow(clippy::type_complexity)]
-pub fn control_transmissions(
+pub fn control_vehicles(
     time: Res<bevy_time::Time>,
     mut roots: Query<(
         &VehicleDefinition,
@@ -455,23 +455,8 @@ pub fn control_transmissions(
         let Ok(plan) = control.plan_step(sim, &input.0, dt) else { return };
         let Ok(mut controlled) = control.check_input(sim, &input.0, plan.length(1, sim.time())) else { return };
         control.control_transmission(sim, &mut controlled);
-        vc.stage = Stage::Controlled { plan, controlled, engine_done: false };
-    });
-}
-
-/// `Control`, after [`control_transmissions`]: every vehicle's engine controller (idle speed,
-/// rev limiter, stall and start, the transmission's torque reduction), where the engine part
-/// carries [`EngineController`]; see `driveline_core::vehicle::VehicleControl::control_engine`.
-pub fn control_engines(mut roots: Query<(&mut VehicleController, &DrivelineCache)>) {
-    for_each_vehicle!(roots, |(mut vc, cache)| {
-        let vc = &mut *vc;
-        let (Some(control), Some(sim)) = (vc.control.as_mut(), cache.simulation()) else { return };
-        if let Stage::Controlled { controlled, engine_done, .. } = &mut vc.stage
-            && !*engine_done
-        {
-            control.control_engine(sim, controlled);
-            *engine_done = true;
-        }
+        control.control_engine(sim, &mut controlled);
+        vc.stage = Stage::Controlled { plan, controlled };
     });
 }
 
@@ -487,36 +472,38 @@ pub(crate) fn actuate_vehicles(
     last: Res<crate::LastWriteBack>,
     mut roots: Query<(&mut VehicleController, &mut DrivelineCache)>,
     mut engagements: Query<&mut crate::ClutchEngagement, Without<crate::SkipWriteBack>>,
+    mut changed: Local<std::sync::Mutex<Vec<(Entity, f64)>>>,
 ) {
+    let sink = &*changed;
     for_each_vehicle!(roots, |(mut vc, mut cache)| {
         let vc = &mut *vc;
         let (Some(control), Some(sim)) = (vc.control.as_mut(), cache.simulation_mut()) else { return };
-        if let Stage::Controlled { plan, controlled, .. } = vc.stage {
-            for e in &mut vc.engaged {
-                e.before = sim.input_value(e.input).to_bits();
+        let Stage::Controlled { plan, controlled } = &vc.stage else { return };
+        for e in &mut vc.engaged {
+            e.before = sim.input_value(e.input).to_bits();
+        }
+        let pending = control.actuate(sim, controlled);
+        vc.stage = Stage::Actuated { plan: *plan, pending };
+        // Only what the actuators changed: the write-back left the rest as the simulation has
+        // it.
+        for e in &vc.engaged {
+            if sim.input_value(e.input).to_bits() != e.before
+                && let Some(u) = sim.element_engagement(e.k)
+            {
+                sink.lock().unwrap_or_else(|p| p.into_inner()).push((e.part, u));
             }
-            let pending = control.actuate(sim, &controlled);
-            vc.stage = Stage::Actuated { plan, pending };
         }
     });
     // The engagement components, on the calling thread (a query of parts cannot be written
-    // from the parallel pass over the roots).
-    for (vc, cache) in &roots {
-        let (Stage::Actuated { .. }, Some(sim)) = (vc.stage, cache.simulation()) else { continue };
-        for &Engaged { k, part, input, before } in &vc.engaged {
-            // Only what the actuators changed: the write-back left the rest as the simulation
-            // has it. A value a user wrote since the last step is kept: it is handed over in
-            // `Solve`.
-            if sim.input_value(input).to_bits() == before {
-                continue;
-            }
-            let Some(u) = sim.element_engagement(k) else { continue };
-            if let Ok(mut e) = engagements.get_mut(part)
-                && e.0.to_bits() != u.to_bits()
-                && !e.last_changed().is_newer_than(last.0, ticks.this_run())
-            {
-                e.0 = u;
-            }
+    // from the parallel pass over the roots). A value a user wrote since the last step is
+    // kept: it is handed over in `Solve`.
+    let list = changed.get_mut().unwrap_or_else(|p| p.into_inner());
+    for (part, u) in list.drain(..) {
+        if let Ok(mut e) = engagements.get_mut(part)
+            && e.0.to_bits() != u.to_bits()
+            && !e.last_changed().is_newer_than(last.0, ticks.this_run())
+        {
+            e.0 = u;
         }
     }
 }
@@ -565,7 +552,11 @@ pub(crate) fn step_vehicles(
         bool,
     )| {
         let vc = &mut *vc;
-        let stage = std::mem::take(&mut vc.stage);
+        let stage = match vc.stage {
+            Stage::Actuated { plan, pending } => Some((plan, pending)),
+            _ => None,
+        };
+        vc.stage = Stage::Idle;
         let controllers = Controllers { engine: engines.contains(parts.engine), transmission };
         ensure_controllers(def, vc, &mut cache, controllers);
         let (Some(control), Some(sim)) = (vc.control.as_mut(), cache.sim.as_mut()) else { return };
@@ -577,13 +568,13 @@ pub(crate) fn step_vehicles(
         // and `Actuation`; a refused step leaves the state where it was, and the controllers
         // still see its end.
         let result = match stage {
-            Stage::Actuated { plan, pending } => {
+            Some((plan, pending)) => {
                 let h = plan.length(1, sim.time());
                 control
                     .solve(sim, pending, h, engagements, inputs)
                     .and_then(|()| control.finish_step(sim, &input.0, &plan, 2, engagements, inputs))
             }
-            _ => control
+            None => control
                 .plan_step(sim, &input.0, dt)
                 .and_then(|plan| control.finish_step(sim, &input.0, &plan, 1, engagements, inputs)),
         };
