@@ -348,12 +348,10 @@ impl Plugin for DrivelineCorePlugin {
             (
                 // States written in `Control` or `Actuation`.
                 sync::write_states,
-                sync::apply_inputs,
-                sync::apply_engagements,
+                sync::hand_over,
                 vehicle::step_vehicles,
                 solve::step_drivelines,
                 solve::write_back,
-                solve::write_heat_ports,
             )
                 .chain(),
         );
@@ -376,7 +374,7 @@ impl Plugin for DrivelineCorePlugin {
                 vehicle::control_vehicles.in_set(DrivelineSystems::Control),
                 vehicle::actuate_vehicles.in_set(DrivelineSystems::Actuation),
                 run_solve_schedule.in_set(DrivelineSystems::Solve),
-                (solve::send_mode_messages, solve::send_input_rejections).in_set(DrivelineSystems::Telemetry),
+                solve::send_messages.in_set(DrivelineSystems::Telemetry),
             ),
         );
     }

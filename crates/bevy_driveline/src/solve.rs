@@ -68,7 +68,7 @@ pub(crate) fn flush_failures(
 /// only what moved). Below [`PARALLEL_WRITE_BACK`] drivelines, driveline by driveline and in
 /// element order on the calling thread (each driveline's simulation is read while it is in
 /// the cache); from there on, over the part tables in parallel.
-/// Parts marked [`SkipWriteBack`] are not visited.
+/// Parts marked [`SkipWriteBack`] are not visited. Heat-port readings are written too.
 pub(crate) fn write_back(
     ticks: bevy_ecs::system::SystemChangeTick,
     mut last: ResMut<crate::LastWriteBack>,
@@ -79,9 +79,11 @@ pub(crate) fn write_back(
         (Entity, &PartOf, &PartSlot, &mut BodyState, &mut CouplingState, Option<&mut ClutchEngagement>),
         Without<SkipWriteBack>,
     >,
+    mut heat: Query<(Entity, &PartOf, &PartSlot, &mut HeatPortState), Without<SkipWriteBack>>,
 ) {
     last.0 = ticks.this_run();
     let roots = &roots;
+    write_heat_ports(roots, &mut heat);
     if roots.iter().len() >= PARALLEL_WRITE_BACK {
         // A fleet: the part tables in their own order, spread over the compute task pool. Each
         // table's rows are written in sequence; the simulations are read once per kind of part
@@ -174,12 +176,13 @@ fn write_part<'a>(
     }
 }
 
-/// Writes the thermal readings of the parts that carry a [`HeatPortState`].
-pub(crate) fn write_heat_ports(
-    roots: Query<&DrivelineCache>,
-    mut parts: Query<(Entity, &PartOf, &PartSlot, &mut HeatPortState), Without<SkipWriteBack>>,
+/// Writes the thermal readings of the parts that carry a [`HeatPortState`] (part of
+/// [`write_back`]).
+fn write_heat_ports(
+    roots: &Query<&DrivelineCache>,
+    parts: &mut Query<(Entity, &PartOf, &PartSlot, &mut HeatPortState), Without<SkipWriteBack>>,
 ) {
-    for (entity, part_of, &PartSlot(k), mut state) in &mut parts {
+    for (entity, part_of, &PartSlot(k), mut state) in parts.iter_mut() {
         let Some(sim) = roots.get(part_of.0).ok().and_then(|c| c.simulation_of(entity, k)) else { continue };
         let Some(temperature) = sim.element_temperature(k) else { continue };
         state.set_if_neq(HeatPortState {
@@ -190,29 +193,24 @@ pub(crate) fn write_heat_ports(
     }
 }
 
-/// Sends the mode changes of the last step.
-pub(crate) fn send_mode_messages(roots: Query<(Entity, &DrivelineCache)>, mut out: MessageWriter<FrictionModeChanged>) {
+/// Sends the mode changes of the last step, and the input values the run-time input policy
+/// did not take as given (after the step they applied to). One system for both: each system a
+/// tick runs costs some hundreds of instructions of scheduling.
+pub(crate) fn send_messages(
+    roots: Query<(Entity, &DrivelineCache)>,
+    mut modes: MessageWriter<FrictionModeChanged>,
+    mut rejected: MessageWriter<crate::DrivelineInputRejected>,
+) {
     for (root, cache) in &roots {
         let Some(sim) = cache.sim.as_ref() else { continue };
         for e in sim.events() {
             if let Some(&part) = cache.parts.get(e.element) {
-                out.write(FrictionModeChanged { driveline: root, part, time: e.time, from: e.from, to: e.to });
+                modes.write(FrictionModeChanged { driveline: root, part, time: e.time, from: e.from, to: e.to });
             }
         }
-    }
-}
-
-/// Sends the input values the run-time input policy did not take as given, after the step
-/// they applied to.
-pub(crate) fn send_input_rejections(
-    roots: Query<(Entity, &DrivelineCache)>,
-    mut out: MessageWriter<crate::DrivelineInputRejected>,
-) {
-    for (root, cache) in &roots {
-        let Some(sim) = cache.sim.as_ref() else { continue };
         for r in sim.input_rejections() {
             let input = sim.input_name(r.input).unwrap_or_default().to_string();
-            out.write(crate::DrivelineInputRejected { driveline: root, input, value: r.value, used: r.used });
+            rejected.write(crate::DrivelineInputRejected { driveline: root, input, value: r.value, used: r.used });
         }
     }
 }

@@ -208,11 +208,33 @@ fn build(spec: &NetworkSpec, old: Option<&Simulation>, driveline: &Driveline) ->
 /// Hands the inputs of each root to its simulation under the run-time input policy (a value
 /// it clamps or a NaN it refuses is reported once per episode by [`crate::DrivelineInputRejected`]
 /// after the step); an input the network does not have is reported here.
-pub(crate) fn apply_inputs(
-    mut roots: Query<(Entity, &DrivelineInputs, &mut DrivelineCache, Option<&mut crate::vehicle::Overrides>)>,
+///
+/// Then hands written clutch engagements over (see [`apply_engagements`]); one system for
+/// both, as each system a tick runs costs some hundreds of instructions of scheduling.
+#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+pub(crate) fn hand_over(
+    ticks: bevy_ecs::system::SystemChangeTick,
+    last: Res<crate::LastWriteBack>,
+    mut roots: Roots,
+    mut parts: Query<(Entity, &PartOf, &PartSlot, &mut ClutchEngagement), Changed<ClutchEngagement>>,
+    fresh: Query<(), Added<PartSlot>>,
     mut failed: MessageWriter<DrivelineBuildFailed>,
+    mut refused: MessageWriter<DrivelineEditRefused>,
 ) {
-    for (root, inputs, mut cache, mut overrides) in &mut roots {
+    apply_inputs(&mut roots, &mut failed);
+    apply_engagements(ticks, &last, &mut roots, &mut parts, &fresh, &mut refused);
+}
+
+/// The roots as [`hand_over`] sees them.
+type Roots<'w, 's> = Query<
+    'w,
+    's,
+    (Entity, &'static DrivelineInputs, &'static mut DrivelineCache, Option<&'static mut crate::vehicle::Overrides>),
+>;
+
+/// The inputs part of [`hand_over`].
+fn apply_inputs(roots: &mut Roots, failed: &mut MessageWriter<DrivelineBuildFailed>) {
+    for (root, inputs, mut cache, mut overrides) in roots.iter_mut() {
         let Some(sim) = cache.sim.as_mut() else { continue };
         for (name, value) in &inputs.0 {
             // A vehicle's: written over its controllers' and actuators' inputs in every
@@ -231,25 +253,26 @@ pub(crate) fn apply_inputs(
     }
 }
 
-/// Hands written clutch engagements to the simulations: a [`ClutchEngagement`] changed since
+/// The engagements part of [`hand_over`]: hands written clutch engagements to the simulations:
+/// a [`ClutchEngagement`] changed since
 /// the write-back was written by a user, and it sets the clutch's run-time input (clamped to
 /// [0, 1]; NaN refused, the last valid value kept). On a vehicle it overrides the built-in
 /// actuator for the coming step, sub-steps included (see
 /// `driveline_core::vehicle::VehicleControl::step_with`).
-pub(crate) fn apply_engagements(
+fn apply_engagements(
     ticks: bevy_ecs::system::SystemChangeTick,
-    last: Res<crate::LastWriteBack>,
-    mut roots: Query<(&mut DrivelineCache, Option<&mut crate::vehicle::Overrides>)>,
-    mut parts: Query<(Entity, &PartOf, &PartSlot, &mut ClutchEngagement), Changed<ClutchEngagement>>,
-    fresh: Query<(), Added<PartSlot>>,
-    mut refused: MessageWriter<DrivelineEditRefused>,
+    last: &crate::LastWriteBack,
+    roots: &mut Roots,
+    parts: &mut Query<(Entity, &PartOf, &PartSlot, &mut ClutchEngagement), Changed<ClutchEngagement>>,
+    fresh: &Query<(), Added<PartSlot>>,
+    refused: &mut MessageWriter<DrivelineEditRefused>,
 ) {
-    for (entity, part_of, &PartSlot(k), mut engagement) in &mut parts {
+    for (entity, part_of, &PartSlot(k), mut engagement) in parts.iter_mut() {
         // Parts just built start from their components' values; a spawn is not a write.
         if fresh.contains(entity) || !engagement.last_changed().is_newer_than(last.0, ticks.this_run()) {
             continue;
         }
-        let Ok((mut cache, overrides)) = roots.get_mut(part_of.0) else { continue };
+        let Ok((_, _, mut cache, overrides)) = roots.get_mut(part_of.0) else { continue };
         if cache.parts.get(k) != Some(&entity) {
             continue;
         }
