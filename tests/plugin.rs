@@ -7,17 +7,10 @@ use bevy_app::{App, FixedUpdate};
 use bevy_ecs::entity::Entity;
 use bevy_ecs::message::Messages;
 use bevy_ecs::name::Name;
-use bevy_time::Time;
 use common::*;
 use driveline::bevy::prelude::*;
 use driveline::core::Signal;
 use std::time::Duration;
-
-fn create_app() -> App {
-    let mut app = App::new();
-    app.add_plugins(DrivelinePlugins::default());
-    app
-}
 
 /// A driveline root with one flywheel part of inertia `j` (kg m^2) at rest.
 fn flywheel(app: &mut App, j: f64) -> (Entity, Entity) {
@@ -36,11 +29,6 @@ fn motor(app: &mut App, root: Entity, on: Entity, tau: f64) {
         PartOf(root),
         Connections::new().with("flange", on, "flange_a"),
     ));
-}
-
-fn fixed_step(app: &mut App, dt: Duration) {
-    app.world_mut().resource_mut::<Time>().advance_by(dt);
-    app.world_mut().run_schedule(FixedUpdate);
 }
 
 #[test]

@@ -3,34 +3,18 @@
 //! `ClutchEngagement`, what users write after them winning for the step (in every sub-step
 //! of a shift at a game step), states written in `Control` taken before the solve.
 
-use bevy_app::{App, FixedUpdate};
+mod common;
+use bevy_app::FixedUpdate;
 use bevy_ecs::name::Name;
 use bevy_ecs::prelude::*;
-use bevy_time::Time;
+use common::*;
 use driveline::bevy::prelude::*;
 use driveline::bevy::vehicle::control_vehicles;
 use driveline::core::DriverInput;
-use driveline::core::vehicle::{Road, Vehicle};
-use std::path::Path;
+use driveline::core::vehicle::Road;
 use std::time::Duration;
 
 const FRAME: Duration = Duration::from_nanos(16_666_667);
-
-fn create_app() -> App {
-    let mut app = App::new();
-    app.add_plugins(DrivelinePlugins::default());
-    app
-}
-
-fn fixed_step(app: &mut App, dt: Duration) {
-    app.world_mut().resource_mut::<Time>().advance_by(dt);
-    app.world_mut().run_schedule(FixedUpdate);
-}
-
-fn vehicle_spec(file: &str) -> driveline::core::VehicleSpec {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/vehicles").join(file);
-    Vehicle::load(&path).unwrap_or_else(|e| panic!("{e}")).spec().clone()
-}
 
 /// The engagements a system between `Actuation` and `Solve` sees: the driver's clutch and the
 /// front left brake.

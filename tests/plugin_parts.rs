@@ -9,7 +9,6 @@ use bevy_ecs::message::Messages;
 use bevy_ecs::name::Name;
 use bevy_ecs::prelude::*;
 use bevy_ecs::schedule::SingleThreadedExecutor;
-use bevy_time::Time;
 use common::*;
 use driveline::bevy::prelude::*;
 use driveline::bevy::{DrivelineCache, parts};
@@ -17,17 +16,6 @@ use driveline::core::vehicle::{Road, Vehicle};
 use driveline::core::{DriverInput, FrictionMode, Signal};
 use std::path::Path;
 use std::time::Duration;
-
-fn create_app() -> App {
-    let mut app = App::new();
-    app.add_plugins(DrivelinePlugins::default());
-    app
-}
-
-fn fixed_step(app: &mut App, dt: Duration) {
-    app.world_mut().resource_mut::<Time>().advance_by(dt);
-    app.world_mut().run_schedule(FixedUpdate);
-}
 
 fn drain<M: bevy_ecs::message::Message>(app: &mut App) -> Vec<M> {
     app.world_mut().resource_mut::<Messages<M>>().drain().collect()
@@ -46,11 +34,6 @@ fn flywheel(app: &mut App, j: f64, tau: f64) -> (Entity, Entity) {
         Connections::new().with("flange", wheel, "flange_a"),
     ));
     (root, wheel)
-}
-
-fn vehicle_spec(file: &str) -> driveline::core::VehicleSpec {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/vehicles").join(file);
-    Vehicle::load(&path).unwrap_or_else(|e| panic!("{e}")).spec().clone()
 }
 
 #[test]

@@ -1,4 +1,5 @@
-//! Shared helpers for the integration tests: load a shipped scenario and run it.
+//! Shared helpers for the integration tests: load a shipped scenario and run it; a headless
+//! plugin app ticked by hand; a shipped vehicle's description.
 #![allow(dead_code)]
 
 use driveline::core::{ModeEvent, Scenario, Simulation};
@@ -52,4 +53,23 @@ pub fn speed(sim: &Simulation, name: &str) -> f64 {
 /// `(element name, from code, to code)` of the events, in order.
 pub fn sequence(sim: &Simulation, events: &[ModeEvent]) -> Vec<(String, i32, i32)> {
     events.iter().map(|e| (sim.network().elements[e.element].name.clone(), e.from.code(), e.to.code())).collect()
+}
+
+/// A headless app with the driveline plugins (their systems in `FixedUpdate`).
+pub fn create_app() -> bevy_app::App {
+    let mut app = bevy_app::App::new();
+    app.add_plugins(driveline::bevy::prelude::DrivelinePlugins::default());
+    app
+}
+
+/// One fixed tick of `dt`: the time advanced, `FixedUpdate` run.
+pub fn fixed_step(app: &mut bevy_app::App, dt: std::time::Duration) {
+    app.world_mut().resource_mut::<bevy_time::Time>().advance_by(dt);
+    app.world_mut().run_schedule(bevy_app::FixedUpdate);
+}
+
+/// The description of a shipped vehicle, `assets/vehicles/<file>`.
+pub fn vehicle_spec(file: &str) -> driveline::core::VehicleSpec {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/vehicles").join(file);
+    driveline::core::Vehicle::load(&path).unwrap_or_else(|e| panic!("{e}")).spec().clone()
 }
