@@ -557,8 +557,11 @@ pub(crate) fn step_vehicles(
             _ => None,
         };
         vc.stage = Stage::Idle;
-        let controllers = Controllers { engine: engines.contains(parts.engine), transmission };
-        ensure_controllers(def, vc, &mut cache, controllers);
+        // Started in `Control` (which built the controllers), or not: then the whole chain here.
+        if stage.is_none() {
+            let controllers = Controllers { engine: engines.contains(parts.engine), transmission };
+            ensure_controllers(def, vc, &mut cache, controllers);
+        }
         let (Some(control), Some(sim)) = (vc.control.as_mut(), cache.sim.as_mut()) else { return };
         if dt <= 0.0 {
             return;

@@ -122,10 +122,7 @@ impl VehicleControl {
     ) -> Result<(), StepError> {
         for k in from..=plan.n {
             let h = plan.length(k, sim.time());
-            let mut c = self.check_input(sim, input, h)?;
-            self.control_transmission(sim, &mut c);
-            self.control_engine(sim, &mut c);
-            let pending = self.actuate(sim, &c);
+            let pending = self.control_and_actuate(sim, input, h)?;
             self.solve(sim, pending, h, engagements, inputs)?;
         }
         Ok(())
@@ -167,7 +164,17 @@ impl VehicleControl {
         dt: f64,
     ) -> Result<PendingStep, StepError> {
         self.events.clear();
-        let mut c = self.check_input(sim, input, dt)?;
+        self.control_and_actuate(sim, input, dt)
+    }
+
+    /// Phases 1 to 3 of a (sub-)step of `h` seconds, back to back.
+    fn control_and_actuate(
+        &mut self,
+        sim: &mut Simulation,
+        input: &DriverInput,
+        h: f64,
+    ) -> Result<PendingStep, StepError> {
+        let mut c = self.check_input(sim, input, h)?;
         self.control_transmission(sim, &mut c);
         self.control_engine(sim, &mut c);
         Ok(self.actuate(sim, &c))
