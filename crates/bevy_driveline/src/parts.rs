@@ -618,6 +618,8 @@ element_components! {
         v_ref: SignalParam,
         /// Fixed initial position, m.
         s_start: Option<f64>,
+        /// The speed is relative to the `support` flange (a contact point on a chassis).
+        use_support: bool,
     }
     /// An engine: the torque map at the throttle, on its crankshaft flange.
     Engine from Engine {

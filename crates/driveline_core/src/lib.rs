@@ -88,7 +88,7 @@
 //! | `KinematicClutch` | engaging: `w_rel` falls linearly to 0 in `shift_time`; releasing: torque ramps to 0 |
 //! | `ElasticClutch` | shear spring `S`, damper `D` in series with the limiter `T_s(t)` |
 //! | `Force` | `+f(t)` on a translational flange |
-//! | `LinearSpeed` | `v_flange = v_ref(t)` (prescribed; any force): a game's ground under a wheel |
+//! | `LinearSpeed` | `v_flange - v_support = v_ref(t)` (prescribed; any force; the support is the ground unless `use_support`): a game's ground under a wheel, a contact point on a chassis |
 //! | `Engine` | `tau = T(theta(t), w)` from the torque map, bilinear (see [`torque_map`]) |
 //! | `Tyre` | rolls (`R w = v`) up to `D F_z`; slides on the falling Magic Formula branch (see [`tyre`]) |
 //! | `DogClutch` | engaged: `tau = c x + d w_rel` beyond the half backlash, `x` from the nearest gap centre |

@@ -773,14 +773,20 @@ pub enum ElementKind {
         f: Signal,
     },
     /// Translational speed source: the flange moves at `v_ref(t)` against the ground (the
-    /// ground under a wheel, written by a game's own chassis). Flange `flange`.
+    /// ground under a wheel, written by a game's own chassis), or against the `support` flange
+    /// with `use_support` (a contact point moving relative to a chassis). Flanges `flange`,
+    /// `support`.
     LinearSpeed {
         /// Reference speed signal, m/s.
         v_ref: Signal,
-        /// Fixed initial position, m.
+        /// Fixed initial position, m (relative to the support with `use_support`).
         /// Plausible range: -1e9 .. 1e9 m.
         #[serde(default)]
         s_start: Option<f64>,
+        /// Whether the speed is relative to the `support` flange (connected) rather than to the
+        /// ground. Default false.
+        #[serde(default)]
+        use_support: bool,
     },
     /// Combustion engine torque from a map (see [`crate::torque_map`]):
     /// `tau = T(throttle, w_rel)` with `w_rel` the crankshaft speed relative to the support.

@@ -129,6 +129,137 @@ impl MagicFormula {
     }
 }
 
+/// The slip ratio on the rising branch (`0 <= kappa <= kappa_p`) at which the normalised force
+/// is `f` (`0 <= f <= D`; clamped there): the inverse of [`MagicFormula::value`] below the
+/// peak. A rolling tyre's force within the peak is carried by the tread's deflection, which
+/// the full Magic Formula expresses as this slip; [`WheelForces::slip_ratio`](crate::vehicle::WheelForces)
+/// reports it. Closed form for `E = 0` (`kappa = tan(asin(f / D) / C) / B`), Newton's method
+/// from it otherwise. `kp` is the peak's slip ratio ([`MagicFormula::peak_slip`], kept by the
+/// caller: it is found by bisection).
+pub fn rising_slip(mf: &MagicFormula, kp: f64, f: f64) -> f64 {
+    let f = f.clamp(0.0, mf.d);
+    if f >= mf.d {
+        return kp;
+    }
+    let mut k = ((f / mf.d).asin() / mf.c).tan() / mf.b;
+    if mf.e != 0.0 {
+        k = k.clamp(0.0, kp);
+        for _ in 0..50 {
+            let (v, s) = mf.eval(k);
+            if s <= 0.0 {
+                break;
+            }
+            let next = (k - (v - f) / s).clamp(0.0, kp);
+            if (next - k).abs() <= 1e-15 * kp.max(1e-300) {
+                k = next;
+                break;
+            }
+            k = next;
+        }
+    }
+    k.min(kp)
+}
+
+/// Combined slip: the lateral Magic Formula and the weighting functions that take longitudinal
+/// force away under lateral slip and back (Pacejka, *Tyre and Vehicle Dynamics*, 2006, section
+/// 4.3.2, the combined-slip equations of MF-Tyre 5.2 with their shifts at zero and no camber):
+///
+/// ```text
+/// F_y0(alpha) = F_z D_y sin(C_y atan(B_y alpha - E_y (B_y alpha - atan(B_y alpha))))
+/// G_xa(alpha, kappa) = cos(C_xa atan(B_xa alpha)),  B_xa = r_bx1 cos(atan(r_bx2 kappa))
+/// G_yk(kappa, alpha) = cos(C_yk atan(B_yk kappa)),  B_yk = r_by1 cos(atan(r_by2 alpha))
+/// F_x = G_xa F_x0(kappa),   F_y = G_yk F_y0(alpha)
+/// ```
+///
+/// with the slip angle `alpha` in radians and the slip ratio `kappa`, both taken by magnitude
+/// (the functions are even), and the weights clamped to [0, 1] (with `C > 1` the cosine turns
+/// slightly negative at extreme slip; a force never turns around). With no lateral slip the
+/// longitudinal tyre is the pure one and back: `G = 1`. All coefficients dimensionless.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CombinedSlip {
+    /// The lateral Magic Formula over the slip angle in radians. Default `B = 18, C = 1.3,
+    /// D = 1.0, E = 0`: the peak at 8.4 deg, a cornering stiffness of `B C D = 23.4` times the
+    /// load per radian (a passenger-car tyre; a project choice within the usual ranges).
+    pub lateral: MagicFormula,
+    /// `r_bx1` (> 0): how fast longitudinal force falls with the slip angle. Default 13.
+    pub r_bx1: f64,
+    /// `r_bx2` (>= 0): how much less it falls at large slip ratios. Default 9.7.
+    pub r_bx2: f64,
+    /// `C_xa` in [0.5, 2]: the shape of that fall. Default 1.0.
+    pub c_xa: f64,
+    /// `r_by1` (> 0): how fast lateral force falls with the slip ratio. Default 10.6.
+    pub r_by1: f64,
+    /// `r_by2` (>= 0): how much less it falls at large slip angles. Default 7.8.
+    pub r_by2: f64,
+    /// `C_yk` in [0.5, 2]: the shape of that fall. Default 1.06.
+    pub c_yk: f64,
+}
+
+impl Default for CombinedSlip {
+    fn default() -> Self {
+        Self {
+            lateral: MagicFormula { b: 18.0, c: 1.3, d: 1.0, e: 0.0 },
+            r_bx1: 13.0,
+            r_bx2: 9.7,
+            c_xa: 1.0,
+            r_by1: 10.6,
+            r_by2: 7.8,
+            c_yk: 1.06,
+        }
+    }
+}
+
+impl CombinedSlip {
+    /// Checks the coefficients; the message names the field and what is allowed.
+    pub fn validate(&self) -> Result<(), String> {
+        self.lateral.validate().map_err(|m| format!("lateral: {m}"))?;
+        for (name, v, lo, strict) in [
+            ("r_bx1", self.r_bx1, 0.0, true),
+            ("r_bx2", self.r_bx2, 0.0, false),
+            ("r_by1", self.r_by1, 0.0, true),
+            ("r_by2", self.r_by2, 0.0, false),
+        ] {
+            if !(v.is_finite() && (v > lo || (!strict && v == lo)) && v <= 1000.0) {
+                let range = if strict { "(0, 1000]" } else { "[0, 1000]" };
+                return Err(format!("`{name}` is {v}; it must be in {range}"));
+            }
+        }
+        for (name, v) in [("c_xa", self.c_xa), ("c_yk", self.c_yk)] {
+            if !(v.is_finite() && (0.5..=2.0).contains(&v)) {
+                return Err(format!("`{name}` is {v}; the shape factor must be in [0.5, 2]"));
+            }
+        }
+        Ok(())
+    }
+
+    /// `G_xa`: the share of the pure longitudinal force left at slip angle `alpha` (rad) and
+    /// slip ratio `kappa`, in [0, 1].
+    pub fn longitudinal_weight(&self, alpha: f64, kappa: f64) -> f64 {
+        let b = self.r_bx1 * (self.r_bx2 * kappa.abs()).atan().cos();
+        (self.c_xa * (b * alpha.abs()).atan()).cos().clamp(0.0, 1.0)
+    }
+
+    /// `G_yk`: the share of the pure lateral force left at slip ratio `kappa` and slip angle
+    /// `alpha` (rad), in [0, 1].
+    pub fn lateral_weight(&self, kappa: f64, alpha: f64) -> f64 {
+        let b = self.r_by1 * (self.r_by2 * alpha.abs()).atan().cos();
+        (self.c_yk * (b * kappa.abs()).atan()).cos().clamp(0.0, 1.0)
+    }
+
+    /// The pure lateral force per unit load `F_y0 / F_z` at slip angle `alpha` (rad), signed
+    /// like `alpha` (the force on the tyre opposes it: the caller negates).
+    pub fn lateral_value(&self, alpha: f64) -> f64 {
+        self.lateral.value(alpha.abs()).copysign(alpha)
+    }
+
+    /// The lateral cornering stiffness per unit load, `B_y C_y D_y` (1/rad): the slope of
+    /// `F_y0 / F_z` at zero slip angle.
+    pub fn cornering_stiffness(&self) -> f64 {
+        self.lateral.b * self.lateral.c * self.lateral.d
+    }
+}
+
 /// `sin(C atan x)` and `cos(C atan x)`. For `C = 3/2` (the default, and every shipped tyre)
 /// and `x >= 0` they follow from the angle `t = atan x` and its half without a libm call:
 /// `cos t = 1 / sqrt(1 + x^2)`, `sin t = x cos t`, `cos(t/2) = sqrt((1 + cos t) / 2)`,

@@ -145,9 +145,10 @@ impl ElementKind {
             ElementKind::IdealRollingWheel { .. } | ElementKind::IdealGearR2T { .. } => {
                 &[("flangeR", Rotational, Required), ("flangeT", Translational, Required)]
             }
-            ElementKind::QuadraticSpeedDependentForce { .. }
-            | ElementKind::Force { .. }
-            | ElementKind::LinearSpeed { .. } => &[("flange", Translational, Required)],
+            ElementKind::QuadraticSpeedDependentForce { .. } | ElementKind::Force { .. } => {
+                &[("flange", Translational, Required)]
+            }
+            ElementKind::LinearSpeed { .. } => &[("flange", Translational, Required), ("support", Translational, Support)],
             ElementKind::Engine { .. } => &[("flange", Rotational, Required), ("support", Rotational, Support)],
             ElementKind::Tyre { .. } => &[("wheel", Rotational, Required), ("ground", Translational, Required)],
             ElementKind::DogClutch { .. } | ElementKind::LimitedSlip { .. } => {
@@ -243,6 +244,7 @@ impl ElementKind {
             | ElementKind::InverseSpeedDependentTorque { use_support, .. }
             | ElementKind::SignTorque { use_support, .. }
             | ElementKind::ConstantSpeed { use_support, .. }
+            | ElementKind::LinearSpeed { use_support, .. }
             | ElementKind::Accelerate { use_support, .. }
             | ElementKind::Move { use_support, .. }
             | ElementKind::EddyCurrentTorque { use_support, .. }

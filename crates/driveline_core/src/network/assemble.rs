@@ -724,9 +724,10 @@ impl Assembly {
                     info,
                 );
             }
-            ElementKind::LinearSpeed { v_ref, .. } => {
+            ElementKind::LinearSpeed { v_ref, use_support, .. } => {
                 let sidx = self.signal(v_ref);
-                let g = self.fresh_ground(Domain::Translational); // to move against
+                // Against the support, or a ground of its own.
+                let g = if *use_support { nd[1] } else { self.fresh_ground(Domain::Translational) };
                 let row = Row::new(&[(nd[0], 1.0), (g, -1.0)]);
                 self.push_row(i, row, Some(Prescribed::Speed(sidx)));
                 info.source = true;

@@ -223,7 +223,7 @@ pub fn validate_element(name: &str, kind: &ElementKind) -> Result<(), BuildError
             check(name, "offset", *offset, offset.abs() <= pitch / 2.0, "within +-pi/teeth rad (half a dog pitch)")?;
             engaged.validate().map_err(|m| BuildError::Signal { element: name.into(), message: m })
         }
-        LinearSpeed { v_ref, s_start } => {
+        LinearSpeed { v_ref, s_start, .. } => {
             v_ref.validate().map_err(|m| BuildError::Signal { element: name.into(), message: m })?;
             check_opt(name, "s_start", *s_start)
         }

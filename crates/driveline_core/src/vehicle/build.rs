@@ -92,6 +92,10 @@ pub enum Road {
     /// (`ground_<wheel>.speed`, m/s), with the normal load the game computes; the game reads
     /// the tyre forces back.
     External,
+    /// A game's rigid-body chassis: each tyre runs on a contact mass (its wheel's share of
+    /// the body's mass, `ground_<wheel>`) pushed by a force input (`ground_<wheel>.force`)
+    /// that the coupling forms from what the game writes; see [`crate::vehicle::chassis`].
+    Chassis,
 }
 
 /// Builds the network of a validated vehicle. The vehicle starts at rest, in neutral, with the
@@ -114,6 +118,13 @@ pub fn layout(v: &VehicleSpec, road: Road) -> Layout {
     // Wheels: inertia, optional half shaft, brake, rolling resistance, tyre on the body.
     if road == Road::Body {
         body(&mut e, &mut join, &v.body);
+    }
+    if road == Road::Chassis {
+        // The game's chassis along the wheels' headings: its mass and the force the coupling
+        // holds on it.
+        e.push(el("chassis", ElementKind::Mass { m: v.body.mass, s_start: Some(0.0), v_start: Some(0.0) }));
+        e.push(el("chassis_force", ElementKind::Force { f: input("chassis.force") }));
+        join("chassis_force.flange", "chassis.flange_a");
     }
     for (k, name) in WHEELS.iter().enumerate() {
         wheel(&mut e, &mut join, v, (k, name), driven[k], road);
@@ -278,11 +289,37 @@ fn wheel(
             let ground = format!("ground_{name}");
             e.push(el(
                 &ground,
-                ElementKind::LinearSpeed { v_ref: input(&format!("{ground}.speed")), s_start: Some(0.0) },
+                ElementKind::LinearSpeed {
+                    v_ref: input(&format!("{ground}.speed")),
+                    s_start: Some(0.0),
+                    use_support: false,
+                },
             ));
             join(&format!("{tyre}.ground"), &format!("{ground}.flange"));
         }
+        Road::Chassis => {
+            // The contact point, moving relative to the chassis at the speed the game's yaw
+            // and pitch give it.
+            let ground = format!("ground_{name}");
+            e.push(el(
+                &ground,
+                ElementKind::LinearSpeed {
+                    v_ref: input(&format!("{ground}.speed")),
+                    s_start: Some(0.0),
+                    use_support: true,
+                },
+            ));
+            join(&format!("{tyre}.ground"), &format!("{ground}.flange"));
+            join(&format!("{ground}.support"), "chassis.flange_a");
+        }
     }
+}
+
+/// The share of the body's mass that wheel `k` ([`WHEELS`] order) carries at rest, kg: half
+/// its axle's ([`Road::Chassis`]'s contact masses).
+pub fn chassis_mass(b: &BodySpec, k: usize) -> f64 {
+    let axle_share = if k < 2 { b.front_weight } else { 1.0 - b.front_weight };
+    0.5 * axle_share * b.mass
 }
 
 /// Driver's clutch (with its disc and optional torsional damper) and a layshaft gearbox: one

@@ -25,6 +25,7 @@
 
 mod automatic;
 pub mod build;
+pub mod chassis;
 pub mod driver;
 pub mod ecu;
 pub mod linkage;
@@ -43,6 +44,8 @@ use crate::torque_map::RPM;
 use crate::{FrictionMode, Network};
 use automatic::AutoControl;
 pub use build::{AutoLayout, G, GearSlot, Layout, Road, WHEELS};
+pub use chassis::{ContactRejected, WheelContact, WheelForces};
+use chassis::{ChassisIds, ChassisState};
 use ecu::{Ecu, EcuEvent, EcuOutput};
 use manual::Manual;
 pub use spec::*;
@@ -360,6 +363,8 @@ struct Ids {
     starter: InputId,
     grade: Option<InputId>,
     ground_in: Option<[InputId; 4]>,
+    /// [`Road::Chassis`]: the contact masses.
+    chassis: Option<ChassisIds>,
     brake_in: [InputId; 4],
     load_in: [InputId; 4],
 }
@@ -411,6 +416,8 @@ pub struct VehicleControl {
     contact: [(f64, f64, f64); 4],
     /// External road: distance from the ground speeds.
     distance: f64,
+    /// [`Road::Chassis`]: each wheel's contact as written and the coupling's state.
+    chassis: ChassisState,
     /// Fingerprint of the description (spec, road and parameter updates): which snapshots
     /// restore into these controllers.
     fingerprint: u64,
@@ -480,6 +487,15 @@ impl Vehicle {
     /// in the coupled solve. See `examples/external_chassis.rs`.
     pub fn new_external(spec: VehicleSpec) -> Result<Self, VehicleError> {
         Self::with_road(spec, Road::External)
+    }
+
+    /// Like [`Vehicle::new`], for a game's rigid-body chassis ([`Road::Chassis`]): before
+    /// every physics step the game writes each wheel's [`WheelContact`]
+    /// ([`Vehicle::set_chassis_contact`]); after it, it reads each wheel's [`WheelForces`]
+    /// ([`Vehicle::wheel_forces`]) and applies them to its chassis. The coupling scheme is in
+    /// [`chassis`].
+    pub fn new_chassis(spec: VehicleSpec) -> Result<Self, VehicleError> {
+        Self::with_road(spec, Road::Chassis)
     }
 
     fn with_road(mut spec: VehicleSpec, road: Road) -> Result<Self, VehicleError> {
@@ -573,6 +589,14 @@ impl Vehicle {
     /// See [`VehicleControl::set_wheel_contact`].
     pub fn set_wheel_contact(&mut self, k: usize, ground_speed: f64, ground_acceleration: f64, load: f64) {
         self.control.set_wheel_contact(k, ground_speed, ground_acceleration, load);
+    }
+    /// See [`VehicleControl::set_chassis_contact`].
+    pub fn set_chassis_contact(&mut self, k: usize, contact: &WheelContact) -> Result<(), ContactRejected> {
+        self.control.set_chassis_contact(k, contact)
+    }
+    /// See [`VehicleControl::wheel_forces`].
+    pub fn wheel_forces(&self, k: usize) -> WheelForces {
+        self.control.wheel_forces(k)
     }
     /// See [`VehicleControl::set_surface_friction`].
     pub fn set_surface_friction(&mut self, k: usize, factor: f64) {
@@ -672,6 +696,14 @@ impl VehicleControl {
             starter: id(sim, "starter.torque"),
             grade: (road == Road::Body).then(|| id(sim, "grade.force")),
             ground_in: (road == Road::External).then(|| wi("ground", "speed")),
+            chassis: (road == Road::Chassis).then(|| ChassisIds {
+                chassis: find(net, "chassis"),
+                force_in: id(sim, "chassis.force"),
+                speed_in: wi("ground", "speed"),
+                mass: [0, 1, 2, 3].map(|k| build::chassis_mass(&spec.body, k)),
+                total: spec.body.mass,
+                kappa_peak: spec.wheels.tyre.peak_slip(),
+            }),
             brake_in: wi("brake", "command"),
             load_in: wi("tyre", "load"),
         };
@@ -697,6 +729,7 @@ impl VehicleControl {
             surface: [1.0; 4],
             contact: [(0.0, 0.0, 0.0); 4],
             distance: 0.0,
+            chassis: ChassisState::default(),
             controllers: Controllers::default(),
             now: sim.time(),
             spec,
@@ -796,6 +829,9 @@ impl VehicleControl {
             .collect();
         if let Some(b) = self.ids.body {
             writes.push(StateWrite { element: b, angle: None, speed: Some(speed) });
+        } else if let Some(c) = self.ids.chassis {
+            writes.push(StateWrite { element: c.chassis, angle: None, speed: Some(speed) });
+            self.chassis.set_speed(speed);
         } else {
             for c in &mut self.contact {
                 c.0 = speed;
@@ -811,6 +847,25 @@ impl VehicleControl {
             self.telemetry.clutch_engagement,
         );
         Ok(report)
+    }
+
+    /// [`Road::Chassis`]: what the game's chassis says of wheel `k` ([`WHEELS`] order) before
+    /// the next step; held until the next write (see [`chassis`]). A non-finite field keeps its
+    /// last valid value and is named in the error (the others are taken); the load is clamped to
+    /// >= 0 and the friction to [0, 10]. On another road, or for `k >= 4`, nothing is written.
+    pub fn set_chassis_contact(&mut self, k: usize, contact: &WheelContact) -> Result<(), ContactRejected> {
+        if k < 4 && self.ids.chassis.is_some() { self.chassis.write(k, contact) } else { Ok(()) }
+    }
+
+    /// [`Road::Chassis`]: the tyre forces on the chassis and the wheel's slip after the last step
+    /// (defaults on another road, or for `k >= 4`).
+    pub fn wheel_forces(&self, k: usize) -> WheelForces {
+        self.chassis.wheels.get(k).map_or_else(WheelForces::default, |w| w.forces)
+    }
+
+    /// [`Road::Chassis`]: wheel `k`'s contact as last written (finite values only).
+    pub fn wheel_contact(&self, k: usize) -> WheelContact {
+        self.chassis.wheels.get(k).map_or_else(WheelContact::default, |w| w.contact)
     }
 
     /// Road friction under wheel `k` ([`WHEELS`] order) relative to the tyre's own (1 = dry
@@ -839,6 +894,11 @@ impl VehicleControl {
                 self.contact[k].1 = loads[k];
             }
         }
+        if self.ids.chassis.is_some() {
+            for k in 0..4 {
+                self.chassis.wheels[k].contact.load = loads[k];
+            }
+        }
         self.last_loads = loads;
         for k in 0..4 {
             set(sim, self.ids.load_in[k], loads[k]);
@@ -860,11 +920,12 @@ impl VehicleControl {
         [front, front, rear, rear]
     }
 
-    /// Body speed, or the mean ground speed on an external road, m/s.
+    /// Body speed, or the mean ground speed on an external road or a chassis, m/s.
     fn vehicle_speed(&self, sim: &Simulation) -> f64 {
-        match self.ids.body {
-            Some(b) => sim.body_state(b).map_or(0.0, |s| s.1),
-            None => self.contact.iter().map(|c| c.0).sum::<f64>() / 4.0,
+        match (self.ids.body, &self.ids.chassis) {
+            (Some(b), _) => sim.body_state(b).map_or(0.0, |s| s.1),
+            (None, Some(c)) => sim.body_state(c.chassis).map_or(0.0, |s| s.1),
+            (None, None) => self.contact.iter().map(|c| c.0).sum::<f64>() / 4.0,
         }
     }
 

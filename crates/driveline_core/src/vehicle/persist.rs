@@ -122,5 +122,6 @@ persist_fields!(VehicleControl {
     slope,
     surface,
     contact,
-    distance
+    distance,
+    chassis
 });

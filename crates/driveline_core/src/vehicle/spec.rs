@@ -62,7 +62,7 @@
 //! - `body`: [`BodySpec`]: mass, wheelbase, centre of gravity, weight split, drag.
 
 use crate::automatic::AutomaticSpec;
-use crate::tyre::MagicFormula;
+use crate::tyre::{CombinedSlip, MagicFormula};
 use crate::{Table1D, TorqueMapSpec};
 use serde::{Deserialize, Serialize};
 
@@ -594,9 +594,13 @@ pub struct WheelSpec {
     pub radius: f64,
     /// Wheel and tyre inertia, kg m^2 (> 0).
     pub inertia: f64,
-    /// Magic Formula coefficients.
+    /// Magic Formula coefficients (longitudinal).
     #[serde(default)]
     pub tyre: MagicFormula,
+    /// The lateral Magic Formula and the combined-slip weights, used on a game's chassis
+    /// ([`crate::vehicle::Road::Chassis`]). Default [`CombinedSlip::default`].
+    #[serde(default)]
+    pub combined: CombinedSlip,
     /// Rolling resistance coefficient (>= 0). Default 0.012.
     #[serde(default = "default_crr")]
     pub rolling_resistance: f64,
@@ -735,6 +739,7 @@ impl VehicleSpec {
         pos("radius", w.radius)?;
         pos("inertia", w.inertia)?;
         w.tyre.validate().map_err(|m| err("tyre", m))?;
+        w.combined.validate().map_err(|m| err("combined", m))?;
         nonneg("rolling_resistance", w.rolling_resistance)?;
         nonneg("front_brake", w.front_brake)?;
         nonneg("rear_brake", w.rear_brake)?;

@@ -303,8 +303,13 @@ impl VehicleControl {
             self.slope = (inp.grade, theta.sin(), theta.cos());
         }
         let (_, sin, cos) = self.slope;
-        let loads =
-            if self.ids.ground_in.is_some() { self.contact.map(|c| c.1) } else { self.loads(sin, cos, self.accel) };
+        let loads = if self.ids.ground_in.is_some() {
+            self.contact.map(|c| c.1)
+        } else if self.ids.chassis.is_some() {
+            self.chassis.wheels.map(|c| if c.contact.in_contact { c.contact.load } else { 0.0 })
+        } else {
+            self.loads(sin, cos, self.accel)
+        };
         // 4. Inputs for the coupled solve.
         if self.controllers.engine {
             set(sim, self.ids.throttle, out.throttle);
@@ -323,6 +328,13 @@ impl VehicleControl {
             set(sim, self.ids.brake_in[k], if k < 2 { brake } else { rear });
             // Road friction scales the tyre's force: the simplified Magic Formula is linear in load.
             set(sim, self.ids.load_in[k], loads[k] * self.surface[k]);
+        }
+        if let Some(c) = self.ids.chassis {
+            self.chassis.actuate(sim, &c, h);
+            for k in 0..4 {
+                let load = self.chassis.tyre_load(k, &self.spec.wheels.combined);
+                set(sim, self.ids.load_in[k], load * self.surface[k]);
+            }
         }
         self.last_loads = loads;
         PendingStep { v0, throttle: out.throttle, reduction, clamp }
@@ -393,6 +405,16 @@ impl VehicleControl {
             let tq = sim.element_torque(self.ids.engine_torque);
             self.fuel += f.rate(sim.body_state(self.ids.engine).map_or(0.0, |s| s.1) / RPM, tq.max(0.0)) * dt;
         }
+        if let Some(c) = self.ids.chassis {
+            self.chassis_after_step(sim, &c, dt);
+        }
         self.update_telemetry(sim, throttle, reduction, clamp);
+    }
+
+    /// [`Road::Chassis`]: each wheel's forces and slip after a (sub-)step of `dt` seconds.
+    fn chassis_after_step(&mut self, sim: &Simulation, c: &chassis::ChassisIds, dt: f64) {
+        let wh = &self.spec.wheels;
+        let tyres = chassis::TyreIds { tyres: self.ids.tyres, wheels: self.ids.wheels, radius: wh.radius, mf: &wh.tyre };
+        self.chassis.after_step(sim, c, &tyres, &wh.combined, dt);
     }
 }
