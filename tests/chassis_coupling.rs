@@ -148,7 +148,14 @@ impl Chassis {
     }
 
     /// One physics step of `dt` with the driveline stepped `substeps` times inside it.
-    fn step(&mut self, car: &mut Vehicle, input: &DriverInput, t: &Terrain, dt: f64, substeps: usize) -> [WheelForces; 4] {
+    fn step(
+        &mut self,
+        car: &mut Vehicle,
+        input: &DriverInput,
+        t: &Terrain,
+        dt: f64,
+        substeps: usize,
+    ) -> [WheelForces; 4] {
         let gravity = DVec3::new(0.0, 0.0, -G);
         let hits: [Option<Hit>; 4] = std::array::from_fn(|k| self.cast(k, t));
         for (k, hit) in hits.iter().enumerate() {
@@ -268,6 +275,287 @@ fn launch_on_the_flat_matches_the_built_in_body() {
         assert!(worst_lateral < 1.0, "lateral force {worst_lateral} N driving straight");
         // Stayed straight: no sideways drift, no yaw, no roll (the two sides are mirror images
         // to rounding).
-        assert!(body.p.y.abs() < 1e-6 && body.w.z.abs() < 1e-9 && body.w.x.abs() < 1e-9, "drifted: y {} w {}", body.p.y, body.w);
+        assert!(
+            body.p.y.abs() < 1e-6 && body.w.z.abs() < 1e-9 && body.w.x.abs() < 1e-9,
+            "drifted: y {} w {}",
+            body.p.y,
+            body.w
+        );
     }
+}
+
+/// Sets the chassis and the driveline moving straight ahead at `speed` (a teleport).
+fn at_speed(body: &mut Chassis, car: &mut Vehicle, speed: f64) {
+    body.v = body.q * DVec3::X * speed;
+    car.set_road_speed(speed).expect("a finite speed");
+}
+
+#[test]
+fn braking_to_a_stop_stops_and_stays_stopped() {
+    // From 20 m/s at half brake in Drive: no wheel locks (the brakes ask less than the tyres
+    // hold), so the car decelerates at the brakes' torque, stops within the step it stops, and
+    // then stays put: no creep, no chatter of the force at standstill.
+    let spec = sedan();
+    for (dt, n) in RATES {
+        let mut car = drive(&spec);
+        let mut body = Chassis::new(&spec);
+        let t = Terrain::flat();
+        let hold = DriverInput { selector: Selector::Drive, brake: 1.0, ..Default::default() };
+        for _ in 0..120 {
+            body.step(&mut car, &hold, &t, dt, n);
+        }
+        at_speed(&mut body, &mut car, 20.0);
+        let brake = DriverInput { selector: Selector::Drive, brake: 0.5, ..Default::default() };
+        let x0 = body.p.x;
+        let mut stopped = None;
+        for step in 0..(10.0 / dt) as usize {
+            body.step(&mut car, &brake, &t, dt, n);
+            if body.forward_speed().abs() < 1e-3 {
+                stopped = Some((step, body.p.x));
+                break;
+            }
+        }
+        let (at, x_stop) = stopped.expect("the car stopped");
+        let distance = x_stop - x0;
+        // Half the brakes: 0.5 (2 x 2500 + 2 x 1500) N m at 0.32 m radius is 12.5 kN on 1.6 t,
+        // 7.8 m/s^2, 25.6 m from 20 m/s; the drag and the creeping converter's drive add and
+        // take a little. Never shorter than the tyres allow (mu g = 9.8 m/s^2: 20.4 m).
+        println!("dt {dt} x {n}: stopped after {:.2} s in {distance:.2} m", at as f64 * dt);
+        assert!(distance > 20.4 && distance < 30.0, "stopping distance {distance} m");
+        // The body rocks on its springs after the stop (the dive unwinds: millimetres at the
+        // centre of mass while the tyres hold). Four seconds later it is still, and the next
+        // eight move it less than 0.1 mm.
+        for _ in 0..(4.0 / dt) as usize {
+            body.step(&mut car, &brake, &t, dt, n);
+        }
+        let settled = body.p;
+        let mut worst: f64 = 0.0;
+        for _ in 0..(8.0 / dt) as usize {
+            body.step(&mut car, &brake, &t, dt, n);
+            worst = worst.max((body.p - settled).length());
+        }
+        assert!(worst < 1e-4, "crept {worst} m after stopping");
+        assert!(body.forward_speed().abs() < 1e-5, "still moving at {} m/s", body.forward_speed());
+    }
+}
+
+/// A plane rising at `grade` along +x.
+fn slope(grade: f64) -> Terrain {
+    Terrain { height: Box::new(move |x, _| grade * x), friction: Box::new(|_, _| 1.0) }
+}
+
+/// The chassis put on a plane of `grade` along +x, facing up it, at its ride height.
+fn on_slope(body: &mut Chassis, grade: f64) {
+    let angle = grade.atan();
+    body.q = DQuat::from_rotation_y(-angle);
+    body.p = body.q * body.p;
+}
+
+#[test]
+fn parked_on_a_20_percent_slope_it_holds_without_creep() {
+    // Facing up a 20 % grade: in Park with the parking brake, in Neutral with the parking
+    // brake alone, and in Neutral with the foot brake. After the springs settle, ten seconds
+    // move the car less than 0.1 mm along the slope.
+    let spec = sedan();
+    let holds = [
+        DriverInput { selector: Selector::Park, parking_brake: 1.0, ..Default::default() },
+        DriverInput { selector: Selector::Neutral, parking_brake: 1.0, ..Default::default() },
+        DriverInput { selector: Selector::Neutral, brake: 1.0, ..Default::default() },
+    ];
+    for (dt, n) in RATES {
+        for hold in holds {
+            let mut car = drive(&spec);
+            let mut body = Chassis::new(&spec);
+            let t = slope(0.2);
+            on_slope(&mut body, 0.2);
+            for _ in 0..(4.0 / dt) as usize {
+                body.step(&mut car, &hold, &t, dt, n);
+            }
+            let settled = body.p;
+            let mut worst: f64 = 0.0;
+            for _ in 0..(10.0 / dt) as usize {
+                body.step(&mut car, &hold, &t, dt, n);
+                worst = worst.max((body.p - settled).length());
+            }
+            println!("dt {dt} x {n} {:?}: moved {worst:e} m", hold.selector);
+            assert!(worst < 1e-4, "{:?}: crept {worst} m in 10 s", hold.selector);
+        }
+    }
+}
+
+#[test]
+fn cornering_saturates_at_the_grip_limit() {
+    // At 15 m/s, the steering wound on slowly to 0.2 rad with the throttle holding the speed:
+    // the lateral acceleration rises with the steering, then saturates near the tyres' grip
+    // (D_y g) and never beyond it; the car stays upright and its yaw rate bounded.
+    let spec = sedan();
+    for (dt, n) in RATES {
+        let mut car = drive(&spec);
+        let mut body = Chassis::new(&spec);
+        let t = Terrain::flat();
+        let mut input = DriverInput { selector: Selector::Drive, ..Default::default() };
+        for _ in 0..120 {
+            body.step(&mut car, &input, &t, dt, n);
+        }
+        at_speed(&mut body, &mut car, 15.0);
+        let mut peak: f64 = 0.0;
+        let mut early = 0.0;
+        let steps = (12.0 / dt) as usize;
+        for s in 0..steps {
+            let time = s as f64 * dt;
+            body.steer = 0.2 * (time / 10.0).min(1.0);
+            let speed = body.forward_speed();
+            input.throttle = (0.3 + 0.5 * (15.0 - speed)).clamp(0.0, 1.0);
+            body.step(&mut car, &input, &t, dt, n);
+            let lateral = body.v.cross(body.w).length() / G;
+            peak = peak.max(lateral);
+            if (time - 1.0).abs() < dt / 2.0 {
+                early = lateral;
+            }
+            assert!(body.p.is_finite() && body.w.z.abs() < 3.0, "unstable at {time} s");
+            let up = body.q * DVec3::Z;
+            assert!(up.z > 0.9, "rolled over at {time} s");
+        }
+        println!("dt {dt} x {n}: lateral acceleration {early:.3} g at 0.02 rad, peak {peak:.3} g");
+        // Grip D_y = 1: the chassis can't pull more than 1 g sideways (5 % for the load
+        // transfer's and the step's rounding of the curvature).
+        assert!(peak > 0.7 && peak < 1.05, "peak lateral acceleration {peak} g");
+        assert!(early > 0.05 && early < peak, "lateral acceleration {early} g at small steering");
+    }
+}
+
+#[test]
+fn a_jump_leaves_and_meets_the_ground_without_a_spike_in_the_driveline() {
+    // A kicker ramp (12 % over 8 m, then a drop) at 18 m/s: the wheels leave the ground, spin
+    // free in the air, and land. The hub torques on landing stay within what the tyres can
+    // pass and the wheels' own inertia takes, the forces handed to the chassis within the
+    // tyres' grip, and the car drives on.
+    let spec = sedan();
+    let kicker = Terrain {
+        height: Box::new(|x, _| if (30.0..38.0).contains(&x) { 0.12 * (x - 30.0) } else { 0.0 }),
+        friction: Box::new(|_, _| 1.0),
+    };
+    for (dt, n) in RATES {
+        let mut car = drive(&spec);
+        let mut body = Chassis::new(&spec);
+        let input = DriverInput { selector: Selector::Drive, throttle: 0.3, ..Default::default() };
+        for _ in 0..120 {
+            body.step(&mut car, &input, &Terrain::flat(), dt, n);
+        }
+        at_speed(&mut body, &mut car, 18.0);
+        let mut airborne = 0;
+        let mut worst_torque: f64 = 0.0;
+        let mut worst_force: f64 = 0.0;
+        let mut landed = false;
+        let mut spin = car.telemetry().wheel_speed;
+        for _ in 0..(4.0 / dt) as usize {
+            let forces = body.step(&mut car, &input, &kicker, dt, n);
+            if body.contact.iter().all(|c| !c) {
+                airborne += 1;
+            } else if airborne > 0 {
+                landed = true;
+            }
+            let tm = car.telemetry();
+            for k in 0..4 {
+                // A rigid hub passes the tyre's torque (at most R D F_z) and the torque that
+                // spins the wheel's own inertia; a spike from the coupling would be far beyond.
+                let load = car.wheel_contact(k).load;
+                let inertia = spec.wheels.inertia * (tm.wheel_speed[k] - spin[k]).abs() / dt;
+                let limit = 1.2 * (spec.wheels.radius * load * spec.wheels.tyre.d + inertia) + 50.0;
+                worst_torque = worst_torque.max(tm.drive_torque[k].abs() / limit);
+                // The force handed to the chassis never exceeds the tyre's grip.
+                let grip = load * spec.wheels.tyre.d;
+                worst_force = worst_force.max(forces[k].longitudinal.abs() - grip);
+                assert!(forces[k].longitudinal.is_finite() && forces[k].lateral.is_finite());
+            }
+            spin = tm.wheel_speed;
+        }
+        println!(
+            "dt {dt} x {n}: {:.2} s in the air, speed after {:.2} m/s",
+            airborne as f64 * dt,
+            body.forward_speed()
+        );
+        assert!(airborne as f64 * dt > 0.2, "the car did not leave the ground");
+        assert!(landed, "the car did not land");
+        assert!(body.forward_speed() > 14.0, "the car lost its speed: {}", body.forward_speed());
+        assert!(worst_torque <= 1.0, "a hub torque reached {worst_torque} of the tyre's and the wheel's");
+        assert!(worst_force <= 1e-6, "a tyre force passed its grip by {worst_force} N");
+    }
+}
+
+#[test]
+fn coasting_never_gains_energy() {
+    // In Neutral from 15 m/s, no pedals, over a bumpy road: the chassis' kinetic,
+    // gravitational and spring energy never grows from one second to the next (rolling
+    // resistance, the dampers and the tyres dissipate; nothing in the coupling adds).
+    let spec = sedan();
+    let bumps = Terrain {
+        height: Box::new(|x, y| 0.03 * (x * 0.7).sin() * (1.0 + 0.3 * (y * 2.0).cos())),
+        friction: Box::new(|_, _| 1.0),
+    };
+    for (dt, n) in RATES {
+        let mut car = drive(&spec);
+        let mut body = Chassis::new(&spec);
+        let input = DriverInput { selector: Selector::Neutral, ..Default::default() };
+        for _ in 0..120 {
+            body.step(&mut car, &input, &Terrain::flat(), dt, n);
+        }
+        at_speed(&mut body, &mut car, 15.0);
+        let per_second = (1.0 / dt).round() as usize;
+        // The first second leaves the teleport's transient (the springs meet the bumps).
+        for _ in 0..per_second {
+            body.step(&mut car, &input, &bumps, dt, n);
+        }
+        let mut last = body.energy();
+        for _ in 0..10 {
+            for _ in 0..per_second {
+                body.step(&mut car, &input, &bumps, dt, n);
+            }
+            let e = body.energy();
+            assert!(e <= last, "energy grew from {last} J to {e} J");
+            last = e;
+        }
+        println!("dt {dt} x {n}: {last:.0} J after 11 s");
+    }
+}
+
+#[test]
+fn a_chassis_car_rolls_back_bit_for_bit_and_refuses_non_finite_contacts() {
+    // Snapshot mid-corner, drive on, restore, drive the same again: the same bits (the
+    // coupling's held force, servo and impulses are part of the snapshot).
+    let spec = sedan();
+    let (dt, n) = RATES[1];
+    let mut car = drive(&spec);
+    let mut body = Chassis::new(&spec);
+    let t = Terrain::flat();
+    let input = DriverInput { selector: Selector::Drive, throttle: 0.5, ..Default::default() };
+    for _ in 0..240 {
+        body.step(&mut car, &input, &t, dt, n);
+    }
+    body.steer = 0.1;
+    let snap = car.snapshot();
+    let (p, q, v, w) = (body.p, body.q, body.v, body.w);
+    let run = |car: &mut Vehicle, body: &mut Chassis| {
+        for _ in 0..120 {
+            body.step(car, &input, &t, dt, n);
+        }
+        (car.snapshot(), body.p)
+    };
+    let first = run(&mut car, &mut body);
+    car.restore(&snap).expect("restores");
+    (body.p, body.q, body.v, body.w) = (p, q, v, w);
+    let second = run(&mut car, &mut body);
+    assert_eq!(first.0, second.0, "the driveline's state differs after the rollback");
+    assert_eq!(first.1, second.1);
+
+    // A NaN speed is refused by name, the last valid value kept, the step unharmed.
+    let good = car.wheel_contact(0);
+    let err = car
+        .set_chassis_contact(0, &WheelContact { speed_along: f64::NAN, load: 1e4, ..good })
+        .expect_err("NaN refused");
+    assert_eq!(err.field, "speed_along");
+    assert_eq!(car.wheel_contact(0).speed_along, good.speed_along);
+    assert_eq!(car.wheel_contact(0).load, 1e4);
+    car.step(&input, dt).unwrap();
+    assert!(car.wheel_forces(0).longitudinal.is_finite());
 }

@@ -353,4 +353,84 @@ mod tests {
         assert!(mf.eval(10.0).0 < mf.eval(0.5).0);
         assert!((mf.eval(1e6).0 - asym).abs() < 1e-3);
     }
+
+    #[test]
+    fn rising_slip_inverts_the_rising_branch() {
+        // Closed form (E = 0) and Newton (E != 0): the force at the returned slip is the force
+        // asked for, to rounding of the arcsine and tangent (1e-12 of the peak).
+        for mf in [MagicFormula::default(), MagicFormula { b: 10.0, c: 1.9, d: 1.0, e: 0.97 }] {
+            let kp = mf.peak_slip();
+            for k in 0..=100 {
+                let f = mf.d * k as f64 / 100.0;
+                let kappa = rising_slip(&mf, kp, f);
+                assert!((0.0..=kp).contains(&kappa), "{kappa} outside [0, {kp}]");
+                assert!((mf.value(kappa) - f).abs() < 1e-9, "{mf:?}: F({kappa}) = {} for {f}", mf.value(kappa));
+            }
+            assert_eq!(rising_slip(&mf, kp, 2.0 * mf.d), kp, "beyond the peak: the peak's slip");
+        }
+    }
+
+    #[test]
+    fn combined_slip_weights_are_one_without_the_other_slip_and_fall_with_it() {
+        let cs = CombinedSlip::default();
+        assert_eq!(cs.longitudinal_weight(0.0, 0.3), 1.0);
+        assert_eq!(cs.lateral_weight(0.0, 0.1), 1.0);
+        let mut last = (1.0, 1.0);
+        for k in 1..=60 {
+            let x = k as f64 * 0.01;
+            let (gx, gy) = (cs.longitudinal_weight(x, 0.05), cs.lateral_weight(x, 0.05));
+            assert!(gx < last.0 && gy < last.1 && gx >= 0.0 && gy >= 0.0, "not falling at {x}");
+            // Even in both slips.
+            assert_eq!(gx, cs.longitudinal_weight(-x, -0.05));
+            assert_eq!(gy, cs.lateral_weight(-x, -0.05));
+            last = (gx, gy);
+        }
+    }
+
+    #[test]
+    fn combined_slip_weights_have_the_published_closed_forms() {
+        // With C_xa = 1, G_xa = cos(atan(B alpha)) = 1 / sqrt(1 + (B alpha)^2) and
+        // B = r_bx1 / sqrt(1 + (r_bx2 kappa)^2) (Pacejka 2006, eqs. of section 4.3.2 with the
+        // shifts zero): the weight at 5 deg and 10 % slip from these by hand.
+        let cs = CombinedSlip::default();
+        let (alpha, kappa) = (5f64.to_radians(), 0.1);
+        let b = cs.r_bx1 / (1.0 + (cs.r_bx2 * kappa).powi(2)).sqrt();
+        let expected = 1.0 / (1.0 + (b * alpha).powi(2)).sqrt();
+        assert!((cs.longitudinal_weight(alpha, kappa) - expected).abs() < 1e-15);
+        // The lateral curve's slope at zero is the cornering stiffness B C D.
+        let h = 1e-7;
+        let slope = cs.lateral_value(h) / h;
+        assert!((slope - cs.cornering_stiffness()).abs() < 1e-4 * cs.cornering_stiffness(), "{slope}");
+        // Its peak D at tan(pi / 2C) / B (E = 0): 8.4 deg for the defaults.
+        let peak = (std::f64::consts::FRAC_PI_2 / cs.lateral.c).tan() / cs.lateral.b;
+        assert!((cs.lateral_value(peak) - cs.lateral.d).abs() < 1e-12);
+        assert!((peak.to_degrees() - 8.4).abs() < 0.05, "{}", peak.to_degrees());
+    }
+
+    #[test]
+    fn combined_forces_stay_inside_the_friction_ellipse() {
+        // The combined force (G_xa F_x0, G_yk F_y0) over a grid of slip ratios and angles never
+        // leaves the friction ellipse of the two peaks by more than the Magic Formula's own
+        // shape allows (the weights are fitted to tyre data, not an exact ellipse: 10 %).
+        let (mf, cs) = (MagicFormula::default(), CombinedSlip::default());
+        let mut worst: f64 = 0.0;
+        for i in 0..=50 {
+            for j in 0..=50 {
+                let (kappa, alpha) = (i as f64 * 0.02, j as f64 * 0.006);
+                let fx = cs.longitudinal_weight(alpha, kappa) * mf.value(kappa) / mf.d;
+                let fy = cs.lateral_weight(kappa, alpha) * cs.lateral_value(alpha) / cs.lateral.d;
+                worst = worst.max(fx.hypot(fy));
+            }
+        }
+        assert!(worst < 1.1, "the combined force reaches {worst} of the ellipse");
+    }
+
+    #[test]
+    fn combined_slip_coefficients_are_checked() {
+        assert!(CombinedSlip::default().validate().is_ok());
+        let bad = CombinedSlip { r_bx1: 0.0, ..Default::default() };
+        assert!(bad.validate().unwrap_err().contains("r_bx1"));
+        let bad = CombinedSlip { c_yk: f64::NAN, ..Default::default() };
+        assert!(bad.validate().unwrap_err().contains("c_yk"));
+    }
 }

@@ -148,7 +148,9 @@ impl ElementKind {
             ElementKind::QuadraticSpeedDependentForce { .. } | ElementKind::Force { .. } => {
                 &[("flange", Translational, Required)]
             }
-            ElementKind::LinearSpeed { .. } => &[("flange", Translational, Required), ("support", Translational, Support)],
+            ElementKind::LinearSpeed { .. } => {
+                &[("flange", Translational, Required), ("support", Translational, Support)]
+            }
             ElementKind::Engine { .. } => &[("flange", Rotational, Required), ("support", Rotational, Support)],
             ElementKind::Tyre { .. } => &[("wheel", Rotational, Required), ("ground", Translational, Required)],
             ElementKind::DogClutch { .. } | ElementKind::LimitedSlip { .. } => {

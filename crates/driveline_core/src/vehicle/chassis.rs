@@ -4,35 +4,42 @@
 //!
 //! # The coupling scheme
 //! The chassis (a rigid body in avian, rapier or the game's own integrator) and the driveline
-//! are stepped one after the other. Each tyre of the driveline runs on its own **contact
-//! mass**: the share of the chassis mass its wheel carries (`m_k`, from the body's `mass` and
-//! `front_weight`, half an axle's share), moving along the wheel's heading. Each physics step:
+//! are stepped one after the other. In the driveline the chassis is a **mass** (`chassis`, the
+//! body's `mass`) moving along the wheels' headings; each tyre runs on its **contact point**
+//! (`ground_<wheel>`), which moves relative to that mass at a speed held over the step (what
+//! the chassis' yaw and pitch give that corner). Each physics step:
 //!
 //! 1. The game writes each wheel's [`WheelContact`]: the contact patch's velocity along and
 //!    across the wheel's heading, the normal load from its suspension, the surface friction,
 //!    and the acceleration everything but the tyres gives the chassis at that wheel (gravity's
 //!    component along the heading, at least).
 //! 2. The driveline steps, once at the physics step or many times at its own rate (1 kHz)
-//!    inside it. Over the whole physics step it holds the contact constant: the load, the
-//!    friction, the slip angle, and the force on each contact mass,
-//!    `m_k a_along + m_k (v_game - v_k) / T` (`T` the time between the game's two last
-//!    writes, the physics step). The second term brings the contact mass to the chassis'
-//!    speed over the step (dead-beat: it is zero when the two agree, as they do once the
-//!    game applies the forces below).
+//!    inside it. Over the whole physics step it holds the contact constant: the loads, the
+//!    friction, the slip angles, each contact point's speed relative to the chassis mass
+//!    (`v_k - V`, with `V = sum m_k v_k / m` the mass-weighted mean of the written speeds and
+//!    `m_k` each wheel's share of the mass, half its axle's), and the force on the chassis
+//!    mass, `sum m_k a_along,k + m (V - V_driveline) / T`, `T` the time between the game's two
+//!    last writes (the physics step). The second term brings the driveline's chassis to the
+//!    game's speed over the step (dead-beat; zero when the two agree, as they do once the game
+//!    applies the forces below).
 //! 3. The game reads each wheel's [`WheelForces`] and applies them at the contact point:
-//!    `longitudinal` along the heading, `lateral` across it. `longitudinal` is the tyre's
-//!    impulse on its contact mass since the write divided by the elapsed time (the mean
-//!    force, so the chassis' speed change over the step is the contact mass's).
+//!    `longitudinal` along the heading, `lateral` across it. The four `longitudinal` forces
+//!    are the tyres' mean forces since the write: their sum is the chassis mass's momentum
+//!    change less the held force's impulse, exactly, so the game's chassis changes its speed as
+//!    the driveline's did; each wheel's share is its tyre's own force sampled at the ends of
+//!    the (sub-)steps, the remainder (a tyre that slid and locked within a step) given to the
+//!    tyres in proportion to the grip each has left, so none exceeds its grip.
 //!
-//! **Why it is stable at any step, and holds without creep.** The tyre, the brakes, the
+//! **Why it is stable at any step, and holds without creep.** The tyres, the brakes, the
 //! wheels and the whole driveline meet the chassis' inertia inside the coupled stick-slip
-//! solve: a braked car stops in the step it stops (the contact mass comes to rest, the tyre
-//! and the brake lock), and a car parked on a slope keeps its tyres and brakes locked with the
-//! force the slope asks for (`-m_k a_along`), exactly, so the game's chassis sees the tyre
-//! cancel gravity to rounding. Nothing here is an explicit spring or damper between two
-//! integrators, so there is no step-size limit from the coupling; what is explicit is the
-//! rigid coupling of the four contacts through the chassis (its rotation, the load transfer),
-//! which the game's step carries and the next write corrects.
+//! solve: a braked car stops in the step it stops (the chassis mass comes to rest, the tyres
+//! and the brakes lock), and a car parked on a slope keeps its tyres and brakes locked with the
+//! force the slope asks for (`-sum m_k a_along,k`), exactly, whichever wheels are braked, so
+//! the game's chassis sees its tyres cancel gravity to rounding. There is no explicit spring or
+//! damper between the two integrators, so no step-size limit from the coupling; what is
+//! explicit is the chassis' rotation (yaw, pitch, the load transfer through the suspension),
+//! which the game's step carries and the next write corrects. (Tested at 60 Hz, with the
+//! driveline at the physics step and at 16 sub-steps inside it: `tests/chassis_coupling.rs`.)
 //!
 //! **Lateral force.** The tyre's lateral force does not enter the driveline; it is formed from
 //! the written contact with the combined-slip Magic Formula ([`crate::tyre::CombinedSlip`]) and
@@ -41,13 +48,18 @@
 //! ```text
 //! c = mu F_z G_yk B_y C_y D_y / max(|v_x|, v_low)              (N s/m, the linear region)
 //! F_impl = -c (v_y + T a_across) / (1 + c T / m_k)              (backward Euler with m_k)
-//! F_stick = -m_k (v_y / T + a_across)                           (stops the slip in one step)
+//! F_stick = -m_k (v_y / (2 T) + a_across)                       (halves the slip each step)
 //! F_y = (1 - w) clamp(F_stick, +-cap) + w clamp(F_impl, +-|F_y0(alpha)|),  w = min(|v_x| / v_low, 1)
 //! ```
 //!
 //! `cap = mu F_z G_yk D_y` is the lateral peak. At rest the tyre holds laterally like it holds
-//! longitudinally (within the peak, no creep); moving, it follows the Magic Formula, and never
-//! more than the force that would bring the lateral slip to zero within the step.
+//! longitudinally (within the peak, no creep: the `a_across` term is exact); moving, it follows
+//! the Magic Formula, and never more than the force that would bring the lateral slip to zero
+//! within the step. The stick's slip term uses half the wheel's mass share: a lateral force at
+//! the ground also rolls and yaws the chassis, so a contact point presents less mass than its
+//! share (about 60 % of it in a car's roll), and a full-mass correction overshoots and, with
+//! the suspension, can grow into a roll-yaw oscillation (seen at 60 Hz on a slope). With half,
+//! no mode overshoots.
 //!
 //! **Combined slip.** The longitudinal peak in the driveline is the load times the surface
 //! friction times `G_xa(alpha, kappa)`, with `alpha` from the write and `kappa` from the end
@@ -55,8 +67,8 @@
 //! tyre's `kappa` is the slip the Magic Formula's rising branch gives its force
 //! ([`crate::tyre::rising_slip`]); a sliding tyre's is the slide's.
 
-use super::*;
 use super::set;
+use super::*;
 use crate::snapshot::persist_fields;
 use crate::tyre::{CombinedSlip, rising_slip};
 
@@ -263,20 +275,35 @@ impl ChassisState {
 
     /// After a (sub-)step of `h` seconds: each wheel's mean longitudinal force since the write,
     /// its slip ratio and its lateral force.
-    pub(crate) fn after_step(&mut self, sim: &Simulation, c: &ChassisIds, tyres: &TyreIds, combined: &CombinedSlip, h: f64) {
+    pub(crate) fn after_step(
+        &mut self,
+        sim: &Simulation,
+        c: &ChassisIds,
+        tyres: &TyreIds,
+        combined: &CombinedSlip,
+        h: f64,
+    ) {
         self.elapsed += h;
         self.impulse += self.force * h;
         let v_end = sim.body_state(c.chassis).map_or(0.0, |s| s.1);
         // The chassis' momentum gives the four tyres' impulse exactly; each tyre's own force,
-        // sampled at the ends of the (sub-)steps, shares it, the quadrature's remainder by mass.
+        // sampled at the ends of the (sub-)steps, shares it. The remainder (a tyre that slid and
+        // locked within a step) goes to the tyres in proportion to the grip each has left in
+        // its direction: each stays within its grip, and the sum is exact.
         let total = (c.total * (v_end - self.v_start) - self.impulse) / self.elapsed;
         let mut own = [0.0; 4];
+        let mut room = [0.0; 4];
         for k in 0..4 {
             let w = &mut self.wheels[k];
             w.tyre_impulse += sim.element_torque(tyres.tyres[k]) * h;
             own[k] = w.tyre_impulse / self.elapsed;
+            room[k] = w.grip_load() * combined.longitudinal_weight(w.alpha(), w.kappa) * tyres.mf.d * tyres.surface[k];
         }
         let rest = total - own.iter().sum::<f64>();
+        for k in 0..4 {
+            room[k] = (room[k] - own[k].copysign(rest)).max(0.0);
+        }
+        let room_sum: f64 = room.iter().sum();
         let t = self.horizon.max(h);
         for k in 0..4 {
             let tyre = tyres.tyres[k];
@@ -303,12 +330,12 @@ impl ChassisState {
             let (vx, vy, ay) = (w.contact.speed_along, w.contact.speed_across, w.contact.accel_across);
             let cap = load * gy * combined.lateral.d;
             let cc = load * gy * combined.cornering_stiffness() / vx.abs().max(V_LOW);
-            let f_stick = -m * (vy / t + ay);
+            let f_stick = -m * (0.5 * vy / t + ay);
             let f_impl = -cc * (vy + t * ay) / (1.0 + cc * t / m);
             let f_mf = load * gy * combined.lateral_value(alpha).abs();
             let blend = (vx.abs() / V_LOW).min(1.0);
             w.forces = WheelForces {
-                longitudinal: own[k] + rest * m / c.total,
+                longitudinal: own[k] + if room_sum > 0.0 { rest * room[k] / room_sum } else { rest * m / c.total },
                 lateral: (1.0 - blend) * f_stick.clamp(-cap, cap) + blend * f_impl.clamp(-f_mf, f_mf),
                 spin: sim.body_state(tyres.wheels[k]).map_or(0.0, |s| s.1),
                 slip_ratio: w.kappa,
@@ -325,4 +352,6 @@ pub(crate) struct TyreIds<'a> {
     pub(crate) wheels: [usize; 4],
     pub(crate) radius: f64,
     pub(crate) mf: &'a crate::tyre::MagicFormula,
+    /// The surface friction factors ([`VehicleControl::set_surface_friction`]).
+    pub(crate) surface: [f64; 4],
 }

@@ -44,8 +44,8 @@ use crate::torque_map::RPM;
 use crate::{FrictionMode, Network};
 use automatic::AutoControl;
 pub use build::{AutoLayout, G, GearSlot, Layout, Road, WHEELS};
-pub use chassis::{ContactRejected, WheelContact, WheelForces};
 use chassis::{ChassisIds, ChassisState};
+pub use chassis::{ContactRejected, WheelContact, WheelForces};
 use ecu::{Ecu, EcuEvent, EcuOutput};
 use manual::Manual;
 pub use spec::*;
@@ -597,6 +597,10 @@ impl Vehicle {
     /// See [`VehicleControl::wheel_forces`].
     pub fn wheel_forces(&self, k: usize) -> WheelForces {
         self.control.wheel_forces(k)
+    }
+    /// See [`VehicleControl::wheel_contact`].
+    pub fn wheel_contact(&self, k: usize) -> WheelContact {
+        self.control.wheel_contact(k)
     }
     /// See [`VehicleControl::set_surface_friction`].
     pub fn set_surface_friction(&mut self, k: usize, factor: f64) {

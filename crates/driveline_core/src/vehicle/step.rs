@@ -414,7 +414,13 @@ impl VehicleControl {
     /// [`Road::Chassis`]: each wheel's forces and slip after a (sub-)step of `dt` seconds.
     fn chassis_after_step(&mut self, sim: &Simulation, c: &chassis::ChassisIds, dt: f64) {
         let wh = &self.spec.wheels;
-        let tyres = chassis::TyreIds { tyres: self.ids.tyres, wheels: self.ids.wheels, radius: wh.radius, mf: &wh.tyre };
+        let tyres = chassis::TyreIds {
+            tyres: self.ids.tyres,
+            wheels: self.ids.wheels,
+            radius: wh.radius,
+            mf: &wh.tyre,
+            surface: self.surface,
+        };
         self.chassis.after_step(sim, c, &tyres, &wh.combined, dt);
     }
 }
