@@ -206,6 +206,7 @@
 
 #![warn(missing_docs)]
 
+pub mod chassis;
 pub mod parts;
 mod solve;
 mod sync;
@@ -228,6 +229,7 @@ use serde::{Deserialize, Serialize};
 pub mod prelude {
     // (`Fixed` and `Mass` stay in `parts`: Bevy's `Time<Fixed>` and physics engines' `Mass`
     // share their names.)
+    pub use crate::chassis::{WheelContact, WheelForces};
     pub use crate::parts::{
         Clutch, ClutchEngagement, ClutchKind, ConstantTorque, Damper, DogClutch, ElasticClutch, ElastoBacklash,
         ElementComponent, Engine, IdealGear, IdealPlanetary, Inertia, LimitedSlip, LossyGear, PartElement, SignalParam,
@@ -395,6 +397,7 @@ fn register_types(app: &mut App) {
         .register_type::<SkipWriteBack>()
         .register_type::<DrivelineInputs>();
     vehicle::register_types(app);
+    chassis::register_types(app);
 }
 
 /// The private schedule of the solve phase (run from [`DrivelineSystems::Solve`]; ambiguities

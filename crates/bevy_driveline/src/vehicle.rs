@@ -273,6 +273,16 @@ pub(crate) fn spawn_vehicle_on(
     if let Ok(mut engine) = world.get_entity_mut(parts.engine) {
         engine.insert(EngineController);
     }
+    if road == Road::Chassis {
+        // The game writes the contacts; until it does, each wheel carries its static share.
+        for (k, &wheel) in parts.wheels.iter().enumerate() {
+            let load = build::chassis_mass(&spec.body, k) * build::G;
+            world.entity_mut(wheel).insert((
+                crate::chassis::WheelContact { load, ..Default::default() },
+                crate::chassis::WheelForces::default(),
+            ));
+        }
+    }
     world.entity_mut(root).insert((
         Driveline { parameters: IntegrationParameters::vehicle() },
         VehicleDefinition { spec, road },
@@ -431,6 +441,7 @@ fn ensure_controllers(
 pub fn control_vehicles(
     time: Res<bevy_time::Time>,
     mut roots: Query<(
+        Entity,
         &VehicleDefinition,
         &VehicleInput,
         &mut VehicleController,
@@ -439,15 +450,22 @@ pub fn control_vehicles(
         Has<TransmissionController>,
     )>,
     engines: Query<(), With<EngineController>>,
+    contacts: Query<&crate::chassis::WheelContact>,
+    mut refused: MessageWriter<crate::DrivelineEditRefused>,
+    mut refusals: Local<std::sync::Mutex<Vec<crate::DrivelineEditRefused>>>,
 ) {
     let dt = time.delta_secs_f64();
     let engines = &engines;
-    for_each_vehicle!(roots, |(def, input, mut vc, mut cache, parts, transmission)| {
+    let (contacts, sink) = (&contacts, &*refusals);
+    for_each_vehicle!(roots, |(root, def, input, mut vc, mut cache, parts, transmission)| {
         let vc = &mut *vc;
         vc.stage = Stage::Idle;
         let controllers = Controllers { engine: engines.contains(parts.engine), transmission };
         ensure_controllers(def, vc, &mut cache, controllers);
         let (Some(control), Some(sim)) = (vc.control.as_mut(), cache.simulation()) else { return };
+        if def.road == Road::Chassis {
+            take_contacts(control, root, parts, contacts, sink);
+        }
         if dt <= 0.0 {
             return;
         }
@@ -457,6 +475,23 @@ pub fn control_vehicles(
         control.control_transmission(sim, &mut controlled);
         control.control_engine(sim, &mut controlled);
         vc.stage = Stage::Controlled { plan, controlled };
+    });
+    for r in refusals.get_mut().unwrap_or_else(|p| p.into_inner()).drain(..) {
+        refused.write(r);
+    }
+}
+
+/// A chassis vehicle's wheel contacts handed to its controllers; refusals into `sink`.
+fn take_contacts(
+    control: &mut VehicleControl,
+    root: Entity,
+    parts: &VehicleParts,
+    contacts: &Query<&crate::chassis::WheelContact>,
+    sink: &std::sync::Mutex<Vec<crate::DrivelineEditRefused>>,
+) {
+    crate::chassis::take_contacts(control, &parts.wheels, contacts, |part, message| {
+        let r = crate::DrivelineEditRefused { driveline: Some(root), part, message };
+        sink.lock().unwrap_or_else(|p| p.into_inner()).push(r);
     });
 }
 
@@ -529,9 +564,14 @@ pub(crate) fn step_vehicles(
         Has<TransmissionController>,
     )>,
     engines: Query<(), With<EngineController>>,
+    (contacts, mut wheel_forces): (Query<&crate::chassis::WheelContact>, Query<&mut crate::chassis::WheelForces>),
     mut failed: MessageWriter<DrivelineStepFailed>,
     mut messages: MessageWriter<VehicleMessage>,
     mut failures: Local<std::sync::Mutex<Vec<DrivelineStepFailed>>>,
+    (mut refused, mut refusals): (
+        MessageWriter<crate::DrivelineEditRefused>,
+        Local<std::sync::Mutex<Vec<crate::DrivelineEditRefused>>>,
+    ),
 ) {
     let dt = time.delta_secs_f64();
     let sink = &*failures;
@@ -540,6 +580,7 @@ pub(crate) fn step_vehicles(
         sink.lock().unwrap_or_else(|p| p.into_inner()).push(f);
     };
     let engines = &engines;
+    let (contacts, refusal_sink) = (&contacts, &*refusals);
     let step = |(root, def, mut vc, input, mut tele, mut cache, mut overrides, parts, transmission): (
         Entity,
         &VehicleDefinition,
@@ -563,6 +604,9 @@ pub(crate) fn step_vehicles(
             ensure_controllers(def, vc, &mut cache, controllers);
         }
         let (Some(control), Some(sim)) = (vc.control.as_mut(), cache.sim.as_mut()) else { return };
+        if stage.is_none() && def.road == Road::Chassis {
+            take_contacts(control, root, parts, contacts, refusal_sink);
+        }
         if dt <= 0.0 {
             return;
         }
@@ -596,10 +640,22 @@ pub(crate) fn step_vehicles(
         roots.par_iter_mut().for_each(step);
     }
     crate::solve::flush_failures(&mut failures, &mut failed);
+    for r in refusals.get_mut().unwrap_or_else(|p| p.into_inner()).drain(..) {
+        refused.write(r);
+    }
     // Query iteration order is the archetype table order, fixed for a given world history.
-    for (root, _, vc, ..) in &roots {
+    for (root, def, vc, .., parts, _) in &roots {
         for e in vc.events() {
             messages.write(VehicleMessage { vehicle: root, event: *e });
+        }
+        if def.road == Road::Chassis
+            && let Some(control) = vc.control()
+        {
+            for (k, &wheel) in parts.wheels.iter().enumerate().take(4) {
+                if let Ok(mut f) = wheel_forces.get_mut(wheel) {
+                    f.set_if_neq(control.wheel_forces(k).into());
+                }
+            }
         }
     }
 }

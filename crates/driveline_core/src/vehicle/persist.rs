@@ -14,7 +14,7 @@ impl VehicleControl {
     /// A snapshot of these controllers and `sim` (see [`Vehicle::snapshot`]).
     pub fn snapshot(&self, sim: &Simulation) -> VehicleSnapshot {
         let mut w = StateWriter::with_capacity(2048);
-        self.save(&mut w);
+        self.save_state(&mut w);
         sim.save_state(&mut w);
         VehicleSnapshot { format: snapshot::FORMAT, vehicle: self.fingerprint, time: sim.time(), state: w.words }
     }
@@ -25,7 +25,7 @@ impl VehicleControl {
     pub fn state_layout(&self, sim: &Simulation) -> Vec<(usize, &'static str)> {
         let mut w = StateWriter::with_capacity(2048);
         w.labels = Some(Vec::new());
-        self.save(&mut w);
+        self.save_state(&mut w);
         sim.save_state(&mut w);
         w.labels.unwrap_or_default()
     }
@@ -40,7 +40,7 @@ impl VehicleControl {
         }
         let load = |c: &mut Self, sim: &mut Simulation, words: &[u64]| {
             let mut r = StateReader::new(words);
-            c.load(&mut r)?;
+            c.load_state(&mut r)?;
             sim.load_state(&mut r)?;
             r.finish()
         };
@@ -48,7 +48,7 @@ impl VehicleControl {
         // buffer is kept from one restore to the next.)
         let mut w = StateWriter { words: std::mem::take(&mut self.backup), labels: None };
         w.words.clear();
-        self.save(&mut w);
+        self.save_state(&mut w);
         sim.save_state(&mut w);
         let result = load(self, sim, &snap.state);
         if result.is_err() {
@@ -122,6 +122,26 @@ persist_fields!(VehicleControl {
     slope,
     surface,
     contact,
-    distance,
-    chassis
+    distance
 });
+
+impl VehicleControl {
+    /// The controllers' words: the fields above, then a chassis road's coupling (only there,
+    /// so that the snapshots of the other roads keep their layout).
+    fn save_state(&self, w: &mut StateWriter) {
+        self.save(w);
+        if self.ids.chassis.is_some() {
+            w.label("VehicleControl.chassis");
+            self.chassis.save(w);
+        }
+    }
+
+    /// Reads what [`VehicleControl::save_state`] wrote.
+    fn load_state(&mut self, r: &mut StateReader) -> Result<(), SnapshotError> {
+        self.load(r)?;
+        if self.ids.chassis.is_some() {
+            self.chassis.load(r)?;
+        }
+        Ok(())
+    }
+}

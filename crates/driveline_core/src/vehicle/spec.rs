@@ -587,7 +587,7 @@ pub enum DifferentialSpec {
 }
 
 /// Wheels, tyres and brakes (every wheel alike; two per axle).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WheelSpec {
     /// Rolling radius, m (> 0).
@@ -617,6 +617,25 @@ pub struct WheelSpec {
     /// Optional half-shaft torsional stiffness, N m/rad (> 0), with damping 1 % critical.
     #[serde(default)]
     pub half_shaft_stiffness: Option<f64>,
+}
+
+/// As derived, but `combined` only when it is not the default: a description's text (which
+/// fingerprints its snapshots) is then the same whether or not its file names the field.
+impl std::fmt::Debug for WheelSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut d = f.debug_struct("WheelSpec");
+        d.field("radius", &self.radius).field("inertia", &self.inertia).field("tyre", &self.tyre);
+        if self.combined != CombinedSlip::default() {
+            d.field("combined", &self.combined);
+        }
+        d.field("rolling_resistance", &self.rolling_resistance)
+            .field("front_brake", &self.front_brake)
+            .field("rear_brake", &self.rear_brake)
+            .field("brake_peak", &self.brake_peak)
+            .field("parking_brake", &self.parking_brake)
+            .field("half_shaft_stiffness", &self.half_shaft_stiffness)
+            .finish()
+    }
 }
 
 fn default_crr() -> f64 {
