@@ -103,6 +103,7 @@
 //!  +- "synchro1"..     Name, Clutch, ClutchEngagement, CouplingState, Connections
 //!  +- "final_drive_r"  Name, IdealGear; "diff_r" Name, IdealPlanetary; "diff_r_lsd" Name, LimitedSlip
 //!  +- "wheel_fl"..     Name, Inertia, BodyState                        <- VehicleParts::wheels
+//!                      (on Road::Chassis also WheelContact, WheelForces)
 //!  +- "brake_fl"..     Name, Clutch (ClutchKind::Brake), ClutchEngagement  <- VehicleParts::brakes
 //!  +- "tyre_fl"..      Name, Tyre, CouplingState                      <- VehicleParts::tyres
 //!  +- "body"           Name, parts::Mass, BodyState                   <- VehicleParts::body
@@ -117,6 +118,7 @@
 //! | system | set | reads | writes |
 //! |---|---|---|---|
 //! | your device sampling | `Input` | devices | [`vehicle::VehicleInput`], [`DrivelineInputs`] |
+//! | your chassis' ray casts (a vehicle on `Road::Chassis`) | `Input` | your physics engine | [`chassis::WheelContact`] |
 //! | edits accepted (one per part type) | `Prepare` | the typed part components | [`PartElement`]; a refused edit set back |
 //! | written states taken | `Prepare`, and `Solve` for those written since | [`BodyState`] | the simulation's state |
 //! | networks in step with their parts | `Prepare` | [`PartElement`], `Name`, [`Connections`], [`PartOf`] | [`DrivelineCache`] (in place, or rebuilt) |
@@ -125,7 +127,8 @@
 //! | `actuate_vehicles`: shift linkages, clutch actuator, hydraulic pistons, brakes, tyre loads | `Actuation` | [`vehicle::VehicleController`] | the simulation's inputs, [`ClutchEngagement`] |
 //! | your actuators | `Actuation` or after it | [`ClutchEngagement`], states | [`ClutchEngagement`], [`DrivelineInputs`] |
 //! | inputs and engagements handed over | `Solve` | [`DrivelineInputs`], [`ClutchEngagement`] | the simulation's inputs, over the actuators' |
-//! | vehicles: the coupled step, heat, fuel, telemetry (and a shift's later sub-steps) | `Solve` | [`vehicle::VehicleController`] | [`vehicle::VehicleTelemetry`], [`vehicle::VehicleMessage`] |
+//! | vehicles: the coupled step, heat, fuel, telemetry (and a shift's later sub-steps) | `Solve` | [`vehicle::VehicleController`], [`chassis::WheelContact`] (taken in `Control`) | [`vehicle::VehicleTelemetry`], [`vehicle::VehicleMessage`], [`chassis::WheelForces`] |
+//! | your chassis' forces | after `Solve` | [`chassis::WheelForces`] | your physics engine's forces |
 //! | other drivelines: the coupled step | `Solve` | | [`DrivelineCache`] |
 //! | write-back | `Solve` (last) | [`DrivelineCache`] | [`BodyState`], [`CouplingState`], [`ClutchEngagement`] |
 //! | your readers | `Integrate` | the new state | |

@@ -133,8 +133,11 @@
 //! sequential gearbox with dog clutches, shift linkages and synchronisers, differentials, wheels,
 //! tyres, brakes, body) into one network solved by the same step, plus the controllers that
 //! drive it (engine controller, shift controller, linkage dynamics, clutch heat). Start with
-//! [`vehicle::Vehicle::load`] and [`vehicle::Vehicle::step`]; games with their own chassis use
-//! [`vehicle::Vehicle::new_external`] and `examples/external_chassis.rs`.
+//! [`vehicle::Vehicle::load`] and [`vehicle::Vehicle::step`]. A game's rigid-body chassis (avian,
+//! rapier, its own) takes [`vehicle::Vehicle::new_chassis`]: the coupling scheme, stable at a
+//! game's step and exact at standstill, and the combined-slip tyre are in [`vehicle::chassis`];
+//! a chassis moved kinematically can prescribe the ground's speed
+//! ([`vehicle::Vehicle::new_external`], `examples/external_chassis.rs`).
 //!
 //! ```
 //! use driveline_core::{DriverInput, Vehicle};

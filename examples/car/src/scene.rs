@@ -57,7 +57,7 @@ struct Lateral(f32);
 struct ChaseCamera;
 
 /// A non-metallic material of `color` and `roughness` (0 polished .. 1 chalky).
-fn matte(color: Color, roughness: f32) -> StandardMaterial {
+pub fn matte(color: Color, roughness: f32) -> StandardMaterial {
     StandardMaterial { base_color: color, perceptual_roughness: roughness, ..default() }
 }
 
@@ -127,6 +127,23 @@ fn spawn_car(
         Some(c) => (c.choice.color(), c.spec.wheels.radius as f32),
         None => (Color::WHITE, 0.32),
     };
+    let (body, wheels) = spawn_model(&mut commands, &mut meshes, &mut materials, color, radius);
+    commands.entity(body).insert((CarBody, Transform::from_xyz(LANES[1], 0.0, 0.0)));
+    for (index, wheel) in wheels.into_iter().enumerate() {
+        commands.entity(wheel).insert(Wheel { index, angle: 0.0 });
+    }
+}
+
+/// The car's model: a body (paint, glass, roof, tail lights) whose origin is on the ground
+/// under its centre, facing -Z, and four wheels (fl, fr, rl, rr) as its children, each a tyre
+/// and a rim about the wheel's centre. Returns the body and the wheels; the caller places them.
+pub fn spawn_model(
+    commands: &mut Commands,
+    meshes: &mut Assets<Mesh>,
+    materials: &mut Assets<StandardMaterial>,
+    color: Color,
+    radius: f32,
+) -> (Entity, [Entity; 4]) {
     let paint =
         materials.add(StandardMaterial { base_color: color, metallic: 0.3, perceptual_roughness: 0.4, ..default() });
     let glass = materials.add(matte(Color::srgb(0.1, 0.12, 0.16), 0.1));
@@ -138,7 +155,7 @@ fn spawn_car(
         ..default()
     });
     let body = commands
-        .spawn((CarBody, Transform::from_xyz(LANES[1], 0.0, 0.0), Visibility::default()))
+        .spawn((Transform::default(), Visibility::default()))
         .with_children(|c| {
             c.spawn((
                 Mesh3d(meshes.add(Cuboid::new(1.66, 0.55, 4.4))),
@@ -168,15 +185,8 @@ fn spawn_car(
     let rim_mesh = meshes.add(Cuboid::new(0.26, radius * 1.2, 0.12));
     // fl, fr, rl, rr; the car faces -Z.
     let places = [(-0.9, -1.35), (0.9, -1.35), (-0.9, 1.35), (0.9, 1.35)];
-    for (index, (x, z)) in places.into_iter().enumerate() {
-        let wheel = commands
-            .spawn((
-                Wheel { index, angle: 0.0 },
-                Transform::from_xyz(x, radius, z),
-                Visibility::default(),
-                ChildOf(body),
-            ))
-            .id();
+    let wheels = places.map(|(x, z)| {
+        let wheel = commands.spawn((Transform::from_xyz(x, radius, z), Visibility::default(), ChildOf(body))).id();
         // The cylinder's axis is Y: turned onto the axle (X).
         commands.spawn((
             Mesh3d(tyre_mesh.clone()),
@@ -185,7 +195,9 @@ fn spawn_car(
             ChildOf(wheel),
         ));
         commands.spawn((Mesh3d(rim_mesh.clone()), MeshMaterial3d(rim.clone()), Transform::default(), ChildOf(wheel)));
-    }
+        wheel
+    });
+    (body, wheels)
 }
 
 /// Places the car at the simulated distance and turns its wheels.
