@@ -42,7 +42,7 @@ fn the_plugin_steps_a_chassis_vehicle_as_the_core_does() {
     let (mut v_plugin, mut v_core) = (0.0f64, 0.0f64);
     for _ in 0..180 {
         for (k, c) in contacts(&spec, v_plugin).into_iter().enumerate() {
-            *app.world_mut().get_mut::<WheelContact>(wheels[k]).unwrap() = c.into();
+            *app.world_mut().get_mut::<WheelContact>(wheels[k]).unwrap() = WheelContact(c);
         }
         fixed_step(&mut app, tick);
         for (k, c) in contacts(&spec, v_core).into_iter().enumerate() {
@@ -52,10 +52,10 @@ fn the_plugin_steps_a_chassis_vehicle_as_the_core_does() {
         let mut sum = (0.0, 0.0);
         for (k, &w) in wheels.iter().enumerate() {
             let f = *app.world().get::<WheelForces>(w).unwrap();
-            let expected: WheelForces = car.wheel_forces(k).into();
+            let expected = WheelForces(car.wheel_forces(k));
             assert_eq!(f, expected, "wheel {k}");
-            sum.0 += f.longitudinal;
-            sum.1 += expected.longitudinal;
+            sum.0 += f.0.longitudinal;
+            sum.1 += expected.0.longitudinal;
         }
         v_plugin += dt * sum.0 / spec.body.mass;
         v_core += dt * sum.1 / spec.body.mass;
@@ -72,7 +72,7 @@ fn a_non_finite_contact_is_refused_by_wheel_and_field() {
     let root = spawn_vehicle(app.world_mut(), spec.clone(), Road::Chassis).unwrap();
     let wheels = app.world().get::<VehicleParts>(root).unwrap().wheels.clone();
     fixed_step(&mut app, Duration::from_millis(10));
-    app.world_mut().get_mut::<WheelContact>(wheels[2]).unwrap().load = f64::INFINITY;
+    app.world_mut().get_mut::<WheelContact>(wheels[2]).unwrap().0.load = f64::INFINITY;
     fixed_step(&mut app, Duration::from_millis(10));
     let refused: Vec<_> =
         app.world().resource::<Messages<DrivelineEditRefused>>().iter_current_update_messages().cloned().collect();
@@ -80,7 +80,7 @@ fn a_non_finite_contact_is_refused_by_wheel_and_field() {
     assert_eq!(refused[0].part, wheels[2]);
     assert!(refused[0].message.contains("rl") && refused[0].message.contains("`load`"), "{}", refused[0].message);
     let forces = app.world().get::<WheelForces>(wheels[2]).unwrap();
-    assert!(forces.longitudinal.is_finite() && forces.lateral.is_finite());
+    assert!(forces.0.longitudinal.is_finite() && forces.0.lateral.is_finite());
 }
 
 #[test]

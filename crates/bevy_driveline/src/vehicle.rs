@@ -278,7 +278,7 @@ pub(crate) fn spawn_vehicle_on(
         for (k, &wheel) in parts.wheels.iter().enumerate() {
             let load = build::chassis_mass(&spec.body, k) * build::G;
             world.entity_mut(wheel).insert((
-                crate::chassis::WheelContact { load, ..Default::default() },
+                crate::chassis::WheelContact(driveline_core::vehicle::WheelContact { load, ..Default::default() }),
                 crate::chassis::WheelForces::default(),
             ));
         }
@@ -450,7 +450,7 @@ pub fn control_vehicles(
         Has<TransmissionController>,
     )>,
     engines: Query<(), With<EngineController>>,
-    contacts: Query<&crate::chassis::WheelContact>,
+    contacts: Query<Ref<crate::chassis::WheelContact>>,
     mut refused: MessageWriter<crate::DrivelineEditRefused>,
     mut refusals: Local<std::sync::Mutex<Vec<crate::DrivelineEditRefused>>>,
 ) {
@@ -486,7 +486,7 @@ fn take_contacts(
     control: &mut VehicleControl,
     root: Entity,
     parts: &VehicleParts,
-    contacts: &Query<&crate::chassis::WheelContact>,
+    contacts: &Query<Ref<crate::chassis::WheelContact>>,
     sink: &std::sync::Mutex<Vec<crate::DrivelineEditRefused>>,
 ) {
     crate::chassis::take_contacts(control, &parts.wheels, contacts, |part, message| {
@@ -564,7 +564,7 @@ pub(crate) fn step_vehicles(
         Has<TransmissionController>,
     )>,
     engines: Query<(), With<EngineController>>,
-    (contacts, mut wheel_forces): (Query<&crate::chassis::WheelContact>, Query<&mut crate::chassis::WheelForces>),
+    (contacts, mut wheel_forces): (Query<Ref<crate::chassis::WheelContact>>, Query<&mut crate::chassis::WheelForces>),
     mut failed: MessageWriter<DrivelineStepFailed>,
     mut messages: MessageWriter<VehicleMessage>,
     mut failures: Local<std::sync::Mutex<Vec<DrivelineStepFailed>>>,
@@ -653,7 +653,7 @@ pub(crate) fn step_vehicles(
         {
             for (k, &wheel) in parts.wheels.iter().enumerate().take(4) {
                 if let Ok(mut f) = wheel_forces.get_mut(wheel) {
-                    f.set_if_neq(control.wheel_forces(k).into());
+                    f.set_if_neq(crate::chassis::WheelForces(control.wheel_forces(k)));
                 }
             }
         }

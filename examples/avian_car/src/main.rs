@@ -19,6 +19,7 @@
 //!
 //! Keys: those of the example car; Left / Right (and the gamepad's left stick) steer.
 
+mod tour;
 mod world;
 
 use avian3d::prelude::*;
@@ -30,20 +31,23 @@ use bevy_driveline::vehicle::{VehicleParts, VehicleTelemetry};
 use clap::Parser;
 use driveline_car::controls::{Keyboard, PadState};
 use driveline_car::{Args, Car, Phase, app, scene::spawn_model};
-use driveline_core::vehicle::{Road, VehicleSpec};
+use driveline_core::vehicle::{Road, VehicleSpec, WheelContact as ContactData};
 use driveline_gamepad::Action;
 
 /// Standard gravity, m/s^2.
-const G: f64 = 9.80665;
+pub const G: f64 = 9.80665;
 
 fn main() -> AppExit {
     let Some(mut app) = app(Args::parse(), "Driveline: avian car", Road::Chassis) else { return AppExit::error() };
     app.add_plugins(PhysicsPlugins::default())
         .insert_resource(Gravity(avian3d::math::Vector::NEG_Y * G))
         .init_resource::<Steering>()
-        .add_plugins(world::WorldPlugin)
+        .add_plugins((world::WorldPlugin, tour::TourPlugin))
         .add_systems(OnEnter(Phase::Driving), spawn_chassis)
-        .add_systems(FixedUpdate, (steer, write_contacts).chain().in_set(DrivelineSystems::Input))
+        .add_systems(
+            FixedUpdate,
+            (steer.run_if(|args: Res<Args>| !args.autopilot), write_contacts).chain().in_set(DrivelineSystems::Input),
+        )
         .add_systems(FixedUpdate, apply_forces.after(DrivelineSystems::Solve))
         .add_systems(Update, (place_wheels, follow_camera).chain().run_if(in_state(Phase::Driving)));
     app.run()
@@ -52,7 +56,7 @@ fn main() -> AppExit {
 /// The rigid body's suspension and what its rays found this step. Geometry in the body's
 /// frame: Y up, the car facing -Z, the origin at the centre of mass.
 #[derive(Component)]
-struct Chassis {
+pub struct Chassis {
     /// Strut tops (front left, front right, rear left, rear right), m.
     mounts: [Vec3; 4],
     /// Spring length at rest, m; wheel radius, m.
@@ -62,7 +66,7 @@ struct Chassis {
     k: f64,
     c: f64,
     /// This step's ray hits.
-    hits: [Option<Hit>; 4],
+    pub hits: [Option<Hit>; 4],
     /// Wheel spin angles for the picture, rad.
     spin: [f64; 4],
 }
@@ -70,7 +74,7 @@ struct Chassis {
 /// A wheel's ray hit: where, the ground's normal, the wheel's heading and left on the ground,
 /// the suspension's force along the normal, the distance from the strut top.
 #[derive(Clone, Copy)]
-struct Hit {
+pub struct Hit {
     point: DVec3,
     normal: DVec3,
     heading: DVec3,
@@ -85,7 +89,7 @@ pub struct SurfaceFriction(pub f64);
 
 /// The front wheels' steering angle, rad (left positive).
 #[derive(Resource, Default)]
-struct Steering(f64);
+pub struct Steering(pub f64);
 
 /// A wheel's picture: which wheel.
 #[derive(Component)]
@@ -127,7 +131,8 @@ fn spawn_chassis(
     let height = 0.1 + rest + radius - x0;
     let (l, w, h) = (4.4f32, 1.66f32, 0.9f32);
     let mass = m as f32;
-    let inertia = Vec3::new(mass * (h * h + l * l) / 12.0, mass * (w * w + l * l) / 12.0, mass * (w * w + h * h) / 12.0);
+    let inertia =
+        Vec3::new(mass * (h * h + l * l) / 12.0, mass * (w * w + l * l) / 12.0, mass * (w * w + h * h) / 12.0);
     let chassis = commands
         .spawn((
             Chassis { mounts: mounts(&car.spec), rest, radius, k, c, hits: [None; 4], spin: [0.0; 4] },
@@ -204,7 +209,7 @@ fn write_contacts(
             let contact = match hit {
                 Some((h, friction)) => {
                     let vp = velocity(h.point);
-                    WheelContact {
+                    ContactData {
                         in_contact: true,
                         load: h.load,
                         speed_along: vp.dot(h.heading),
@@ -214,7 +219,7 @@ fn write_contacts(
                         accel_across: gravity.dot(h.left),
                     }
                 }
-                None => WheelContact {
+                None => ContactData {
                     in_contact: false,
                     load: 0.0,
                     speed_along: velocity(origin).dot(rot.0 * DVec3::NEG_Z),
@@ -225,7 +230,7 @@ fn write_contacts(
             if let Some(&wheel) = parts.wheels.get(k)
                 && let Ok(mut c) = contacts.get_mut(wheel)
             {
-                *c = contact;
+                c.0 = contact;
             }
         }
     }
@@ -244,9 +249,9 @@ fn apply_forces(
     for (mut body, mut ch) in &mut chassis {
         for k in 0..4 {
             let Some(f) = parts.wheels.get(k).and_then(|&w| forces.get(w).ok()) else { continue };
-            ch.spin[k] = (ch.spin[k] + f.spin * time.delta_secs_f64()) % std::f64::consts::TAU;
+            ch.spin[k] = (ch.spin[k] + f.0.spin * time.delta_secs_f64()) % std::f64::consts::TAU;
             let Some(h) = ch.hits[k] else { continue };
-            let force = h.normal * h.load + h.heading * f.longitudinal + h.left * f.lateral;
+            let force = h.normal * h.load + h.heading * f.0.longitudinal + h.left * f.0.lateral;
             body.apply_force_at_point(force, h.point);
         }
     }

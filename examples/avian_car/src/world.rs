@@ -1,4 +1,4 @@
-//! The terrain: a large flat ground, an icy patch, a kicker ramp and a 20 % slope up to a
+//! The terrain: a large flat ground, an icy patch, a kicker ramp and a 20 % slope up to a wide
 //! plateau, all static avian colliders with their pictures; the light and the camera.
 
 use crate::SurfaceFriction;
@@ -65,7 +65,8 @@ fn setup(mut commands: Commands, mut meshes: ResMut<Assets<Mesh>>, mut materials
         Transform::from_xyz(0.0, 0.005, -140.0),
     ));
     // The icy patch: 2 cm proud of the ground, 14 m long.
-    let patch = block(&mut commands, &mut meshes, &ice, Vec3::new(8.0, 0.04, 14.0), Vec3::new(0.0, 0.0, -22.0), Quat::IDENTITY);
+    let patch =
+        block(&mut commands, &mut meshes, &ice, Vec3::new(8.0, 0.04, 14.0), Vec3::new(0.0, 0.0, -22.0), Quat::IDENTITY);
     commands.entity(patch).insert(SurfaceFriction(ICE));
     // The kicker: 8 m at 12 %, its top edge at z = -58.
     let angle = 0.12f32.atan();
@@ -78,6 +79,6 @@ fn setup(mut commands: Commands, mut meshes: ResMut<Assets<Mesh>>, mut materials
     let length = 40.0 / angle.cos();
     let tilt = Quat::from_rotation_x(angle);
     let centre = Vec3::new(0.0, 4.0 - 1.0 * angle.cos(), -140.0);
-    block(&mut commands, &mut meshes, &hill, Vec3::new(10.0, 2.0, length), centre, tilt);
-    block(&mut commands, &mut meshes, &hill, Vec3::new(10.0, 2.0, 60.0), Vec3::new(0.0, 7.0, -190.0), Quat::IDENTITY);
+    block(&mut commands, &mut meshes, &hill, Vec3::new(20.0, 2.0, length), centre, tilt);
+    block(&mut commands, &mut meshes, &hill, Vec3::new(80.0, 2.0, 80.0), Vec3::new(0.0, 7.0, -200.0), Quat::IDENTITY);
 }

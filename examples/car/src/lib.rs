@@ -22,9 +22,14 @@ pub mod controls;
 pub mod hud;
 pub mod scene;
 
+use bevy::app::ScheduleRunnerPlugin;
 use bevy::prelude::*;
+use bevy::render::RenderPlugin;
+use bevy::render::settings::WgpuSettings;
 use bevy::render::view::screenshot::{Screenshot, ScreenshotCaptured, save_to_disk};
 use bevy::time::TimeUpdateStrategy;
+use bevy::window::ExitCondition;
+use bevy::winit::WinitPlugin;
 use bevy_driveline::prelude::*;
 use bevy_driveline::vehicle::spawn_vehicle;
 use clap::{Parser, ValueEnum};
@@ -92,6 +97,10 @@ pub struct Args {
     /// Frames to render before the screenshot.
     #[arg(long, default_value_t = 150)]
     pub frames: u32,
+    /// Run without a window or renderer: this many seconds of simulated time, one fixed step
+    /// per update as fast as they go, then exit (with `--autopilot`, what it measured is logged).
+    #[arg(long)]
+    pub simulate: Option<f64>,
 }
 
 /// Menu, then driving.
@@ -133,19 +142,36 @@ pub fn app(args: Args, title: &str, road: Road) -> Option<App> {
         let _ = std::fs::remove_file(p);
     }
     let mut app = App::new();
-    app.add_plugins(DefaultPlugins.set(WindowPlugin {
-        primary_window: Some(Window { title: title.into(), resolution: (1280u32, 720u32).into(), ..default() }),
-        ..default()
-    }))
-    .add_plugins(DrivelinePlugins::default())
-    .insert_resource(Time::<Fixed>::from_hz(args.hz))
-    .insert_resource(ClearColor(Color::srgb(0.55, 0.72, 0.92)))
-    .insert_resource(CarRoad(road))
-    .init_state::<Phase>()
-    .add_plugins((controls::ControlsPlugin, hud::HudPlugin))
-    .add_systems(Startup, menu)
-    .add_systems(Update, choose.run_if(in_state(Phase::Menu)))
-    .add_systems(OnExit(Phase::Menu), despawn_menu);
+    if let Some(seconds) = args.simulate {
+        // No window, no GPU: the schedule runner steps the app, one fixed step an update.
+        app.add_plugins(
+            DefaultPlugins
+                .set(WindowPlugin { primary_window: None, exit_condition: ExitCondition::DontExit, ..default() })
+                .set(RenderPlugin { render_creation: WgpuSettings { backends: None, ..default() }.into(), ..default() })
+                .disable::<WinitPlugin>(),
+        )
+        .add_plugins(ScheduleRunnerPlugin::run_loop(Duration::ZERO))
+        .insert_resource(TimeUpdateStrategy::ManualDuration(Duration::from_secs_f64(1.0 / args.hz)))
+        .add_systems(Update, move |time: Res<Time>, mut exit: MessageWriter<AppExit>| {
+            if time.elapsed_secs_f64() >= seconds {
+                exit.write(AppExit::Success);
+            }
+        });
+    } else {
+        app.add_plugins(DefaultPlugins.set(WindowPlugin {
+            primary_window: Some(Window { title: title.into(), resolution: (1280u32, 720u32).into(), ..default() }),
+            ..default()
+        }));
+    }
+    app.add_plugins(DrivelinePlugins::default())
+        .insert_resource(Time::<Fixed>::from_hz(args.hz))
+        .insert_resource(ClearColor(Color::srgb(0.55, 0.72, 0.92)))
+        .insert_resource(CarRoad(road))
+        .init_state::<Phase>()
+        .add_plugins((controls::ControlsPlugin, hud::HudPlugin))
+        .add_systems(Startup, menu)
+        .add_systems(Update, choose.run_if(in_state(Phase::Menu)))
+        .add_systems(OnExit(Phase::Menu), despawn_menu);
     if args.screenshot.is_some() {
         // A fixed 40 ms of simulated time per frame, whatever the renderer's speed.
         app.insert_resource(TimeUpdateStrategy::ManualDuration(Duration::from_millis(40)));

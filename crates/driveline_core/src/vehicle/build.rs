@@ -285,32 +285,19 @@ fn wheel(
     join(&format!("{tyre}.wheel"), &format!("{wheel}.flange_b"));
     match road {
         Road::Body => join(&format!("{tyre}.ground"), "body.flange_a"),
-        Road::External => {
+        // The ground under the wheel at a speed the game writes: against the fixed frame, or
+        // (a chassis) relative to the chassis' mass, at what its yaw and pitch give that corner.
+        Road::External | Road::Chassis => {
             let ground = format!("ground_{name}");
+            let use_support = road == Road::Chassis;
             e.push(el(
                 &ground,
-                ElementKind::LinearSpeed {
-                    v_ref: input(&format!("{ground}.speed")),
-                    s_start: Some(0.0),
-                    use_support: false,
-                },
+                ElementKind::LinearSpeed { v_ref: input(&format!("{ground}.speed")), s_start: Some(0.0), use_support },
             ));
             join(&format!("{tyre}.ground"), &format!("{ground}.flange"));
-        }
-        Road::Chassis => {
-            // The contact point, moving relative to the chassis at the speed the game's yaw
-            // and pitch give it.
-            let ground = format!("ground_{name}");
-            e.push(el(
-                &ground,
-                ElementKind::LinearSpeed {
-                    v_ref: input(&format!("{ground}.speed")),
-                    s_start: Some(0.0),
-                    use_support: true,
-                },
-            ));
-            join(&format!("{tyre}.ground"), &format!("{ground}.flange"));
-            join(&format!("{ground}.support"), "chassis.flange_a");
+            if use_support {
+                join(&format!("{ground}.support"), "chassis.flange_a");
+            }
         }
     }
 }
