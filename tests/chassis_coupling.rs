@@ -559,3 +559,30 @@ fn a_chassis_car_rolls_back_bit_for_bit_and_refuses_non_finite_contacts() {
     car.step(&input, dt).unwrap();
     assert!(car.wheel_forces(0).longitudinal.is_finite());
 }
+
+#[test]
+fn parked_across_a_20_percent_slope_it_holds_sideways() {
+    // Parked across a 20 % grade (the ground rising to the car's left): the tyres hold it
+    // laterally within their grip, as they hold it along the slope. After the springs settle,
+    // ten seconds move it less than 0.1 mm.
+    let spec = sedan();
+    let hold = DriverInput { selector: Selector::Park, parking_brake: 1.0, ..Default::default() };
+    for (dt, n) in RATES {
+        let mut car = drive(&spec);
+        let mut body = Chassis::new(&spec);
+        let t = Terrain { height: Box::new(|_, y| 0.2 * y), friction: Box::new(|_, _| 1.0) };
+        body.q = DQuat::from_rotation_x(0.2f64.atan());
+        body.p = body.q * body.p;
+        for _ in 0..(4.0 / dt) as usize {
+            body.step(&mut car, &hold, &t, dt, n);
+        }
+        let settled = body.p;
+        let mut worst: f64 = 0.0;
+        for _ in 0..(10.0 / dt) as usize {
+            body.step(&mut car, &hold, &t, dt, n);
+            worst = worst.max((body.p - settled).length());
+        }
+        println!("dt {dt} x {n}: moved {worst:e} m across the slope");
+        assert!(worst < 1e-4, "crept {worst} m sideways in 10 s");
+    }
+}
