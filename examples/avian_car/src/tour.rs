@@ -2,7 +2,9 @@
 //! from rest across the icy patch (the driven wheels spin) and over the kicker (the car flies
 //! and lands), up the 20 % slope where it stops and parks (the parking brake and Park hold it:
 //! the creep over six seconds is printed), then on up to the plateau and round in a circle.
-//! Without a window: `avian_car --car auto --hz 60 --autopilot --simulate 45`.
+//! The automatic is driven by selector and pedals; the manual and sequential cars by the core's
+//! driver model (clutch and gears), following a speed per leg. Without a window:
+//! `avian_car --car auto --hz 60 --autopilot --simulate 45`.
 
 use crate::{Chassis, Steering};
 use avian3d::prelude::*;
@@ -12,6 +14,7 @@ use bevy_driveline::vehicle::{VehicleInput, VehicleTelemetry};
 use driveline_car::{Args, Car};
 use driveline_core::automatic::Selector;
 use driveline_core::vehicle::DriverInput;
+use driveline_core::vehicle::driver::{Cycle, Driver, DriverParams};
 
 /// Runs the tour when `--autopilot` is given (after the example car's own input merge, before
 /// the controllers).
@@ -70,6 +73,22 @@ struct Tour {
     parked_at: Option<Vec3>,
     /// The lateral acceleration in the circle, g.
     circle_g: f64,
+    /// A manual or sequential car's driver (clutch and gears), following a speed per leg.
+    driver: Option<Driver>,
+}
+
+/// A manual or sequential car's input from its driver following `speed`, m/s.
+fn follow(
+    driver: &mut Option<Driver>,
+    car: &Car,
+    tel: &driveline_core::vehicle::Telemetry,
+    speed: f64,
+    dt: f64,
+) -> DriverInput {
+    let params = DriverParams { upshift_rpm: 5500.0, a_throttle: 2.0, ..DriverParams::default() };
+    let driver = driver.get_or_insert_with(|| Driver::new(&car.spec, params));
+    let cycle = Cycle { name: String::new(), time: vec![0.0, 1e9], speed: vec![speed, speed] };
+    driver.input(&cycle, tel, dt)
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -88,12 +107,16 @@ fn tour(
     let tel = &tel.0;
     let here = place.0.as_vec3();
     let z = here.z;
-    let drive = |throttle: f64, brake: f64| DriverInput {
-        selector: Selector::Drive,
-        throttle,
-        brake,
-        ignition: true,
-        ..DriverInput::default()
+    // The automatic by selector and pedals; a manual or sequential car by its driver, following
+    // the speed each leg asks for.
+    let manual = car.spec.automatic.is_none();
+    let dt = time.delta_secs_f64();
+    let drive = |s: &mut Tour, throttle: f64, brake: f64, speed: f64| {
+        if manual {
+            follow(&mut s.driver, &car, tel, speed, dt)
+        } else {
+            DriverInput { selector: Selector::Drive, throttle, brake, ignition: true, ..DriverInput::default() }
+        }
     };
     let s = &mut *state;
     let next = |s: &mut Tour, leg: Leg| {
@@ -105,13 +128,13 @@ fn tour(
     let spin = tel.wheel_speed;
     match s.leg {
         Leg::Start => {
-            input.0 = drive(0.0, 1.0);
+            input.0 = DriverInput { brake: 1.0, clutch: 1.0, ..drive(s, 0.0, 1.0, 0.0) };
             if t > 1.0 {
                 next(s, Leg::Launch);
             }
         }
         Leg::Launch => {
-            input.0 = drive(1.0, 0.0);
+            input.0 = drive(s, 1.0, 0.0, 40.0);
             if (-29.0..-15.0).contains(&z) {
                 s.ice_slip =
                     s.ice_slip.max(tel.tyre_slip[2].abs().max(tel.tyre_slip[3].abs()) / tel.speed.abs().max(1.0));
@@ -145,13 +168,18 @@ fn tour(
         }
         Leg::Cruise => {
             s.slowed |= tel.speed < 8.0;
-            input.0 = if s.slowed { drive(0.3, 0.0) } else { drive(0.0, 0.6) };
+            input.0 = if s.slowed { drive(s, 0.3, 0.0, 8.0) } else { drive(s, 0.0, 0.6, 8.0) };
             if z < -132.0 {
                 next(s, Leg::Stop);
             }
         }
         Leg::Stop => {
-            input.0 = drive(0.0, 1.0);
+            input.0 = DriverInput {
+                throttle: 0.0,
+                brake: 1.0,
+                clutch: if manual { 1.0 } else { 0.0 },
+                ..drive(s, 0.0, 1.0, 0.0)
+            };
             if v.0.length() < 0.05 && t - s.since > 0.5 {
                 next(s, Leg::Parked);
             }
@@ -170,13 +198,13 @@ fn tour(
             }
         }
         Leg::Climb => {
-            input.0 = drive(0.5, 0.0);
+            input.0 = drive(s, 0.5, 0.0, 12.0);
             if z < -175.0 {
                 next(s, Leg::Circle);
             }
         }
         Leg::Circle => {
-            input.0 = drive(if tel.speed < 9.0 { 0.4 } else { 0.1 }, 0.0);
+            input.0 = drive(s, if tel.speed < 9.0 { 0.4 } else { 0.1 }, 0.0, 8.0);
             steering.0 = 0.35;
             if t - s.since > 4.0 {
                 s.circle_g = s.circle_g.max(v.0.cross(w.0).length() / crate::G);
