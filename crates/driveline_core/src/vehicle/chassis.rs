@@ -48,7 +48,7 @@
 //! ```text
 //! c = mu F_z G_yk B_y C_y D_y / max(|v_x|, v_low)              (N s/m, the linear region)
 //! F_impl = -c (v_y + T a_across) / (1 + c T / m_k)              (backward Euler with m_k)
-//! F_stick = -m_k (v_y / (2 T) + a_across)                       (halves the slip each step)
+//! F_stick = -m_k (v_y / (2 T) + a_across) - m_k y / (4 T^2)      (y: the patch's sideways travel since it stuck)
 //! F_y = (1 - w) clamp(F_stick, +-cap) + w clamp(F_impl, +-|F_y0(alpha)|),  w = min(|v_x| / v_low, 1)
 //! ```
 //!
@@ -59,7 +59,10 @@
 //! the ground also rolls and yaws the chassis, so a contact point presents less mass than its
 //! share (about 60 % of it in a car's roll), and a full-mass correction overshoots and, with
 //! the suspension, can grow into a roll-yaw oscillation (seen at 60 Hz on a slope). With half,
-//! no mode overshoots.
+//! no mode overshoots. The last term is the tread holding the patch where it stuck (reset when
+//! the tyre slides or rolls faster than `v_low`): without it the stick is a stiff damper, and
+//! a steady side load that `a_across` does not carry (the yaw moment of a parked car's free
+//! front wheels' rolling resistance) makes the car creep.
 //!
 //! **Combined slip.** The longitudinal peak in the driveline is the load times the surface
 //! friction times `G_xa(alpha, kappa)`, with `alpha` from the write and `kappa` from the end
@@ -142,6 +145,8 @@ pub(crate) struct ChassisWheel {
     tyre_impulse: f64,
     /// The slip ratio at the end of the last step.
     kappa: f64,
+    /// How far the contact patch has moved sideways since the tyre last held it at rest, m.
+    anchor: f64,
     pub(crate) forces: WheelForces,
 }
 
@@ -164,7 +169,7 @@ pub(crate) struct ChassisState {
 
 persist_fields!(WheelContact { in_contact, load, speed_along, speed_across, friction, accel_along, accel_across });
 persist_fields!(WheelForces { longitudinal, lateral, spin, slip_ratio, slip_angle, contact_speed });
-persist_fields!(ChassisWheel { contact, tyre_impulse, kappa, forces });
+persist_fields!(ChassisWheel { contact, tyre_impulse, kappa, anchor, forces });
 persist_fields!(ChassisState { wheels, fresh, force, servo, horizon, elapsed, v_start, impulse });
 
 /// The elements and inputs of [`Road::Chassis`].
@@ -330,10 +335,18 @@ impl ChassisState {
             let (vx, vy, ay) = (w.contact.speed_along, w.contact.speed_across, w.contact.accel_across);
             let cap = load * gy * combined.lateral.d;
             let cc = load * gy * combined.cornering_stiffness() / vx.abs().max(V_LOW);
-            let f_stick = -m * (0.5 * vy / t + ay);
+            // At rest the tread holds the patch where it stuck: a spring on the patch's sideways
+            // travel (a quarter of dead-beat) besides the damping, so that no steady side load
+            // (a yaw moment, a suspension's) makes it creep.
+            w.anchor += vy * h;
+            let f_stick = -m * (0.5 * vy / t + ay) - 0.25 * m * w.anchor / (t * t);
             let f_impl = -cc * (vy + t * ay) / (1.0 + cc * t / m);
             let f_mf = load * gy * combined.lateral_value(alpha).abs();
             let blend = (vx.abs() / V_LOW).min(1.0);
+            if blend >= 1.0 || f_stick.abs() > cap {
+                // Moving, or sliding: the tread lets go.
+                w.anchor = 0.0;
+            }
             w.forces = WheelForces {
                 longitudinal: own[k] + if room_sum > 0.0 { rest * room[k] / room_sum } else { rest * m / c.total },
                 lateral: (1.0 - blend) * f_stick.clamp(-cap, cap) + blend * f_impl.clamp(-f_mf, f_mf),
