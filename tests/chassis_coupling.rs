@@ -344,11 +344,31 @@ fn slope(grade: f64) -> Terrain {
     Terrain { height: Box::new(move |x, _| grade * x), friction: Box::new(|_, _| 1.0) }
 }
 
-/// The chassis put on a plane of `grade` along +x, facing up it, at its ride height.
-fn on_slope(body: &mut Chassis, grade: f64) {
-    let angle = grade.atan();
-    body.q = DQuat::from_rotation_y(-angle);
+/// How far a car parked with `hold` on `terrain`, turned by `tilt` to lie on it, moves in
+/// `seconds` after four seconds for its springs to settle, m.
+fn parked_creep(
+    spec: &VehicleSpec,
+    hold: &DriverInput,
+    terrain: &Terrain,
+    tilt: DQuat,
+    rate: (f64, usize),
+    seconds: f64,
+) -> f64 {
+    let (dt, n) = rate;
+    let mut car = drive(spec);
+    let mut body = Chassis::new(spec);
+    body.q = tilt;
     body.p = body.q * body.p;
+    for _ in 0..(4.0 / dt) as usize {
+        body.step(&mut car, hold, terrain, dt, n);
+    }
+    let settled = body.p;
+    let mut worst: f64 = 0.0;
+    for _ in 0..(seconds / dt) as usize {
+        body.step(&mut car, hold, terrain, dt, n);
+        worst = worst.max((body.p - settled).length());
+    }
+    worst
 }
 
 #[test]
@@ -364,19 +384,7 @@ fn parked_on_a_20_percent_slope_it_holds_without_creep() {
     ];
     for (dt, n) in RATES {
         for hold in holds {
-            let mut car = drive(&spec);
-            let mut body = Chassis::new(&spec);
-            let t = slope(0.2);
-            on_slope(&mut body, 0.2);
-            for _ in 0..(4.0 / dt) as usize {
-                body.step(&mut car, &hold, &t, dt, n);
-            }
-            let settled = body.p;
-            let mut worst: f64 = 0.0;
-            for _ in 0..(10.0 / dt) as usize {
-                body.step(&mut car, &hold, &t, dt, n);
-                worst = worst.max((body.p - settled).length());
-            }
+            let worst = parked_creep(&spec, &hold, &slope(0.2), DQuat::from_rotation_y(-0.2f64.atan()), (dt, n), 10.0);
             println!("dt {dt} x {n} {:?}: moved {worst:e} m", hold.selector);
             assert!(worst < 1e-4, "{:?}: crept {worst} m in 10 s", hold.selector);
         }
@@ -567,21 +575,9 @@ fn parked_across_a_20_percent_slope_it_holds_sideways() {
     // ten seconds move it less than 0.1 mm.
     let spec = sedan();
     let hold = DriverInput { selector: Selector::Park, parking_brake: 1.0, ..Default::default() };
+    let across = Terrain { height: Box::new(|_, y| 0.2 * y), friction: Box::new(|_, _| 1.0) };
     for (dt, n) in RATES {
-        let mut car = drive(&spec);
-        let mut body = Chassis::new(&spec);
-        let t = Terrain { height: Box::new(|_, y| 0.2 * y), friction: Box::new(|_, _| 1.0) };
-        body.q = DQuat::from_rotation_x(0.2f64.atan());
-        body.p = body.q * body.p;
-        for _ in 0..(4.0 / dt) as usize {
-            body.step(&mut car, &hold, &t, dt, n);
-        }
-        let settled = body.p;
-        let mut worst: f64 = 0.0;
-        for _ in 0..(10.0 / dt) as usize {
-            body.step(&mut car, &hold, &t, dt, n);
-            worst = worst.max((body.p - settled).length());
-        }
+        let worst = parked_creep(&spec, &hold, &across, DQuat::from_rotation_x(0.2f64.atan()), (dt, n), 10.0);
         println!("dt {dt} x {n}: moved {worst:e} m across the slope");
         assert!(worst < 1e-4, "crept {worst} m sideways in 10 s");
     }
@@ -599,20 +595,8 @@ fn a_manual_car_parked_on_the_slope_holds_on_its_parking_brake() {
         DriverInput { parking_brake: 1.0, ..Default::default() },
         DriverInput { brake: 1.0, ..Default::default() },
     ] {
-        for (dt, n) in RATES {
-            let mut car = drive(&spec);
-            let mut body = Chassis::new(&spec);
-            let t = slope(0.2);
-            on_slope(&mut body, 0.2);
-            for _ in 0..(4.0 / dt) as usize {
-                body.step(&mut car, &hold, &t, dt, n);
-            }
-            let settled = body.p;
-            let mut worst: f64 = 0.0;
-            for _ in 0..(6.0 / dt) as usize {
-                body.step(&mut car, &hold, &t, dt, n);
-                worst = worst.max((body.p - settled).length());
-            }
+        for rate in RATES {
+            let worst = parked_creep(&spec, &hold, &slope(0.2), DQuat::from_rotation_y(-0.2f64.atan()), rate, 6.0);
             assert!(worst < 1e-4, "{hold:?}: crept {worst} m in 6 s");
         }
     }
