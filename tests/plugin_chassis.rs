@@ -92,3 +92,38 @@ fn the_wheel_components_are_registered_for_reflection() {
         assert!(reg.data::<bevy_ecs::reflect::ReflectComponent>().is_some(), "{name} lacks ReflectComponent");
     }
 }
+
+#[test]
+fn a_contact_not_written_again_is_held_as_the_core_holds_it() {
+    // A physics engine stepping every third fixed tick writes the contacts once per physics
+    // step: the plugin takes a contact only when it was written, and steps as the core does
+    // when `set_chassis_contact` is called once and the vehicle stepped three times.
+    let spec = vehicle_spec("sedan_8hp.ron");
+    let mut app = create_app();
+    let root = spawn_vehicle(app.world_mut(), spec.clone(), Road::Chassis).unwrap();
+    let mut car = Vehicle::new_chassis(spec.clone()).unwrap();
+    let tick = Duration::from_millis(5);
+    let dt = tick.as_secs_f64();
+    let input = DriverInput { selector: Selector::Drive, throttle: 0.6, ..Default::default() };
+    app.world_mut().get_mut::<VehicleInput>(root).unwrap().0 = input;
+    let wheels = app.world().get::<VehicleParts>(root).unwrap().wheels.clone();
+    for step in 0..90 {
+        if step % 3 == 0 {
+            let v = step as f64 * 0.02;
+            for (k, c) in contacts(&spec, v).into_iter().enumerate() {
+                *app.world_mut().get_mut::<WheelContact>(wheels[k]).unwrap() = WheelContact(c);
+                car.set_chassis_contact(k, &c).unwrap();
+            }
+        }
+        fixed_step(&mut app, tick);
+        car.step(&input, dt).unwrap();
+        for (k, &w) in wheels.iter().enumerate() {
+            assert_eq!(
+                *app.world().get::<WheelForces>(w).unwrap(),
+                WheelForces(car.wheel_forces(k)),
+                "step {step} wheel {k}"
+            );
+        }
+    }
+    assert!(car.telemetry().speed > 0.5, "the car did not move: {}", car.telemetry().speed);
+}
