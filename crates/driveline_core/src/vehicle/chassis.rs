@@ -296,13 +296,14 @@ impl ChassisState {
         // locked within a step) goes to the tyres in proportion to the grip each has left in
         // its direction: each stays within its grip, and the sum is exact.
         let total = (c.total * (v_end - self.v_start) - self.impulse) / self.elapsed;
-        let mut own = [0.0; 4];
-        let mut room = [0.0; 4];
+        let (mut own, mut room, mut gx, mut force) = ([0.0; 4], [0.0; 4], [0.0; 4], [0.0; 4]);
         for k in 0..4 {
             let w = &mut self.wheels[k];
-            w.tyre_impulse += sim.element_torque(tyres.tyres[k]) * h;
+            force[k] = sim.element_torque(tyres.tyres[k]);
+            w.tyre_impulse += force[k] * h;
             own[k] = w.tyre_impulse / self.elapsed;
-            room[k] = w.grip_load() * combined.longitudinal_weight(w.alpha(), w.kappa) * tyres.mf.d * tyres.surface[k];
+            gx[k] = combined.longitudinal_weight(w.alpha(), w.kappa);
+            room[k] = w.grip_load() * gx[k] * tyres.mf.d * tyres.surface[k];
         }
         let rest = total - own.iter().sum::<f64>();
         for k in 0..4 {
@@ -316,10 +317,10 @@ impl ChassisState {
             let m = c.mass[k];
             let load = w.grip_load();
             let alpha = w.alpha();
-            let d_force = sim.element_torque(tyre);
+            let (d_force, gx) = (force[k], gx[k]);
             let v_slip = sim.element_relative_speed(tyre).unwrap_or(0.0);
-            let v_ground = sim.body_state(tyres.wheels[k]).map_or(0.0, |s| s.1) * tyres.radius - v_slip;
-            let gx = combined.longitudinal_weight(alpha, w.kappa);
+            let spin = sim.body_state(tyres.wheels[k]).map_or(0.0, |s| s.1);
+            let v_ground = spin * tyres.radius - v_slip;
             w.kappa = if sim.element_mode(tyre) == Some(FrictionMode::Stuck) || load == 0.0 {
                 if load * gx > 0.0 {
                     rising_slip(tyres.mf, c.kappa_peak, d_force.abs() / (load * gx)).copysign(d_force)
@@ -350,7 +351,7 @@ impl ChassisState {
             w.forces = WheelForces {
                 longitudinal: own[k] + if room_sum > 0.0 { rest * room[k] / room_sum } else { rest * m / c.total },
                 lateral: (1.0 - blend) * f_stick.clamp(-cap, cap) + blend * f_impl.clamp(-f_mf, f_mf),
-                spin: sim.body_state(tyres.wheels[k]).map_or(0.0, |s| s.1),
+                spin,
                 slip_ratio: w.kappa,
                 slip_angle: alpha,
                 contact_speed: v_ground,
