@@ -66,7 +66,8 @@ impl Simulation {
     /// slot (kept for the next steps of that size) or into the scratch buffer (partial steps).
     pub(super) fn factor_newton(&mut self, slot: usize, h: f64, scratch: bool) {
         let s = &mut self.slots[slot];
-        let m = s.m;
+        let c = &*s.mode;
+        let m = c.m;
         let mm = 2 * m;
         let Work { newton_inv, newton_piv, newton_tmp, singular, .. } = &mut self.ws;
         let (lu, piv) = if scratch {
@@ -79,7 +80,7 @@ impl Simulation {
             for bk in 0..2 {
                 for a in 0..m {
                     for b in 0..m {
-                        let mr = if bi == bk { s.mr[a * m + b] } else { 0.0 };
+                        let mr = if bi == bk { c.mr[a * m + b] } else { 0.0 };
                         lu[(bi * m + a) * mm + bk * m + b] =
                             mr - h * A[bi][bk] * s.dr[a * m + b] - h * h * A2[bi][bk] * s.kr[a * m + b];
                     }

@@ -3,13 +3,15 @@
 use super::*;
 
 /// One compiled mode: the null space of the active rigid constraints and what follows from it.
+/// A pure function of the network's structure and parameters, the lock pattern and, for a
+/// redundant mode only, the locked elements' limits at compile time (`weight_caps`): one copy
+/// serves every simulation of the same network ([`ModeLibrary`]), read-only once compiled.
 #[derive(Debug, Clone)]
-pub(super) struct ModeSlot {
+pub(super) struct CompiledMode {
+    /// The lock pattern it was compiled for (see [`Simulation::lock_key`]).
     pub(super) key: u64,
-    /// Bumped on every compile, so data derived from a slot can tell it is stale.
-    pub(super) generation: u64,
-    pub(super) valid: bool,
-    pub(super) age: u64,
+    /// Compiled (false: a blank of the library's pool, or the empty mode).
+    pub(super) compiled: bool,
     pub(super) m: usize,
     /// Active rows: permanent rows then locked friction rows; `r` of them.
     pub(super) r: usize,
@@ -27,13 +29,13 @@ pub(super) struct ModeSlot {
     pub(super) tmap: Vec<f64>,
     /// Column stride of `tmap` and `tmap_w` (the largest row count of the network).
     pub(super) rstride: usize,
-    /// Redundant slots only: the same map for a capacity-weighted split (regularisation
+    /// Redundant modes only: the same map for a capacity-weighted split (regularisation
     /// `eps_i = eps (c_max / c_i)^2` per row, clamped to `[1, 1e6] eps`, capacities at compile
     /// time), which loads the stronger of two parallel locks. A certificate only: telemetry
     /// keeps the minimum-norm split.
     pub(super) tmap_w: Vec<f64>,
     /// The static limits of the locked elements `tmap_w` weighs by, N m (per locked row, at
-    /// compile time): with the lock pattern, what a compiled slot depends on.
+    /// compile time): with the lock pattern, what a redundant mode depends on.
     pub(super) weight_caps: Vec<f64>,
     /// The permanent rows whose torques the locked elements' limits read (a limited-slip
     /// pack's input rows, a LossyGear's gear row). With `stage_rows_all` false, the stage
@@ -56,6 +58,22 @@ pub(super) struct ModeSlot {
     /// Some active rows repeat others (two locks on one relative motion): the lock torques are
     /// then checked by the complementarity problem, not per element.
     pub(super) redundant: bool,
+}
+
+/// A simulation's entry in its mode cache: a compiled mode (shared) and what this simulation
+/// keeps of its own for it (its use, the limits it asked for, the Jacobian and Newton factors).
+#[derive(Debug, Clone)]
+pub(super) struct ModeSlot {
+    pub(super) key: u64,
+    /// Bumped on every compile, so data derived from a slot can tell it is stale.
+    pub(super) generation: u64,
+    pub(super) valid: bool,
+    pub(super) age: u64,
+    /// The compiled mode (the library's empty mode while the slot is not valid).
+    pub(super) mode: Arc<CompiledMode>,
+    /// The static limits of the locked elements when this simulation filled the slot, N m
+    /// (those `mode.weight_caps` holds for a redundant mode).
+    pub(super) weight_caps: Vec<f64>,
     pub(super) dr: Vec<f64>,
     pub(super) kr: Vec<f64>,
     /// A bound on the squared angular frequency of the mode's fastest oscillation at its last
@@ -76,7 +94,15 @@ pub(super) struct ModeSlot {
     pub(super) jac_uses: u32,
 }
 
-impl ModeSlot {
+impl std::ops::Deref for ModeSlot {
+    type Target = CompiledMode;
+    #[inline(always)]
+    fn deref(&self) -> &CompiledMode {
+        &self.mode
+    }
+}
+
+impl CompiledMode {
     /// `w = N q` (the node speeds for reduced speeds `q`) into `w[..n]`. A row sums its terms
     /// from -0.0 in ascending columns (so a row of one term is that term, sign of zero kept).
     #[inline]
@@ -179,27 +205,22 @@ impl ModeSlot {
         g[..M].copy_from_slice(&acc);
     }
 
-    /// Grows the `m x m` and `2m x 2m` buffers to hold a mode with `m` free coordinates.
+    /// Grows the `m x m` buffers to hold a mode with `m` free coordinates.
     pub(super) fn reserve(&mut self, m: usize) {
         if self.mr.len() < m * m {
-            for b in [&mut self.mr, &mut self.mr_lu, &mut self.dr, &mut self.kr] {
-                b.resize(m * m, 0.0);
-            }
-            self.newton_inv.resize(4 * m * m, 0.0);
+            self.mr.resize(m * m, 0.0);
+            self.mr_lu.resize(m * m, 0.0);
             self.mr_piv.resize(m, 0);
-            self.newton_piv.resize(2 * m, 0);
         }
     }
 
-    /// A slot for a network of `n` coordinates and at most `rmax` active rows, `nrhs` of them
-    /// with a prescribed right-hand side, whose modes keep at most `mmax` free coordinates (the
-    /// `m x m` and `2m x 2m` matrices are sized by it).
-    pub(super) fn new(n: usize, mmax: usize, rmax: usize, nrhs: usize, nf: usize) -> Self {
+    /// A blank mode for a network of shape `s` whose modes keep at most `mmax` free
+    /// coordinates (the `m x m` matrices are sized by it).
+    pub(super) fn blank(s: &ModeShape, mmax: usize) -> Self {
+        let ModeShape { n, rmax, nrhs, nf } = *s;
         Self {
             key: 0,
-            generation: 0,
-            valid: false,
-            age: 0,
+            compiled: false,
             m: 0,
             r: 0,
             basis: NullSpace {
@@ -227,6 +248,78 @@ impl ModeSlot {
             pmat: vec![0.0; nrhs * n],
             linear: false,
             redundant: false,
+        }
+    }
+
+    /// Back to a blank's contents (the buffers kept): a mode compiled into a recycled entry
+    /// reads nothing its predecessor left.
+    pub(super) fn clear(&mut self) {
+        self.compiled = false;
+        self.key = 0;
+        self.m = 0;
+        self.r = 0;
+        let b = &mut self.basis;
+        b.nmat.fill(0.0);
+        b.nz.clear();
+        b.nz_row.fill(0);
+        b.nzt.clear();
+        b.nzt_col.fill(0);
+        b.nz_single = false;
+        b.gather.fill((u32::MAX, 0.0));
+        b.free_cols.fill(0);
+        for v in
+            [&mut self.mr, &mut self.mr_lu, &mut self.tmap, &mut self.tmap_w, &mut self.weight_caps, &mut self.pmat]
+        {
+            v.fill(0.0);
+        }
+        self.mr_piv.fill(0);
+        self.stage_extra.clear();
+        self.stage_rows_all = true;
+        self.locked.clear();
+        self.kin.clear();
+        self.rhs.clear();
+        self.linear = false;
+        self.redundant = false;
+    }
+
+    /// True when this compiled mode is the one lock pattern `key` with the locked elements'
+    /// limits `caps` compiles to: the limits matter to a redundant mode only.
+    pub(super) fn serves(&self, key: u64, caps: &[f64]) -> bool {
+        self.compiled
+            && self.key == key
+            && (!self.redundant
+                || self.weight_caps[..self.locked.len()].iter().zip(caps).all(|(a, b)| a.to_bits() == b.to_bits()))
+    }
+
+    /// Compiles the mode with lock pattern `key` of `net`, the weighted map (a redundant
+    /// mode's) from the limits `caps`, one per locked element in element order.
+    pub(super) fn compile(&mut self, net: &Network, key: u64, caps: &[f64], ws: &mut Work) {
+        self.set_rows(net, key);
+        let nl = self.locked.len();
+        self.weight_caps[..nl].copy_from_slice(&caps[..nl]);
+        let rank = null_space(net, self, ws);
+        self.reduced_inertia(net);
+        if self.r > 0 {
+            constraint_torque_maps(net, self, ws, rank);
+        }
+        self.select_stage_rows(net);
+        self.linear = net.laws.iter().all(Law::is_linear)
+            && net.friction.iter().enumerate().all(|(i, fe)| key & (1 << i) != 0 || fe.law.is_speed_independent());
+        self.compiled = true;
+    }
+}
+
+impl ModeSlot {
+    /// A slot holding no mode (`empty`), with Jacobian and Newton buffers for modes of up to
+    /// `mmax` free coordinates and limits for `nf` friction elements.
+    pub(super) fn new(empty: Arc<CompiledMode>, mmax: usize, nf: usize) -> Self {
+        Self {
+            key: 0,
+            generation: 0,
+            valid: false,
+            age: 0,
+            mode: empty,
+            weight_caps: vec![0.0; nf],
             dr: vec![0.0; mmax * mmax],
             kr: vec![0.0; mmax * mmax],
             omega2: f64::INFINITY,
@@ -238,7 +331,18 @@ impl ModeSlot {
             jac_uses: 0,
         }
     }
+
+    /// Grows the Jacobian and Newton buffers to hold a mode with `m` free coordinates.
+    fn reserve_newton(&mut self, m: usize) {
+        if self.dr.len() < m * m {
+            self.dr.resize(m * m, 0.0);
+            self.kr.resize(m * m, 0.0);
+            self.newton_inv.resize(4 * m * m, 0.0);
+            self.newton_piv.resize(2 * m, 0);
+        }
+    }
 }
+
 impl Simulation {
     /// Key of a lock pattern: bit i set when friction element i is stuck.
     pub(super) fn lock_key(modes: &[FrictionMode], kin_engaged: &[bool]) -> u64 {
@@ -266,8 +370,9 @@ impl Simulation {
         victim
     }
 
-    /// Compiles the mode with lock pattern `key` into slot `idx` (no allocation: slot buffers
-    /// are sized for the largest case).
+    /// Fills slot `idx` with the mode of lock pattern `key`: the library's copy when it holds
+    /// one, else compiled into the library (no allocation while the library has a free entry:
+    /// its buffers are sized for the largest case).
     pub(super) fn compile_into(&mut self, idx: usize, key: u64) {
         self.compile_with(idx, key, None);
     }
@@ -278,37 +383,38 @@ impl Simulation {
         self.stats.mode_compiles += 1;
         let net = &self.model.net;
         let slot = &mut self.slots[idx];
-        slot.set_rows(net, key, self.stats.mode_compiles);
-        let nl = slot.locked.len();
-        match caps {
-            Some(c) => slot.weight_caps[..nl].copy_from_slice(&c[..nl]),
-            None => {
-                for (c, &i) in slot.weight_caps.iter_mut().zip(slot.locked.iter()) {
-                    *c = net.friction[i].law.capacity(&self.ws.sig[2]).tau_max.abs();
-                }
-            }
+        slot.key = key;
+        slot.generation = self.stats.mode_compiles;
+        slot.valid = true;
+        slot.newton_h = f64::NAN;
+        slot.omega2 = f64::INFINITY;
+        // The locked elements in element order, and their limits.
+        let mut nl = 0;
+        for i in bits(key & low_bits(net.friction.len())) {
+            slot.weight_caps[nl] = match caps {
+                Some(c) => c[nl],
+                None => net.friction[i].law.capacity(&self.ws.sig[2]).tau_max.abs(),
+            };
+            nl += 1;
         }
-        let rank = null_space(net, slot, &mut self.ws);
-        slot.reduced_inertia(net);
-        if slot.r > 0 {
-            constraint_torque_maps(net, slot, &mut self.ws, rank);
-        }
-        slot.select_stage_rows(net);
-        slot.linear = net.laws.iter().all(Law::is_linear)
-            && net.friction.iter().enumerate().all(|(i, fe)| key & (1 << i) != 0 || fe.law.is_speed_independent());
+        // (The slot's old mode goes back first: a simulation alone never needs more entries
+        // than it has slots.)
+        slot.mode = self.model.modes.empty();
+        let ws = &mut self.ws;
+        slot.mode = self
+            .model
+            .modes
+            .acquire(key, &slot.weight_caps[..nl], |mode| mode.compile(net, key, &slot.weight_caps, ws));
+        slot.reserve_newton(slot.m);
     }
 }
 
-impl ModeSlot {
+impl CompiledMode {
     /// Resets the slot for lock pattern `key` (bit `i` locks friction element `i`, bit `nf + j`
     /// engages kinematic clutch `j`) and lists its active rows: the permanent rows, the locked
     /// friction rows, the engaged kinematic clutches' rows, and which of them are prescribed.
-    fn set_rows(&mut self, net: &Network, key: u64, generation: u64) {
+    fn set_rows(&mut self, net: &Network, key: u64) {
         self.key = key;
-        self.generation = generation;
-        self.valid = true;
-        self.newton_h = f64::NAN;
-        self.omega2 = f64::INFINITY;
         self.locked.clear();
         self.kin.clear();
         self.rhs.clear();
@@ -426,7 +532,7 @@ impl ModeSlot {
 
 /// The constraint matrix `G` (`r x n`, dense, into `ws.compile.g_rows`), the null space of the active
 /// rows and the particular solutions of the prescribed ones. Returns the rank of `G`.
-fn null_space(net: &Network, slot: &mut ModeSlot, ws: &mut Work) -> usize {
+fn null_space(net: &Network, slot: &mut CompiledMode, ws: &mut Work) -> usize {
     let (n, r) = (net.n_dof, slot.r);
     let CompileWork { g_rows: g, aug: e, order, place, .. } = &mut ws.compile;
     g[..r * n].fill(0.0);
@@ -505,7 +611,7 @@ fn null_space(net: &Network, slot: &mut ModeSlot, ws: &mut Work) -> usize {
 /// The constraint-torque maps of a mode with `r > 0` active rows of rank `rank`: `L = (G G^T +
 /// eps I)^-1 G` (minimum-norm constraint torques, into `ws.compile.lmap`), `T = L (M N Mr^-1 N^T - I)`
 /// into `slot.tmap`, and for a redundant mode the capacity-weighted copy `slot.tmap_w`.
-fn constraint_torque_maps(net: &Network, slot: &mut ModeSlot, ws: &mut Work, rank: usize) {
+fn constraint_torque_maps(net: &Network, slot: &mut CompiledMode, ws: &mut Work, rank: usize) {
     let (n, m, r) = (net.n_dof, slot.m, slot.r);
     let (np, nl) = (net.rows.len(), slot.locked.len());
     let g = &ws.compile.g_rows;
@@ -615,7 +721,16 @@ mod tests {
                 let s = &sim.slots[1];
                 let (m, r) = (s.m, s.r);
                 assert_eq!(s.locked.len(), key.count_ones() as usize, "{file} key {key}");
-                let g = &sim.ws.compile.g_rows[..r * n];
+                // G from the active rows (the mode may come from the library, compiled by
+                // another simulation of the same network).
+                let mut g = vec![0.0; r * n];
+                for i in 0..r {
+                    for &(k, c) in &s.row_at(&sim.model.net, i).entries {
+                        if c != 0.0 && k < n {
+                            g[i * n + k] += c;
+                        }
+                    }
+                }
                 // G N = 0: the rows have entries of order one (gear ratios up to ~4).
                 for i in 0..r {
                     for j in 0..m {

@@ -43,10 +43,11 @@ impl Simulation {
         // a dependent speed follows one free speed). Each entry of `Dr`, `Kr` sums its terms in
         // ascending (i, j), as a dense product skipping zeros would.
         let s = &mut self.slots[slot];
-        let m = s.m;
+        let c = &*s.mode;
+        let m = c.m;
         s.dr[..m * m].fill(0.0);
         s.kr[..m * m].fill(0.0);
-        let row = |k: usize| &s.basis.nz[s.basis.nz_row[k] as usize..s.basis.nz_row[k + 1] as usize];
+        let row = |k: usize| &c.basis.nz[c.basis.nz_row[k] as usize..c.basis.nz_row[k + 1] as usize];
         for i in 0..n {
             let ni = row(i);
             if ni.is_empty() {

@@ -75,6 +75,7 @@
 //! | `signals` | the signal cache: signal values at the stages and the end, evaluated once per change |
 //! | `inputs` | run-time inputs, and the force steps they make for the start-of-step lock test and the predictor |
 //! | `compile` | mode compilation: null space, reduced inertia, constraint-torque maps, cached per lock pattern |
+//! | `library` | the compiled modes of one network, shared by every simulation of an equal network |
 //! | `forces` | element torques at the stages and the end, constraint torques, Jacobians |
 //! | `collocation`, `predictor` | the Gauss stage solve (Newton factors, stage guess, Newton, end values) and where Newton starts |
 //! | `events` | event detection and location on the collocation polynomial |
@@ -174,6 +175,18 @@
 //! and events (vehicle drives agree to the tolerance except where a 1e-10 difference tips a
 //! controller's threshold by a step).
 //!
+//! # Memory
+//! A simulation's mode cache (`IntegrationParameters::mode_cache_slots` slots, least recently
+//! used replaced) holds, per slot, a handle on a compiled mode and what is this simulation's
+//! own: the locked elements' limits it asked for, the mode's Jacobian and Newton factors.
+//! The compiled modes themselves (the null space, the reduced inertia and its factors, the
+//! constraint-torque maps: three quarters of a slot) live in a library shared by every
+//! simulation of an equal network, found by the network's description (input values aside).
+//! A fleet spawned from one file compiles each mode once and holds one copy of it. Sharing
+//! changes no result: a compiled mode is a pure function of the network, the lock pattern and,
+//! for a redundant mode, the limits it weighs by, and it is compiled into a cleared entry
+//! whichever simulation asks first ([`Simulation::shares_compiled_modes_with`]).
+//!
 //! # Ambiguous locks
 //! Two friction elements that lock the same relative motion (the Modelica Rotational
 //! library's "Requirements for simulation tools") make the stuck torques non-unique. The solver takes the **minimum-norm split** (the limit of a Tikhonov
@@ -184,6 +197,7 @@ use crate::Signal;
 use crate::elements::{Capacity, Jacobian, Law, LawState, Row};
 use crate::linalg;
 use crate::network::Network;
+use std::sync::Arc;
 
 mod accel;
 mod box_qp;
@@ -195,6 +209,7 @@ mod fastest;
 mod forces;
 mod inputs;
 mod lanes;
+mod library;
 mod modes;
 mod outputs;
 mod params;
@@ -216,6 +231,7 @@ use events::*;
 use forces::*;
 use inputs::*;
 use lanes::*;
+use library::ModeShape;
 use modes::*;
 use outputs::*;
 use predictor::*;

@@ -52,6 +52,13 @@ impl Simulation {
         self.stats
     }
 
+    /// True when this simulation and `other` share one copy of their compiled modes: they
+    /// simulate equal networks (the same description, input values aside), as the vehicles of
+    /// one file do. Sharing changes no result (see the [`Simulation`] docs, "Memory").
+    pub fn shares_compiled_modes_with(&self, other: &Simulation) -> bool {
+        Arc::ptr_eq(&self.model.modes, &other.model.modes)
+    }
+
     /// Turns the energy ledger on or off ([`IntegrationParameters::track_energy`]). Turned on,
     /// it starts over from the present state and books the steps taken from then on.
     pub fn set_track_energy(&mut self, on: bool) {

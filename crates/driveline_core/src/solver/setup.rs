@@ -23,10 +23,11 @@ impl Simulation {
         let rmax = net.rows.len() + nf + nk;
         // The first slot, sized for every coordinate free, takes the base mode (no lock, no
         // engaged kinematic clutch). Every other mode adds rows to it, so its free-coordinate
-        // count bounds theirs: the other slots are sized by it (a third of the memory of a
-        // vehicle's mode cache).
-        let nrhs = net.row_rhs.iter().flatten().count() + nk;
-        let slots = vec![ModeSlot::new(n, n, rmax, nrhs, nf)];
+        // count bounds theirs: the other slots and the library's entries are sized by it (a
+        // third of the memory of a mode cache).
+        let model = Model::new(net);
+        let net = &model.net;
+        let slots = vec![ModeSlot::new(model.modes.empty(), n, nf)];
         let ns = net.signals.len();
         let mut sim = Simulation {
             phi: net.phi_start.clone(),
@@ -43,7 +44,7 @@ impl Simulation {
             kernel: time_only::TimeOnly::new(n, rmax, nl, nf),
             started: false,
             pred: Predictor::new(n),
-            ws: Work::new(&net),
+            ws: Work::new(net),
             events: CapVec::new(4 * (nf + nl) + 8),
             stats: StepStats::default(),
             energy: EnergyLedger::default(),
@@ -57,16 +58,18 @@ impl Simulation {
             friction: FrictionSets::new(nf),
             capacities: CapacityCache::new(),
             qp: QpBase::new(nf, n),
-            thermal: net.thermal.as_ref().map(|th| Box::new(thermal::Thermal::new(&net, th, t0))),
-            accel: accel::Accelerations::for_network(&net),
-            model: Model::new(net),
+            thermal: net.thermal.as_ref().map(|th| Box::new(thermal::Thermal::new(net, th, t0))),
+            accel: accel::Accelerations::for_network(net),
+            model,
         };
         sim.count_unsteady();
         sim.compile_into(0, 0);
         sim.model.fastest_rate = sim.linear_rate_bound();
         let mmax = sim.slots[0].m;
         let more = sim.params.mode_cache_slots.max(3) - 1;
-        sim.slots.extend((0..more).map(|_| ModeSlot::new(n, mmax, rmax, nrhs, nf)));
+        sim.model.modes.reserve(more + 1, mmax);
+        let empty = sim.model.modes.empty();
+        sim.slots.extend((0..more).map(|_| ModeSlot::new(empty.clone(), mmax, nf)));
         sim.start(if t0.is_finite() { t0 } else { 0.0 });
         sim
     }
@@ -214,6 +217,8 @@ pub(super) struct Model {
     pub(super) fastest_rate: f64,
     /// Some signal holds a [`Signal::Integral`], carried forward at every step end.
     pub(super) integrals: bool,
+    /// The compiled modes, shared with every simulation of an equal network.
+    pub(super) modes: Arc<library::ModeLibrary>,
 }
 
 impl Model {
@@ -245,6 +250,7 @@ impl Model {
             input_laws,
             fastest_rate: 0.0,
             integrals: false,
+            modes: library::ModeLibrary::for_network(&net),
             net,
         }
     }
