@@ -65,16 +65,18 @@ impl Simulation {
     /// Factors the Newton matrix `I (x) Mr - h A (x) Dr - h^2 A^2 (x) Kr` for step `h`, into the
     /// slot (kept for the next steps of that size) or into the scratch buffer (partial steps).
     pub(super) fn factor_newton(&mut self, slot: usize, h: f64, scratch: bool) {
+        let set = self.newton_of(slot);
         let s = &mut self.slots[slot];
         let c = &*s.mode;
         let m = c.m;
         let mm = 2 * m;
         let Work { newton_inv, newton_piv, newton_tmp, singular, .. } = &mut self.ws;
+        let NewtonFactors { dr, kr, newton_inv: own_inv, newton_piv: own_piv, .. } = &mut self.newton.sets[set];
         let (lu, piv) = if scratch {
             (newton_inv, newton_piv)
         } else {
             s.newton_h = h;
-            (&mut s.newton_inv, &mut s.newton_piv)
+            (own_inv, own_piv)
         };
         for bi in 0..2 {
             for bk in 0..2 {
@@ -82,7 +84,7 @@ impl Simulation {
                     for b in 0..m {
                         let mr = if bi == bk { c.mr[a * m + b] } else { 0.0 };
                         lu[(bi * m + a) * mm + bk * m + b] =
-                            mr - h * A[bi][bk] * s.dr[a * m + b] - h * h * A2[bi][bk] * s.kr[a * m + b];
+                            mr - h * A[bi][bk] * dr[a * m + b] - h * h * A2[bi][bk] * kr[a * m + b];
                     }
                 }
             }
@@ -410,7 +412,7 @@ impl Simulation {
         let m = self.slots[slot].m;
         let s = &self.slots[slot];
         let Work { newton_inv, res, q, q0, stage_g: gq, .. } = &mut self.ws;
-        let inv = if scratch { &newton_inv[..] } else { &s.newton_inv[..] };
+        let inv = if scratch { &newton_inv[..] } else { &self.newton.sets[s.newton].newton_inv[..] };
         Correction { residual, h, mr: &s.mr, gq, q0, inv }.apply(m, q, res)
     }
 

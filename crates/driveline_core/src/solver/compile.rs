@@ -74,16 +74,14 @@ pub(super) struct ModeSlot {
     /// The static limits of the locked elements when this simulation filled the slot, N m
     /// (those `mode.weight_caps` holds for a redundant mode).
     pub(super) weight_caps: Vec<f64>,
-    pub(super) dr: Vec<f64>,
-    pub(super) kr: Vec<f64>,
+    /// The Jacobian and Newton factors lent to this slot ([`NewtonPool`]), [`NO_FACTORS`]
+    /// when it holds none (its `newton_h` is then not a number).
+    pub(super) newton: usize,
     /// A bound on the squared angular frequency of the mode's fastest oscillation at its last
     /// Jacobian, 1/s^2: `||Mr^-1 Kr||_inf` (infinite until a Jacobian is evaluated).
     pub(super) omega2: f64,
+    /// The step the slot's Newton factors are for, s (not a number: none formed).
     pub(super) newton_h: f64,
-    /// The inverse of the Newton matrix for step `newton_h` (`2m x 2m`; its LU factors while
-    /// it is formed, pivots in `newton_piv`).
-    pub(super) newton_inv: Vec<f64>,
-    pub(super) newton_piv: Vec<usize>,
     /// The mode epoch ([`Simulation::epoch`]) `dr`/`kr` were evaluated in: a nonlinear mode
     /// reuses its Jacobian (and the Newton factors) over the steps of one epoch while the
     /// iteration contracts fast.
@@ -293,14 +291,14 @@ impl CompiledMode {
 
     /// Compiles the mode with lock pattern `key` of `net`, the weighted map (a redundant
     /// mode's) from the limits `caps`, one per locked element in element order.
-    pub(super) fn compile(&mut self, net: &Network, key: u64, caps: &[f64], ws: &mut Work) {
+    pub(super) fn compile(&mut self, net: &Network, key: u64, caps: &[f64], cw: &mut CompileWork) {
         self.set_rows(net, key);
         let nl = self.locked.len();
         self.weight_caps[..nl].copy_from_slice(&caps[..nl]);
-        let rank = null_space(net, self, ws);
+        let rank = null_space(net, self, cw);
         self.reduced_inertia(net);
         if self.r > 0 {
-            constraint_torque_maps(net, self, ws, rank);
+            constraint_torque_maps(net, self, cw, rank);
         }
         self.select_stage_rows(net);
         self.linear = net.laws.iter().all(Law::is_linear)
@@ -310,9 +308,8 @@ impl CompiledMode {
 }
 
 impl ModeSlot {
-    /// A slot holding no mode (`empty`), with Jacobian and Newton buffers for modes of up to
-    /// `mmax` free coordinates and limits for `nf` friction elements.
-    pub(super) fn new(empty: Arc<CompiledMode>, mmax: usize, nf: usize) -> Self {
+    /// A slot holding no mode (`empty`), with limits for `nf` friction elements.
+    pub(super) fn new(empty: Arc<CompiledMode>, nf: usize) -> Self {
         Self {
             key: 0,
             generation: 0,
@@ -320,26 +317,75 @@ impl ModeSlot {
             age: 0,
             mode: empty,
             weight_caps: vec![0.0; nf],
-            dr: vec![0.0; mmax * mmax],
-            kr: vec![0.0; mmax * mmax],
+            newton: NO_FACTORS,
             omega2: f64::INFINITY,
             newton_h: f64::NAN,
-            newton_inv: vec![0.0; 4 * mmax * mmax],
-            newton_piv: vec![0; 2 * mmax],
             jac_epoch: u64::MAX,
             jac_stale: true,
             jac_uses: 0,
         }
     }
+}
 
-    /// Grows the Jacobian and Newton buffers to hold a mode with `m` free coordinates.
-    fn reserve_newton(&mut self, m: usize) {
+/// No Newton factors lent ([`ModeSlot::newton`]).
+pub(super) const NO_FACTORS: usize = usize::MAX;
+
+/// How many sets of Jacobian and Newton factors a simulation keeps for its mode slots. A
+/// nonlinear mode's factors serve the steps of one mode epoch only; a linear mode's are kept
+/// until their set is lent to another slot, and formed again, to the same bits, when the mode
+/// comes back.
+pub(super) const NEWTON_SETS: usize = 4;
+
+/// A mode's Jacobian and Newton factors.
+#[derive(Debug, Clone)]
+pub(super) struct NewtonFactors {
+    /// The reduced Jacobian, `Dr = N^T (df/dw) N` and `Kr = N^T (df/dphi) N` (`m x m`).
+    pub(super) dr: Vec<f64>,
+    pub(super) kr: Vec<f64>,
+    /// The inverse of the Newton matrix for the slot's `newton_h` (`2m x 2m`; its LU factors
+    /// while it is formed, pivots in `newton_piv`).
+    pub(super) newton_inv: Vec<f64>,
+    pub(super) newton_piv: Vec<usize>,
+    /// The slot it is lent to ([`NO_FACTORS`]: none), and the pool's clock at its last use.
+    owner: usize,
+    used: u64,
+}
+
+impl NewtonFactors {
+    fn new(m: usize) -> Self {
+        NewtonFactors {
+            dr: vec![0.0; m * m],
+            kr: vec![0.0; m * m],
+            newton_inv: vec![0.0; 4 * m * m],
+            newton_piv: vec![0; 2 * m],
+            owner: NO_FACTORS,
+            used: 0,
+        }
+    }
+
+    /// Grows the buffers to hold a mode with `m` free coordinates.
+    fn reserve(&mut self, m: usize) {
         if self.dr.len() < m * m {
             self.dr.resize(m * m, 0.0);
             self.kr.resize(m * m, 0.0);
             self.newton_inv.resize(4 * m * m, 0.0);
             self.newton_piv.resize(2 * m, 0);
         }
+    }
+}
+
+/// The sets of Jacobian and Newton factors a simulation lends its mode slots, least recently
+/// used taken back first.
+#[derive(Debug, Clone)]
+pub(super) struct NewtonPool {
+    pub(super) sets: Vec<NewtonFactors>,
+    clock: u64,
+}
+
+impl NewtonPool {
+    /// `count` sets for modes of up to `mmax` free coordinates.
+    pub(super) fn new(count: usize, mmax: usize) -> Self {
+        NewtonPool { sets: (0..count).map(|_| NewtonFactors::new(mmax)).collect(), clock: 0 }
     }
 }
 
@@ -368,6 +414,44 @@ impl Simulation {
         self.compile_into(victim, key);
         self.slots[victim].age = self.clock;
         victim
+    }
+
+    /// The set of Newton factors of slot `slot` (sized for its mode): its own, or the least
+    /// recently used one taken back from another slot (never the current mode's, unless
+    /// `slot` is the current mode), whose Jacobian and factors are then gone.
+    pub(super) fn newton_of(&mut self, slot: usize) -> usize {
+        let pool = &mut self.newton;
+        pool.clock += 1;
+        let mut b = self.slots[slot].newton;
+        if b == NO_FACTORS {
+            let keep = if slot == self.cur { NO_FACTORS } else { self.slots[self.cur].newton };
+            b = (0..pool.sets.len()).filter(|&b| b != keep).min_by_key(|&b| pool.sets[b].used).unwrap_or(0);
+            let owner = pool.sets[b].owner;
+            if owner != NO_FACTORS {
+                let o = &mut self.slots[owner];
+                o.newton = NO_FACTORS;
+                o.newton_h = f64::NAN;
+                o.jac_epoch = u64::MAX;
+                o.jac_stale = true;
+            }
+            pool.sets[b].owner = slot;
+            self.slots[slot].newton = b;
+        }
+        let set = &mut pool.sets[b];
+        set.used = pool.clock;
+        set.reserve(self.slots[slot].m);
+        b
+    }
+
+    /// Swaps mode slots `a` and `b`, with the Newton factors lent to them.
+    pub(super) fn swap_slots(&mut self, a: usize, b: usize) {
+        self.slots.swap(a, b);
+        for k in [a, b] {
+            let set = self.slots[k].newton;
+            if set != NO_FACTORS {
+                self.newton.sets[set].owner = k;
+            }
+        }
     }
 
     /// Fills slot `idx` with the mode of lock pattern `key`: the library's copy when it holds
@@ -400,12 +484,10 @@ impl Simulation {
         // (The slot's old mode goes back first: a simulation alone never needs more entries
         // than it has slots.)
         slot.mode = self.model.modes.empty();
-        let ws = &mut self.ws;
         slot.mode = self
             .model
             .modes
-            .acquire(key, &slot.weight_caps[..nl], |mode| mode.compile(net, key, &slot.weight_caps, ws));
-        slot.reserve_newton(slot.m);
+            .acquire(key, &slot.weight_caps[..nl], |mode, cw| mode.compile(net, key, &slot.weight_caps, cw));
     }
 }
 
@@ -530,11 +612,11 @@ impl CompiledMode {
     }
 }
 
-/// The constraint matrix `G` (`r x n`, dense, into `ws.compile.g_rows`), the null space of the active
+/// The constraint matrix `G` (`r x n`, dense, into `cw.g_rows`), the null space of the active
 /// rows and the particular solutions of the prescribed ones. Returns the rank of `G`.
-fn null_space(net: &Network, slot: &mut CompiledMode, ws: &mut Work) -> usize {
+fn null_space(net: &Network, slot: &mut CompiledMode, cw: &mut CompileWork) -> usize {
     let (n, r) = (net.n_dof, slot.r);
-    let CompileWork { g_rows: g, aug: e, order, place, .. } = &mut ws.compile;
+    let CompileWork { g_rows: g, aug: e, order, place, .. } = cw;
     g[..r * n].fill(0.0);
     for i in 0..r {
         for &(k, c) in &slot.row_at(net, i).entries {
@@ -571,7 +653,7 @@ fn null_space(net: &Network, slot: &mut CompiledMode, ws: &mut Work) -> usize {
             e[i * cols + n + i] = 1.0;
         }
     }
-    let piv = &mut ws.piv;
+    let piv = &mut cw.piv;
     let total = if r > 0 { linalg::rref(e, r, cols, 1e-12, piv) } else { 0 };
     let rank = piv[..total].iter().filter(|&&c| c < n).count();
     slot.redundant = rank < r;
@@ -609,18 +691,18 @@ fn null_space(net: &Network, slot: &mut CompiledMode, ws: &mut Work) -> usize {
 }
 
 /// The constraint-torque maps of a mode with `r > 0` active rows of rank `rank`: `L = (G G^T +
-/// eps I)^-1 G` (minimum-norm constraint torques, into `ws.compile.lmap`), `T = L (M N Mr^-1 N^T - I)`
+/// eps I)^-1 G` (minimum-norm constraint torques, into `cw.lmap`), `T = L (M N Mr^-1 N^T - I)`
 /// into `slot.tmap`, and for a redundant mode the capacity-weighted copy `slot.tmap_w`.
-fn constraint_torque_maps(net: &Network, slot: &mut CompiledMode, ws: &mut Work, rank: usize) {
+fn constraint_torque_maps(net: &Network, slot: &mut CompiledMode, cw: &mut CompileWork, rank: usize) {
     let (n, m, r) = (net.n_dof, slot.m, slot.r);
     let (np, nl) = (net.rows.len(), slot.locked.len());
-    let g = &ws.compile.g_rows;
+    let g = &cw.g_rows;
     // G by columns: the products below run over G's rows all at once, each sum as
     // `linalg::dot` forms it (`columns_dot`).
-    let gt = &mut ws.compile.g_cols;
+    let gt = &mut cw.g_cols;
     linalg::transpose(g, r, n, gt, r);
     let gt = &gt[..n * r];
-    let ggt = &mut ws.compile.ggt;
+    let ggt = &mut cw.ggt;
     let mut tr: f64 = 0.0;
     for a in 0..r {
         // (g_b . g_a: each product is g_a . g_b's, the sum in the same order.)
@@ -635,29 +717,29 @@ fn constraint_torque_maps(net: &Network, slot: &mut CompiledMode, ws: &mut Work,
             if a >= np && a < np + nl { slot.weight_caps[a - np] } else { f64::INFINITY }
         };
         let cmax = (np..np + nl).map(cap).fold(0.0f64, f64::max).max(1e-300);
-        let gw = &mut ws.compile.ggt_weighted;
+        let gw = &mut cw.ggt_weighted;
         gw[..r * r].copy_from_slice(&ggt[..r * r]);
         for a in 0..r {
             let c = cap(a).min(cmax);
             let f = if c > 0.0 { (cmax / c).powi(2).clamp(1.0, 1e6) } else { 1e6 };
             gw[a * r + a] += eps * f;
         }
-        let _ = linalg::lu_factor(gw, r, &mut ws.compile.piv_weighted);
+        let _ = linalg::lu_factor(gw, r, &mut cw.piv_weighted);
     }
     for a in 0..r {
         ggt[a * r + a] += eps;
     }
-    let rp = &mut ws.piv;
+    let rp = &mut cw.piv;
     let _ = linalg::lu_factor(ggt, r, rp);
     // L = (G G^T)^-1 G, all of G's columns solved at once, then stored by columns.
-    let x = &mut ws.compile.aug[..r * n];
+    let x = &mut cw.aug[..r * n];
     x.copy_from_slice(&g[..r * n]);
     linalg::lu_solve_many(ggt, r, rp, x, n);
-    linalg::transpose(x, r, n, &mut ws.compile.lmap, r);
+    linalg::transpose(x, r, n, &mut cw.lmap, r);
     // T column k = L (M N Mr^-1 N^T e_k - e_k). The solves for all k at once: Q =
     // Mr^-1 N^T by rows (`Q[j][k]`), and the weighted copy's right-hand sides gathered
     // by rows and solved after the loop (each column as one solve would give it).
-    let qm = &mut ws.compile.mr_inv_nt[..m * n];
+    let qm = &mut cw.mr_inv_nt[..m * n];
     for (k, nk) in slot.basis.nmat[..n * n].chunks_exact(n).enumerate() {
         for (j, &x) in nk[..m].iter().enumerate() {
             qm[j * n + k] = x;
@@ -666,8 +748,8 @@ fn constraint_torque_maps(net: &Network, slot: &mut CompiledMode, ws: &mut Work,
     if m > 0 {
         linalg::lu_solve_many(&slot.mr_lu, m, &slot.mr_piv, qm, n);
     }
-    let v = &mut ws.acc;
-    let wm = &mut ws.compile.weighted_rhs[..r * n];
+    let v = &mut cw.acc;
+    let wm = &mut cw.weighted_rhs[..r * n];
     let rs = slot.rstride;
     for k in 0..n {
         for (i, vi) in v[..n].iter_mut().enumerate() {
@@ -679,9 +761,9 @@ fn constraint_torque_maps(net: &Network, slot: &mut CompiledMode, ws: &mut Work,
             *vi = net.mass[i] * d;
         }
         v[k] -= 1.0;
-        columns_dot(&ws.compile.lmap[..n * r], r, &v[..n], &mut slot.tmap[k * rs..k * rs + r]);
+        columns_dot(&cw.lmap[..n * r], r, &v[..n], &mut slot.tmap[k * rs..k * rs + r]);
         if rank < r {
-            let col = &mut ws.scratch_r;
+            let col = &mut cw.scratch_r;
             columns_dot(gt, r, &v[..n], &mut col[..r]);
             for (a, &c) in col[..r].iter().enumerate() {
                 wm[a * n + k] = c;
@@ -689,7 +771,7 @@ fn constraint_torque_maps(net: &Network, slot: &mut CompiledMode, ws: &mut Work,
         }
     }
     if rank < r {
-        linalg::lu_solve_many(&ws.compile.ggt_weighted, r, &ws.compile.piv_weighted, wm, n);
+        linalg::lu_solve_many(&cw.ggt_weighted, r, &cw.piv_weighted, wm, n);
         linalg::transpose(wm, r, n, &mut slot.tmap_w, rs);
     }
 }

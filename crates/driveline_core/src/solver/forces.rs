@@ -13,6 +13,7 @@ impl Simulation {
     fn jacobians_at(&mut self, slot: usize, t_sig: usize, at_scratch: bool) {
         self.stats.jacobian_updates += 1;
         let n = self.model.net.n_dof;
+        let set = self.newton_of(slot);
         let Work { jac_phi: jphi, jac_w: jw, f, sig, phi1, w1, .. } = &mut self.ws;
         let (phi, w): (&[f64], &[f64]) = if at_scratch { (phi1, w1) } else { (&self.phi, &self.w) };
         jphi[..n * n].fill(0.0);
@@ -45,8 +46,9 @@ impl Simulation {
         let s = &mut self.slots[slot];
         let c = &*s.mode;
         let m = c.m;
-        s.dr[..m * m].fill(0.0);
-        s.kr[..m * m].fill(0.0);
+        let NewtonFactors { dr, kr, .. } = &mut self.newton.sets[set];
+        dr[..m * m].fill(0.0);
+        kr[..m * m].fill(0.0);
         let row = |k: usize| &c.basis.nz[c.basis.nz_row[k] as usize..c.basis.nz_row[k + 1] as usize];
         for i in 0..n {
             let ni = row(i);
@@ -61,8 +63,8 @@ impl Simulation {
                 for &(_, a, na) in ni {
                     for &(_, b, nb) in row(j) {
                         let ab = a as usize * m + b as usize;
-                        s.dr[ab] += na * dw * nb;
-                        s.kr[ab] += na * dp * nb;
+                        dr[ab] += na * dw * nb;
+                        kr[ab] += na * dp * nb;
                     }
                 }
             }
@@ -73,10 +75,10 @@ impl Simulation {
         rows[..m].fill(0.0);
         for b in 0..m {
             for a in 0..m {
-                col[a] = s.kr[a * m + b];
+                col[a] = kr[a * m + b];
             }
             if col[..m].iter().any(|&v| v != 0.0) {
-                linalg::lu_solve(&s.mr_lu, m, &s.mr_piv, &mut col[..m]);
+                linalg::lu_solve(&c.mr_lu, m, &c.mr_piv, &mut col[..m]);
                 for a in 0..m {
                     rows[a] += col[a].abs();
                 }

@@ -52,6 +52,8 @@ struct Pool {
     clock: u64,
     /// The free-coordinate bound new entries are sized by (the base mode's, once known).
     mmax: usize,
+    /// The matrices of a compilation (one at a time, under the lock).
+    work: CompileWork,
 }
 
 impl std::fmt::Debug for ModeLibrary {
@@ -82,7 +84,12 @@ impl ModeLibrary {
         let lib = Arc::new(ModeLibrary {
             shape,
             empty: Arc::new(CompiledMode::blank(&ModeShape { n: 0, rmax: 0, nrhs: 0, nf: 0 }, 0)),
-            pool: Mutex::new(Pool { entries: Vec::new(), clock: 0, mmax: shape.n }),
+            pool: Mutex::new(Pool {
+                entries: Vec::new(),
+                clock: 0,
+                mmax: shape.n,
+                work: CompileWork::new(shape.n, shape.rmax),
+            }),
         });
         registry.push((description, Arc::downgrade(&lib)));
         lib
@@ -109,8 +116,14 @@ impl ModeLibrary {
     }
 
     /// The compiled mode of lock pattern `key` with the locked elements' limits `caps`: the
-    /// library's copy, or one `compile` writes into a free entry (cleared first).
-    pub(super) fn acquire(&self, key: u64, caps: &[f64], compile: impl FnOnce(&mut CompiledMode)) -> Arc<CompiledMode> {
+    /// library's copy, or one `compile` writes into a free entry (cleared first), with the
+    /// library's compilation matrices.
+    pub(super) fn acquire(
+        &self,
+        key: u64,
+        caps: &[f64],
+        compile: impl FnOnce(&mut CompiledMode, &mut CompileWork),
+    ) -> Arc<CompiledMode> {
         let mut pool = self.lock();
         pool.clock += 1;
         let clock = pool.clock;
@@ -135,14 +148,15 @@ impl ModeLibrary {
                 pool.entries.len() - 1
             }
         };
-        let (entry, used) = &mut pool.entries[i];
+        let Pool { entries, work, .. } = &mut *pool;
+        let (entry, used) = &mut entries[i];
         *used = clock;
         // (Unique: held by the library alone, and only cloned under this lock.)
         let mode = Arc::get_mut(entry).expect("a free entry is held by the library alone");
         if mode.compiled {
             mode.clear();
         }
-        compile(mode);
+        compile(mode, work);
         entry.clone()
     }
 }

@@ -281,6 +281,8 @@ pub struct Simulation {
     slots: Vec<ModeSlot>,
     /// The slot of the current mode.
     cur: usize,
+    /// The Jacobians and Newton factors the slots borrow.
+    newton: NewtonPool,
     /// Counts slot look-ups: the age stamp of the least-recently-used replacement.
     clock: u64,
     /// Bumped at every mode selection (modes, regimes or the state may switch there): the

@@ -224,8 +224,9 @@ impl Simulation {
             w.label("slot: Newton");
             if live {
                 s.newton_h.save(w);
-                s.dr[..s.m * s.m].save(w);
-                s.kr[..s.m * s.m].save(w);
+                let set = &self.newton.sets[s.newton];
+                set.dr[..s.m * s.m].save(w);
+                set.kr[..s.m * s.m].save(w);
                 (s.jac_stale, s.jac_uses).save(w);
             } else {
                 (if s.valid && s.linear { s.newton_h } else { f64::NAN }).save(w);
@@ -342,7 +343,7 @@ impl Simulation {
             };
             if valid {
                 if let Some(j) = (k..n).find(|&j| same(&self.slots[j])) {
-                    self.slots.swap(k, j);
+                    self.swap_slots(k, j);
                 } else {
                     self.compile_with(k, key, Some(&caps[..len]));
                     rebuilt = true;
@@ -361,16 +362,20 @@ impl Simulation {
             live.load(r)?;
             omega2.load(r)?;
             newton_h.load(r)?;
-            let s = &mut self.slots[k];
-            let mm = s.m * s.m;
+            let mm = self.slots[k].m * self.slots[k].m;
             if live && valid {
                 let (mut dr, mut kr) = (vec![0.0; mm], vec![0.0; mm]);
                 dr.load(r)?;
                 kr.load(r)?;
                 let bits = |a: &[f64], b: &[f64]| a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits());
-                let kept = had_h.to_bits() == newton_h.to_bits() && bits(&s.dr[..mm], &dr) && bits(&s.kr[..mm], &kr);
-                s.dr[..mm].copy_from_slice(&dr);
-                s.kr[..mm].copy_from_slice(&kr);
+                // (A slot whose newton_h is a number holds a set of factors.)
+                let set = self.newton_of(k);
+                let s = &mut self.slots[k];
+                let own = &mut self.newton.sets[set];
+                let kept =
+                    had_h.to_bits() == newton_h.to_bits() && bits(&own.dr[..mm], &dr) && bits(&own.kr[..mm], &kr);
+                own.dr[..mm].copy_from_slice(&dr);
+                own.kr[..mm].copy_from_slice(&kr);
                 let mut jac = (false, 0u32);
                 jac.load(r)?;
                 (s.jac_stale, s.jac_uses) = jac;
@@ -382,6 +387,7 @@ impl Simulation {
             } else if live {
                 return Err(SnapshotError::Damaged("a mode not compiled has a Jacobian"));
             } else {
+                let s = &mut self.slots[k];
                 s.jac_epoch = u64::MAX;
                 if valid && s.linear && !newton_h.is_nan() && had_h.to_bits() != newton_h.to_bits() {
                     self.jacobians(k, 0);

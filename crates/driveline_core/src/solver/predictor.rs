@@ -58,7 +58,7 @@ impl Simulation {
     pub(super) fn newton_response(&mut self, slot: usize, h: f64, scratch: bool, residual: Residual) {
         let s = &self.slots[slot];
         let Work { stage_g: gq, res, q, q0, newton_inv, .. } = &mut self.ws;
-        let inv = if scratch { &newton_inv[..] } else { &s.newton_inv[..] };
+        let inv = if scratch { &newton_inv[..] } else { &self.newton.sets[s.newton].newton_inv[..] };
         Correction { residual, h, mr: &s.mr, gq, q0, inv }.apply(s.m, q, res);
     }
 }

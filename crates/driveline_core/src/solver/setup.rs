@@ -27,7 +27,7 @@ impl Simulation {
         // third of the memory of a mode cache).
         let model = Model::new(net);
         let net = &model.net;
-        let slots = vec![ModeSlot::new(model.modes.empty(), n, nf)];
+        let slots = vec![ModeSlot::new(model.modes.empty(), nf)];
         let ns = net.signals.len();
         let mut sim = Simulation {
             phi: net.phi_start.clone(),
@@ -38,6 +38,7 @@ impl Simulation {
             kin_modes: vec![FrictionMode::Free; nk],
             slots,
             cur: 0,
+            newton: NewtonPool::new(0, 0),
             clock: 0,
             next_time_event: 0.0,
             epoch: 0,
@@ -68,8 +69,9 @@ impl Simulation {
         let mmax = sim.slots[0].m;
         let more = sim.params.mode_cache_slots.max(3) - 1;
         sim.model.modes.reserve(more + 1, mmax);
+        sim.newton = NewtonPool::new(NEWTON_SETS.min(more + 1), mmax);
         let empty = sim.model.modes.empty();
-        sim.slots.extend((0..more).map(|_| ModeSlot::new(empty.clone(), mmax, nf)));
+        sim.slots.extend((0..more).map(|_| ModeSlot::new(empty.clone(), nf)));
         sim.start(if t0.is_finite() { t0 } else { 0.0 });
         sim
     }

@@ -75,9 +75,8 @@ pub(super) struct Work {
     pub(super) lam: Vec<f64>,
     pub(super) scratch_r: Vec<f64>,
     pub(super) lam_start: Vec<f64>,
-    /// A coordinate-sized scratch vector, and LU pivots (rows or coordinates).
+    /// A coordinate-sized scratch vector.
     pub(super) scratch_n: Vec<f64>,
-    pub(super) piv: Vec<usize>,
     /// Scratch of the torque-dependent correction (LossyGear, limited slip), the friction torque
     /// it solved per element, and the estimates of the torque each limit depends on (a lossy
     /// gear's transmitted torque, a limited-slip pack's input torque), per friction element.
@@ -125,8 +124,6 @@ pub(super) struct Work {
 
     /// The mode selection's complementarity problem and its warm start.
     pub(super) qp: QpWork,
-    /// The mode compilation's matrices.
-    pub(super) compile: CompileWork,
 }
 
 impl Work {
@@ -162,7 +159,6 @@ impl Work {
             jac_w: v(n * n),
             scratch_r: v(rmax),
             lam_start: v(rmax),
-            piv: vec![0; rmax.max(n) + 1],
             lam: v(rmax),
             caps: vec![Capacity { free: true, tau0: 0.0, tau_max: 0.0, one_way: false }; nf],
             sig_end: v(net.signals.len()),
@@ -179,7 +175,6 @@ impl Work {
             newton_failed: false,
             singular: None,
             qp: QpWork::new(nf, nn),
-            compile: CompileWork::new(n, rmax),
             newton_inv: v(4 * n * n),
             newton_tmp: v(4 * n * n + 2 * n),
             newton_piv: vec![0; 2 * n],
@@ -334,11 +329,15 @@ pub(super) struct CompileWork {
     /// The compiled mode's constraint-force map `L` (`r x n`, `lambda = L (M a - f)`), stored
     /// by columns (`n x r`), from which the compilation derives the slot's `tmap`.
     pub(super) lmap: Vec<f64>,
+    /// Pivots (`max(rmax, n) + 1`), an `n`-vector and an `rmax`-vector of scratch.
+    pub(super) piv: Vec<usize>,
+    pub(super) acc: Vec<f64>,
+    pub(super) scratch_r: Vec<f64>,
 }
 
 impl CompileWork {
     /// Buffers for `n` coordinates and at most `rmax` active rows.
-    fn new(n: usize, rmax: usize) -> Self {
+    pub(super) fn new(n: usize, rmax: usize) -> Self {
         let v = |k: usize| vec![0.0; k];
         CompileWork {
             g_rows: v(rmax * n),
@@ -352,6 +351,9 @@ impl CompileWork {
             place: vec![0; n],
             aug: v(rmax * (n + rmax)),
             lmap: v(rmax * n),
+            piv: vec![0; rmax.max(n) + 1],
+            acc: v(n),
+            scratch_r: v(rmax),
         }
     }
 }
