@@ -25,6 +25,7 @@ use driveline_core::vehicle::{
 };
 use driveline_core::{IntegrationParameters, SnapshotError, StateAdjustment, StateWriteError, VehicleSnapshot};
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 
 /// What a vehicle is: its description and what its tyres push against. The plugin builds the
 /// controllers from it; editing it has no effect on a running vehicle (edit the parts).
@@ -47,7 +48,9 @@ pub struct VehicleDefinition {
 #[reflect(opaque)]
 #[reflect(Component, Default, Clone, Serialize, Deserialize)]
 pub struct VehicleController {
-    layout: Option<Layout>,
+    /// The description and layout the controllers are built from, shared with the vehicles
+    /// of an equal description ([`build::shared`]).
+    shared: Option<(Arc<VehicleSpec>, Road, Arc<Layout>)>,
     control: Option<VehicleControl>,
     generation: u64,
     /// How far this tick's step has come (see [`Stage`]).
@@ -251,7 +254,7 @@ pub(crate) fn spawn_vehicle_on(
         at.resolve(std::path::Path::new(".")).map_err(VehicleError::Gearbox)?;
     }
     spec.validate().map_err(VehicleError::Spec)?;
-    let layout = build::layout(&spec, road);
+    let (shared, layout) = build::shared(&spec, road);
     driveline_core::Network::build(&layout.spec).map_err(VehicleError::Build)?;
     let ids = spawn_network(world, root, &layout.spec);
     let by_name = |name: &str| layout.spec.elements.iter().position(|e| e.name == name).map(|i| ids[i]);
@@ -286,7 +289,7 @@ pub(crate) fn spawn_vehicle_on(
     world.entity_mut(root).insert((
         Driveline { parameters: IntegrationParameters::vehicle() },
         VehicleDefinition { spec, road },
-        VehicleController { layout: Some(layout), ..Default::default() },
+        VehicleController { shared: Some((shared, road, layout)), ..Default::default() },
         TransmissionController,
         parts,
     ));
@@ -410,8 +413,16 @@ fn ensure_controllers(
 ) {
     let Some(sim) = cache.sim.as_mut() else { return };
     if vc.control.is_none() || vc.generation != cache.generation {
-        let layout = vc.layout.get_or_insert_with(|| build::layout(&def.spec, def.road)).clone();
-        let mut control = VehicleControl::new(def.spec.clone(), layout, def.road, sim);
+        // (The definition may have been edited since: a structural rebuild.)
+        let (spec, layout) = match &vc.shared {
+            Some((spec, road, layout)) if *road == def.road && **spec == def.spec => (spec.clone(), layout.clone()),
+            _ => {
+                let (spec, layout) = build::shared(&def.spec, def.road);
+                vc.shared = Some((spec.clone(), def.road, layout.clone()));
+                (spec, layout)
+            }
+        };
+        let mut control = VehicleControl::new(spec, layout, def.road, sim);
         control.start(sim);
         vc.control = Some(control);
         vc.generation = cache.generation;

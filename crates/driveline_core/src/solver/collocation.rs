@@ -66,6 +66,12 @@ impl Simulation {
     /// slot (kept for the next steps of that size) or into the scratch buffer (partial steps).
     pub(super) fn factor_newton(&mut self, slot: usize, h: f64, scratch: bool) {
         let set = self.newton_of(slot);
+        let m = self.slots[slot].m;
+        if self.ws.newton_inv.len() < 4 * m * m {
+            // (A mode with more free coordinates than the base mode: a rank decision at
+            // rounding level. Once.)
+            self.ws.size_newton(m);
+        }
         let s = &mut self.slots[slot];
         let c = &*s.mode;
         let m = c.m;

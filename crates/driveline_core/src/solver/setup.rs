@@ -2,6 +2,9 @@
 
 use super::*;
 
+/// How many simulations of one network the mode library keeps room for (see `starting_at`).
+const LIBRARY_ROOM: usize = 4;
+
 impl Simulation {
     /// Creates a simulation at the network's initial state, t = 0.
     pub fn new(net: Network) -> Self {
@@ -42,7 +45,12 @@ impl Simulation {
             clock: 0,
             next_time_event: 0.0,
             epoch: 0,
-            kernel: time_only::TimeOnly::new(n, rmax, nl, nf),
+            // (A law that reads the state keeps every mode off the time-only kernel.)
+            kernel: if model.laws_state_free {
+                time_only::TimeOnly::new(n, rmax, nl, nf)
+            } else {
+                time_only::TimeOnly::new(0, 0, 0, 0)
+            },
             started: false,
             pred: Predictor::new(n),
             ws: Work::new(net),
@@ -68,8 +76,13 @@ impl Simulation {
         sim.model.fastest_rate = sim.linear_rate_bound();
         let mmax = sim.slots[0].m;
         let more = sim.params.mode_cache_slots.max(3) - 1;
-        sim.model.modes.reserve(more + 1, mmax);
+        // Room in the library for the modes of up to four simulations of the network alive
+        // at once, each holding other modes: their steps do not allocate. Beyond, a fleet's
+        // library grows by an entry when all are held (once per compiled mode it adds).
+        let live = Arc::strong_count(&sim.model.modes).min(LIBRARY_ROOM);
+        sim.model.modes.reserve((more + 1) * live, mmax);
         sim.newton = NewtonPool::new(NEWTON_SETS.min(more + 1), mmax);
+        sim.ws.size_newton(mmax);
         let empty = sim.model.modes.empty();
         sim.slots.extend((0..more).map(|_| ModeSlot::new(empty.clone(), nf)));
         sim.start(if t0.is_finite() { t0 } else { 0.0 });

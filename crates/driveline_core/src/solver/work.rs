@@ -3,6 +3,15 @@
 use super::*;
 
 impl Work {
+    /// Cuts (or grows) the sub-step's own Newton buffers to modes of `m` free coordinates.
+    pub(super) fn size_newton(&mut self, m: usize) {
+        if self.newton_inv.len() != 4 * m * m {
+            self.newton_inv = vec![0.0; 4 * m * m];
+            self.newton_tmp = vec![0.0; 4 * m * m];
+            self.newton_piv = vec![0; 2 * m];
+        }
+    }
+
     /// The signal buffers `sig[0]`, `sig[1]`, `sig[2]`, `sig_end`, by index 0 to 3.
     pub(super) fn signal_buffers(&mut self) -> [&mut Vec<f64>; 4] {
         let [s0, s1, s2] = &mut self.sig;

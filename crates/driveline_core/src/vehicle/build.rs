@@ -98,6 +98,32 @@ pub enum Road {
     Chassis,
 }
 
+/// The descriptions and layouts of the vehicles alive, which vehicles of an equal description
+/// share ([`shared`]).
+type Shared = (std::sync::Weak<VehicleSpec>, Road, std::sync::Weak<Layout>);
+static SHARED: std::sync::Mutex<Vec<Shared>> = std::sync::Mutex::new(Vec::new());
+
+/// The description `v` and its layout on `road`, as one copy that every vehicle alive of an
+/// equal description (`==`) on the same road holds: a fleet spawned from one file keeps one
+/// description and one layout, not one per vehicle. Built (the layout by [`layout`]) when no
+/// such vehicle is alive.
+pub fn shared(v: &VehicleSpec, road: Road) -> (std::sync::Arc<VehicleSpec>, std::sync::Arc<Layout>) {
+    use std::sync::Arc;
+    let mut all = SHARED.lock().unwrap_or_else(|e| e.into_inner());
+    all.retain(|(s, _, l)| s.strong_count() > 0 && l.strong_count() > 0);
+    for (s, r, l) in all.iter() {
+        if *r == road
+            && let (Some(s), Some(l)) = (s.upgrade(), l.upgrade())
+            && *s == *v
+        {
+            return (s, l);
+        }
+    }
+    let (s, l) = (Arc::new(v.clone()), Arc::new(layout(v, road)));
+    all.push((Arc::downgrade(&s), road, Arc::downgrade(&l)));
+    (s, l)
+}
+
 /// Builds the network of a validated vehicle. The vehicle starts at rest, in neutral, with the
 /// engine at idle and the clutch engaged.
 pub fn layout(v: &VehicleSpec, road: Road) -> Layout {

@@ -397,8 +397,8 @@ pub struct Vehicle {
 /// where its other drivelines are. [`Vehicle`] pairs the two for plain Rust use.
 #[derive(Clone)]
 pub struct VehicleControl {
-    spec: VehicleSpec,
-    layout: Layout,
+    spec: std::sync::Arc<VehicleSpec>,
+    layout: std::sync::Arc<Layout>,
     ids: Ids,
     /// Time of the step being taken (event stamps).
     now: f64,
@@ -504,7 +504,7 @@ impl Vehicle {
             at.resolve(Path::new(".")).map_err(VehicleError::Gearbox)?;
         }
         spec.validate().map_err(VehicleError::Spec)?;
-        let layout = build::layout(&spec, road);
+        let (spec, layout) = build::shared(&spec, road);
         let net = Network::build(&layout.spec)?;
         let mut sim = Simulation::with_parameters(net, crate::IntegrationParameters::vehicle());
         let mut control = VehicleControl::new(spec, layout, road, &sim);
@@ -678,7 +678,14 @@ impl VehicleControl {
     ///
     /// # Panics
     /// When `sim` lacks an element or input of the layout (it was built from something else).
-    pub fn new(spec: VehicleSpec, layout: Layout, road: Road, sim: &Simulation) -> Self {
+    /// `spec` and `layout` may be shared with other vehicles ([`build::shared`]).
+    pub fn new(
+        spec: impl Into<std::sync::Arc<VehicleSpec>>,
+        layout: impl Into<std::sync::Arc<Layout>>,
+        road: Road,
+        sim: &Simulation,
+    ) -> Self {
+        let (spec, layout) = (spec.into(), layout.into());
         let net = sim.network();
         // The layout names every element and input it uses; a miss is a bug in `build`.
         let w = |p: &str| -> [usize; 4] { WHEELS.map(|n| find(net, &format!("{p}_{n}"))) };

@@ -47,42 +47,52 @@ fn main() {
     let b0 = in_use();
     let spec = Vehicle::load(std::path::Path::new(&file)).unwrap_or_else(|e| panic!("{e}")).spec().clone();
     let b1 = in_use();
+    // The first vehicle of its file: it builds the mode library its file's vehicles share.
+    let first_layout = build::layout(&spec, Road::Body);
+    let first_net = Network::build(&first_layout.spec).expect("builds");
+    let first_copy = first_net.clone();
+    let f0 = in_use();
+    let first = Simulation::with_parameters(first_copy, IntegrationParameters::vehicle());
+    let library_and_first = in_use() - f0;
+    // A further vehicle of the same file, piece by piece: what each vehicle of a fleet adds.
+    let b2p = in_use();
     let layout = build::layout(&spec, Road::Body);
     let b2 = in_use();
     let net = Network::build(&layout.spec).expect("builds");
     let b3 = in_use();
-    // The mode cache: the same simulation with 3 slots instead of the default 32.
-    let few = IntegrationParameters { mode_cache_slots: 3, ..IntegrationParameters::vehicle() };
-    let s3 = in_use();
-    let small = Simulation::with_parameters(net.clone(), few);
-    let small_bytes = in_use() - s3;
-    drop(small);
+    let net_copy = net.clone();
     let s4 = in_use();
-    let mut sim = Simulation::with_parameters(net, IntegrationParameters::vehicle());
+    let mut sim = Simulation::with_parameters(net_copy, IntegrationParameters::vehicle());
     let b4 = in_use();
     let sim_bytes = b4 - s4;
-    let slot = (sim_bytes - small_bytes) / (IntegrationParameters::vehicle().mode_cache_slots - 3);
+    // Its mode cache: the same simulation with 3 slots instead of the default 32.
+    let few = IntegrationParameters { mode_cache_slots: 3, ..IntegrationParameters::vehicle() };
+    let s3 = in_use();
+    let small = Simulation::with_parameters(net, few);
+    let small_bytes = in_use() - s3;
+    drop(small);
+    let b4 = in_use();
+    assert!(sim.shares_compiled_modes_with(&first), "one library per file");
+    let slots = IntegrationParameters::vehicle().mode_cache_slots;
+    let slot = (sim_bytes - small_bytes) / (slots - 3);
     let mut control = VehicleControl::new(spec.clone(), layout, Road::Body, &sim);
     control.start(&mut sim);
     let b5 = in_use();
-    println!("{file}: heap bytes of one vehicle, built and at rest");
+    println!("{file}: heap bytes of a vehicle, built and at rest");
     println!("  description (VehicleSpec)         {:>9}", b1 - b0);
-    println!("  layout (the network description)  {:>9}", b2 - b1);
+    println!("each vehicle of the file:");
+    println!("  layout (the network description)  {:>9}", b2 - b2p);
     println!("  compiled network (Network)        {:>9}", b3 - b2);
     println!("  simulation (Simulation)           {:>9}", sim_bytes);
-    println!(
-        "    of which the mode cache         {:>9}  ({} slots of {slot}; one compiled at the start)",
-        slot * IntegrationParameters::vehicle().mode_cache_slots,
-        IntegrationParameters::vehicle().mode_cache_slots
-    );
-    println!(
-        "    state, workspaces, buffers      {:>9}",
-        sim_bytes - slot * IntegrationParameters::vehicle().mode_cache_slots
-    );
+    println!("    of which the mode cache         {:>9}  ({slots} slots of {slot})", slot * slots);
+    println!("    state, workspaces, buffers      {:>9}", sim_bytes - slot * slots);
     println!("  controllers (VehicleControl)      {:>9}", b5 - b4);
-    let built = b3 - b2 + sim_bytes + (b5 - b4) + (b2 - b1);
+    let built = b3 - b2 + sim_bytes + (b5 - b4) + (b2 - b2p);
     println!("  total, the description aside      {:>9}", built);
-
+    println!(
+        "shared by the vehicles of the file: the compiled modes, {} bytes as the first vehicle builds them",
+        library_and_first - sim_bytes
+    );
     let mut driver = Driver::new(&spec, DriverParams::default());
     let dt = 1e-3;
     let mut peak_growth = 0usize;
@@ -103,7 +113,7 @@ fn main() {
     }
     let end = in_use() - b5;
     println!("  at the end: {} bytes per vehicle (built {built} + grown {end})", built + end);
-    drop((sim, control));
+    drop((sim, control, first, first_net, first_layout));
 
     // The same vehicles in the Bevy plugin: a world of `N` of them, built by one fixed step.
     const N: usize = 20;

@@ -1,0 +1,59 @@
+//! Vehicles of one file share what is the same between them (the compiled modes, the
+//! description, the layout), without a bit of difference in any result. A test binary of its
+//! own: the allocation tests of `invariants.rs` count on few vehicles of a file alive at once.
+
+/// The 8HP sedan from rest: a launch whose throttle and braking times move with `phase`, the
+/// bits of every speed after every step hashed (FNV-1a).
+fn phased_drive(phase: f64) -> (driveline::core::Vehicle, u64) {
+    use driveline::core::automatic::Selector;
+    use driveline::core::{DriverInput, Vehicle};
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/vehicles/sedan_8hp.ron");
+    let mut v = Vehicle::load(&path).unwrap_or_else(|e| panic!("{e}"));
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for k in 0..6000 {
+        let t = k as f64 * 1e-3;
+        let on = (0.5 + phase..4.0 + phase).contains(&t);
+        let input = DriverInput {
+            selector: Selector::Drive,
+            throttle: if on { 0.6 + 0.1 * phase } else { 0.0 },
+            brake: if on { 0.0 } else { 0.5 },
+            ..Default::default()
+        };
+        v.step(&input, 1e-3).unwrap();
+        for s in v.simulation().speeds() {
+            for byte in s.to_bits().to_le_bytes() {
+                h ^= byte as u64;
+                h = h.wrapping_mul(0x100_0000_01b3);
+            }
+        }
+    }
+    (v, h)
+}
+
+#[test]
+fn vehicles_of_one_file_share_their_compiled_modes_bit_for_bit() {
+    // Each drive alone, one after the other; then all at once on two threads, interleaved, one
+    // compiling what another finds compiled. Every drive's speeds are the same, bit for bit.
+    let phases = [0.0, 0.7, 1.3, 2.1];
+    let alone: Vec<u64> = phases.iter().map(|&p| phased_drive(p).1).collect();
+    let together: Vec<(driveline::core::Vehicle, u64)> = std::thread::scope(|s| {
+        let handles: Vec<_> = phases.iter().map(|&p| s.spawn(move || phased_drive(p))).collect();
+        handles.into_iter().map(|h| h.join().expect("a drive panicked")).collect()
+    });
+    for ((p, a), (_, b)) in phases.iter().zip(&alone).zip(&together) {
+        assert_eq!(a, b, "the drive of phase {p} differs when run beside the others");
+    }
+    let (first, rest) = together.split_first().unwrap();
+    for (v, _) in rest {
+        assert!(first.0.simulation().shares_compiled_modes_with(v.simulation()), "one library for one file");
+        assert!(std::ptr::eq(first.0.spec(), v.spec()), "one description for one file");
+        assert!(std::ptr::eq(first.0.layout(), v.layout()), "one layout for one file");
+    }
+    // Distinct drives did differ (the hashes would not tell a shared mistake otherwise).
+    assert!(alone.windows(2).all(|w| w[0] != w[1]));
+    // A vehicle of another file has a library of its own.
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/vehicles/nissan_350z.ron");
+    let other = driveline::core::Vehicle::load(&path).unwrap_or_else(|e| panic!("{e}"));
+    assert!(!first.0.simulation().shares_compiled_modes_with(other.simulation()));
+    assert!(!std::ptr::eq(first.0.layout(), other.layout()));
+}
