@@ -247,7 +247,8 @@
 //!   `track_energy` off if you do not read the energy ledger (a [`Vehicle`] steps without it
 //!   unless [`Vehicle::set_track_energy`] asks; up to a fifth on the MSL examples, a sixth of a
 //!   shift, see [`IntegrationParameters::track_energy`]);
-//!   lower `mode_cache_slots` to save memory (about 18 KB a slot for an 8HP car); and in Bevy
+//!   build the vehicles of one file from one description (they then share its compiled modes,
+//!   description and layout: [`Simulation::shares_compiled_modes_with`]); and in Bevy
 //!   mark the parts you never read `SkipWriteBack` (a fifth to a half of a fleet's time goes
 //!   into writing every part's state). An input that steps at every step start (a controller
 //!   output still moving) is followed by the stage predictor where the law is proportional to

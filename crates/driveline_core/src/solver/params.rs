@@ -19,10 +19,12 @@ pub struct IntegrationParameters {
     /// Sub-steps (events) allowed in one step before the rest of the step is taken without
     /// event location (default 256). Guards against Zeno behaviour; counted in the stats.
     pub max_substeps: usize,
-    /// Number of compiled modes (lock patterns) kept (default 32, at least 3). Each slot is
-    /// preallocated: for the 8HP sedan (17 coordinates, 27 rows) about 21 KB. Fewer slots save
-    /// memory at the price of recompiling modes a drive cycle revisits (8 slots: 0.50 MB less
-    /// per 8HP sedan, about 9 times the compiles on UDDS).
+    /// Number of compiled modes (lock patterns) a simulation keeps at hand (default 32, at
+    /// least 3). The compiled modes live in a library that simulations of an equal network
+    /// share (a slot is a handle and this simulation's limits: under 0.5 KB); the library
+    /// holds room for this many modes of up to four such simulations, about 18 KB each for
+    /// the 8HP sedan (17 coordinates, 27 rows). Fewer slots save the library's memory at the
+    /// price of finding modes again that a drive cycle revisits.
     pub mode_cache_slots: usize,
     /// Integrate the energy ledger (default true; a [`crate::Vehicle`] steps without it unless
     /// asked, [`crate::Vehicle::set_track_energy`]).

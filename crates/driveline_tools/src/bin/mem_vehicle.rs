@@ -47,16 +47,21 @@ fn main() {
     let b0 = in_use();
     let spec = Vehicle::load(std::path::Path::new(&file)).unwrap_or_else(|e| panic!("{e}")).spec().clone();
     let b1 = in_use();
-    // The first vehicle of its file: it builds the mode library its file's vehicles share.
+    // The first vehicles of their file: they build the mode library the file's vehicles
+    // share, with room for the modes of several of them alive at once.
+    const FIRST: usize = 5;
     let first_layout = build::layout(&spec, Road::Body);
     let first_net = Network::build(&first_layout.spec).expect("builds");
-    let first_copy = first_net.clone();
+    let copies: Vec<Network> = (0..FIRST).map(|_| first_net.clone()).collect();
     let f0 = in_use();
-    let first = Simulation::with_parameters(first_copy, IntegrationParameters::vehicle());
+    let first: Vec<Simulation> =
+        copies.into_iter().map(|n| Simulation::with_parameters(n, IntegrationParameters::vehicle())).collect();
     let library_and_first = in_use() - f0;
+    // The description and layout, one copy the file's vehicles share.
+    let d0 = in_use();
+    let (shared_spec, layout) = build::shared(&spec, Road::Body);
+    let shared_bytes = in_use() - d0;
     // A further vehicle of the same file, piece by piece: what each vehicle of a fleet adds.
-    let b2p = in_use();
-    let layout = build::layout(&spec, Road::Body);
     let b2 = in_use();
     let net = Network::build(&layout.spec).expect("builds");
     let b3 = in_use();
@@ -72,26 +77,27 @@ fn main() {
     let small_bytes = in_use() - s3;
     drop(small);
     let b4 = in_use();
-    assert!(sim.shares_compiled_modes_with(&first), "one library per file");
+    assert!(sim.shares_compiled_modes_with(&first[0]), "one library per file");
     let slots = IntegrationParameters::vehicle().mode_cache_slots;
     let slot = (sim_bytes - small_bytes) / (slots - 3);
-    let mut control = VehicleControl::new(spec.clone(), layout, Road::Body, &sim);
+    let mut control = VehicleControl::new(shared_spec.clone(), layout.clone(), Road::Body, &sim);
     control.start(&mut sim);
     let b5 = in_use();
     println!("{file}: heap bytes of a vehicle, built and at rest");
     println!("  description (VehicleSpec)         {:>9}", b1 - b0);
     println!("each vehicle of the file:");
-    println!("  layout (the network description)  {:>9}", b2 - b2p);
     println!("  compiled network (Network)        {:>9}", b3 - b2);
     println!("  simulation (Simulation)           {:>9}", sim_bytes);
     println!("    of which the mode cache         {:>9}  ({slots} slots of {slot})", slot * slots);
     println!("    state, workspaces, buffers      {:>9}", sim_bytes - slot * slots);
     println!("  controllers (VehicleControl)      {:>9}", b5 - b4);
-    let built = b3 - b2 + sim_bytes + (b5 - b4) + (b2 - b2p);
+    let built = b3 - b2 + sim_bytes + (b5 - b4);
     println!("  total, the description aside      {:>9}", built);
+    println!("shared by the vehicles of the file:");
+    println!("  description and layout            {:>9}", shared_bytes);
     println!(
-        "shared by the vehicles of the file: the compiled modes, {} bytes as the first vehicle builds them",
-        library_and_first - sim_bytes
+        "  the compiled modes                {:>9}  (as the first {FIRST} vehicles build them)",
+        library_and_first - FIRST * sim_bytes
     );
     let mut driver = Driver::new(&spec, DriverParams::default());
     let dt = 1e-3;
@@ -113,7 +119,7 @@ fn main() {
     }
     let end = in_use() - b5;
     println!("  at the end: {} bytes per vehicle (built {built} + grown {end})", built + end);
-    drop((sim, control, first, first_net, first_layout));
+    drop((sim, control, first, first_net, first_layout, shared_spec, layout));
 
     // The same vehicles in the Bevy plugin: a world of `N` of them, built by one fixed step.
     const N: usize = 20;
@@ -121,14 +127,20 @@ fn main() {
     let mut app = bevy_app::App::new();
     app.add_plugins(bevy_driveline::DrivelinePlugins::default());
     let e1 = in_use();
-    for _ in 0..N {
-        bevy_driveline::vehicle::spawn_vehicle(app.world_mut(), spec.clone(), Road::Body).expect("spawns");
-    }
-    app.world_mut().resource_mut::<bevy_time::Time>().advance_by(std::time::Duration::from_millis(1));
-    app.world_mut().run_schedule(bevy_app::FixedUpdate);
+    // The first N build the shared library and its room; the next N are what a fleet adds.
+    let spawn = |app: &mut bevy_app::App| {
+        for _ in 0..N {
+            bevy_driveline::vehicle::spawn_vehicle(app.world_mut(), spec.clone(), Road::Body).expect("spawns");
+        }
+        app.world_mut().resource_mut::<bevy_time::Time>().advance_by(std::time::Duration::from_millis(1));
+        app.world_mut().run_schedule(bevy_app::FixedUpdate);
+    };
+    spawn(&mut app);
     let e2 = in_use();
-    let per = (e2 - e1) / N;
-    println!("in the Bevy plugin ({N} vehicles, built, one step): {per} bytes per vehicle");
+    spawn(&mut app);
+    let e3 = in_use();
+    let per = (e3 - e2) / N;
+    println!("in the Bevy plugin ({N} vehicles more than {N}, built, one step): {per} bytes per vehicle");
     println!("  of which the entities, components and caches of the plugin: {}", per as i64 - built as i64);
     println!("  (the plugin's own resources and schedules: {} bytes once)", e1 - e0);
     println!("process peak: {} bytes", PEAK.load(Relaxed));
