@@ -28,14 +28,15 @@ use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
 /// What a vehicle is: its description and what its tyres push against. The plugin builds the
-/// controllers from it; editing it has no effect on a running vehicle (edit the parts).
+/// controllers from it; editing it has no effect on a running vehicle (edit the parts). The
+/// vehicles of an equal description hold one copy of it ([`build::shared`]).
 #[derive(Component, Reflect, Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[reflect(opaque)]
 #[reflect(Component, Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[require(VehicleController, VehicleInput, VehicleTelemetry, VehicleParts, Overrides)]
 pub struct VehicleDefinition {
     /// The validated description (an automatic's gearbox inline).
-    pub spec: VehicleSpec,
+    pub spec: Arc<VehicleSpec>,
     /// The vehicle's own body, or a game's chassis.
     pub road: Road,
 }
@@ -288,7 +289,7 @@ pub(crate) fn spawn_vehicle_on(
     }
     world.entity_mut(root).insert((
         Driveline { parameters: IntegrationParameters::vehicle() },
-        VehicleDefinition { spec, road },
+        VehicleDefinition { spec: shared.clone(), road },
         VehicleController { shared: Some((shared, road, layout)), ..Default::default() },
         TransmissionController,
         parts,
@@ -415,7 +416,9 @@ fn ensure_controllers(
     if vc.control.is_none() || vc.generation != cache.generation {
         // (The definition may have been edited since: a structural rebuild.)
         let (spec, layout) = match &vc.shared {
-            Some((spec, road, layout)) if *road == def.road && **spec == def.spec => (spec.clone(), layout.clone()),
+            Some((spec, road, layout)) if *road == def.road && (Arc::ptr_eq(spec, &def.spec) || *spec == def.spec) => {
+                (spec.clone(), layout.clone())
+            }
             _ => {
                 let (spec, layout) = build::shared(&def.spec, def.road);
                 vc.shared = Some((spec.clone(), def.road, layout.clone()));
