@@ -314,7 +314,7 @@ element_components! {
     /// A constant torque whose sign follows the speed (MSL `SignTorque`).
     SignTorque from SignTorque [Default] {
         /// Torque magnitude, N m (negative: a load).
-        tau_constant: f64,
+        tau_nominal: f64,
         /// Speed at which the regularised sign reaches +-1, rad/s (> 0).
         w0: f64,
         /// Shape of the regularisation.

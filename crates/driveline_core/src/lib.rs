@@ -61,7 +61,7 @@
 //! | `QuadraticSpeedDependentTorque/Force` | `tau = tau_nom (w/w_nom)^2` (or `sign(w)` times it) |
 //! | `LinearSpeedDependentTorque` | `tau = tau_nom |w|/w_nom` (or `w/w_nom`) |
 //! | `InverseSpeedDependentTorque` | `tau = tau_nom w_nom/|w|` (or `/w`) above `w0`; below it `tau_nom w_nom/w0` (or `tau_nom w_nom w/w0^2`) |
-//! | `SignTorque` | `tau = tau_c s(w/w0)`, `s` a regularised sign (`Exp`: `tanh(50 x)`, `Sine`, `Linear`, `CoSine`) |
+//! | `SignTorque` | `tau = tau_nominal s(w/w0)`, `s` a regularised sign (`Exp`: `tanh(50 x)`, `Sine`, `Linear`, `CoSine`) |
 //! | `Torque2` | `-tau(t)` on `flange_a`, `+tau(t)` on `flange_b` |
 //! | `AngleSensor`, `SpeedSensor` | read `phi`, `w` of their flange (CSV `NAME.phi`, `NAME.w`); no torque |
 //! | `RelAngleSensor`, `RelSpeedSensor` | read `phi_rel`, `w_rel` (CSV under those names); no torque |

@@ -207,13 +207,14 @@ pub enum ElementKind {
         use_support: bool,
     },
     /// Constant torque whose sign follows the speed (MSL `SignTorque`):
-    /// `tau = tau_constant s(w)`, `s` a regularised `sign(w)` reaching +-1 at `|w| = w0`
-    /// ([`Regularization`]); negative `tau_constant` is a Coulomb-like load. Sign rule of
+    /// `tau = tau_nominal s(w)`, `s` a regularised `sign(w)` reaching +-1 at `|w| = w0`
+    /// ([`Regularization`]); negative `tau_nominal` is a Coulomb-like load. Sign rule of
     /// [`ElementKind::Torque`].
     SignTorque {
-        /// Torque magnitude, N m.
+        /// Torque magnitude, N m (MSL 4.0's name; MSL 3.2's `tau_constant` is read too).
         /// Plausible range: -1e6 .. 1e6 N m.
-        tau_constant: f64,
+        #[serde(alias = "tau_constant")]
+        tau_nominal: f64,
         /// Regularisation speed, rad/s (> 0). Default 1.
         /// Plausible range: 1e-6 .. 1e4 rad/s.
         #[serde(default = "one")]

@@ -755,7 +755,7 @@ pub fn random_scenario(rng: &mut Rng) -> String {
             7 => (
                 format!("drag{s}"),
                 format!(
-                    "SignTorque(tau_constant: {}, w0: {}, reg: {})",
+                    "SignTorque(tau_nominal: {}, w0: {}, reg: {})",
                     param(rng, -2.0),
                     param(rng, 1.0),
                     ["Exp", "Sine", "Linear", "CoSine"][rng.below(4)]

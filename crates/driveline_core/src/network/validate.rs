@@ -71,8 +71,8 @@ pub fn validate_element(name: &str, kind: &ElementKind) -> Result<(), BuildError
             check(name, "w_nominal", *w_nominal, *w_nominal > 0.0, "> 0 rad/s")?;
             check(name, "w0", *w0, *w0 > 0.0, "> 0 rad/s")
         }
-        SignTorque { tau_constant, w0, .. } => {
-            check(name, "tau_constant", *tau_constant, true, "")?;
+        SignTorque { tau_nominal, w0, .. } => {
+            check(name, "tau_nominal", *tau_nominal, true, "")?;
             check(name, "w0", *w0, *w0 > 0.0, "> 0 rad/s")
         }
         AngleSensor {}
