@@ -62,6 +62,11 @@ impl Row {
         s
     }
 
+    /// The sum of the squared coefficients.
+    pub fn norm2(&self) -> f64 {
+        self.entries.iter().map(|e| e.1 * e.1).sum()
+    }
+
     /// [`Row::dot`] of three vectors at once, each summed as `dot` sums it.
     #[inline]
     pub fn dot3(&self, x: [&[f64]; 3]) -> [f64; 3] {

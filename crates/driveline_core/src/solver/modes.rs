@@ -843,6 +843,9 @@ impl Simulation {
                 return;
             }
             let eps = self.qp_solve(base, k);
+            // The heaviest body: a lock row's Delassus entry is at least |row|^2 / jmax unless
+            // the kinematics alone fix the row's speed.
+            let jmax = self.model.net.mass.iter().fold(1e-300f64, |m, &j| m.max(j));
             // Relative accelerations and break-away.
             let bscale = (0..k).fold(1e-300f64, |s, a| s.max(self.ws.qp.rhs[a].abs()));
             let tol_a = 1e-9 * bscale + 1e-12;
@@ -857,7 +860,17 @@ impl Simulation {
                 // sampled: they differ by about 1e-7 of the limit).
                 let at_located_breakaway = self.friction.breaking & (1 << i) != 0
                     && (self.ws.qp.state[a] != 0 || x.abs() >= (1.0 - 1e-6) * self.ws.caps[i].tau_max);
-                if self.ws.qp.state[a] == 0 && !at_located_breakaway {
+                // A slip the kinematics prescribe (a friction element on a Position or Speed
+                // source's flange, MSL's TestFrictionPosition): no torque changes its
+                // acceleration, so the lock holds only while the prescribed acceleration is zero,
+                // and the element otherwise slides the way that acceleration turns its slip. (The
+                // complementarity solve cannot tell: its torque has no effect, any value solves it.)
+                let row = &self.model.net.friction[i].row;
+                let prescribed_slip = self.ws.qp.w[a * k + a] <= 1e-12 * row.norm2() / jmax;
+                if prescribed_slip && self.ws.qp.rhs[a].abs() <= tol_a {
+                    continue;
+                }
+                if self.ws.qp.state[a] == 0 && !at_located_breakaway && !prescribed_slip {
                     continue;
                 }
                 let acc: f64 = (0..k)
