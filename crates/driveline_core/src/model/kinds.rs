@@ -116,8 +116,11 @@ impl ElementKind {
                 ("flange_b", Rotational, Required),
                 ("support", Rotational, Support),
             ],
+            // An open shaft of a planetary set carries no torque (MSL allows it): the other two
+            // turn freely, the open one as the kinematics say. Two open shafts leave a massless
+            // one undetermined, which the mass check refuses.
             ElementKind::IdealPlanetary { .. } => {
-                &[("sun", Rotational, Required), ("carrier", Rotational, Required), ("ring", Rotational, Required)]
+                &[("sun", Rotational, Optional), ("carrier", Rotational, Optional), ("ring", Rotational, Optional)]
             }
             ElementKind::Gearbox { .. } => &[
                 ("flange_a", Rotational, Required),

@@ -34,6 +34,7 @@ impl Network {
         }
         asm.resolve_limited_slip(specs, &index)?;
         asm.resolve_feedback(specs, &index)?;
+        asm.condense_spring_junctions(specs, &slots);
         let mut thermal = ThermalNetwork::build(specs, &heat_connections, &mut asm.signals)?;
         if let Some(th) = &mut thermal {
             // The temperature-dependent laws read their heat port's temperature through an
@@ -371,6 +372,57 @@ impl Assembly {
         self.law_element.push(i);
     }
 
+    /// Springs in series through a flange with no inertia (MSL allows it: the junction's angle
+    /// is then algebraic). A junction that only springs touch (`Spring`, or `SpringDamper`
+    /// with `d = 0`), joining at most two other nodes, sits where their torques balance:
+    /// `sum c_k (phi_k - phi_j) + sum s_k c_k phi_rel0_k = 0` (`s_k` = +1 where the junction is
+    /// the spring's `flange_b`, -1 where it is `flange_a`), written as the holonomic row
+    /// `phi_j - sum (c_k / C) phi_k = sum s_k c_k phi_rel0_k / C`, `C = sum c_k`. Its reaction
+    /// is zero (the balance holds exactly), so it does no work and each spring's torque is its
+    /// own law's. A junction with a damper or other parts on it is left to the mass check,
+    /// which refuses it: its angle would be a state of a first-order law.
+    fn condense_spring_junctions(&mut self, specs: &[ElementSpec], slots: &FlangeSlots) {
+        let n = self.n_dof;
+        // Per node: (owner, c, other node, s c phi_rel0) of each spring on it, or `None` once
+        // anything else touches it.
+        let mut springs: Vec<Option<Vec<(usize, f64, usize, f64)>>> = vec![Some(Vec::new()); n];
+        for (i, e) in specs.iter().enumerate() {
+            let spring = match e.kind {
+                ElementKind::Spring { c, phi_rel0, .. } => Some((c, phi_rel0)),
+                ElementKind::SpringDamper { c, d, phi_rel0, .. } if d == 0.0 => Some((c, phi_rel0)),
+                _ => None,
+            };
+            let node = |k: usize| slots.node[slots.base[i] + k];
+            for k in 0..e.kind.flanges().len() {
+                let j = node(k);
+                if j >= n {
+                    continue;
+                }
+                match (spring, &mut springs[j]) {
+                    (Some((c, r)), Some(list)) if c > 0.0 && node(1 - k) != j => {
+                        list.push((i, c, node(1 - k), if k == 1 { c * r } else { -c * r }))
+                    }
+                    _ => springs[j] = None,
+                }
+            }
+        }
+        for (j, list) in springs.into_iter().enumerate() {
+            let Some(list) = list.filter(|l| !l.is_empty() && self.mass[j] == 0.0) else { continue };
+            let mut others: Vec<usize> = list.iter().map(|s| s.2).collect();
+            others.sort_unstable();
+            others.dedup();
+            if others.len() > 2 || self.rows.iter().any(|r| r.entries.iter().any(|e| e.0 == j && e.1 != 0.0)) {
+                continue;
+            }
+            let total: f64 = list.iter().map(|s| s.1).sum();
+            let mut items = vec![(j, 1.0)];
+            items.extend(list.iter().map(|s| (s.2, -s.1 / total)));
+            let offset = list.iter().map(|s| s.3).sum::<f64>() / total;
+            let rhs = (offset != 0.0).then(|| Prescribed::Offset(self.signal(&Signal::Constant(offset))));
+            self.push_row(list[0].0, Row::new(&items), rhs);
+        }
+    }
+
     /// Adds element `i`'s permanent row, prescribed by `rhs` or kept at zero.
     fn push_row(&mut self, i: usize, row: Row, rhs: Option<Prescribed>) {
         self.rows.push(row);
@@ -626,9 +678,9 @@ impl Assembly {
                 };
                 self.push_law(i, Law::SpeedTorque { flange: nd[0], support: nd[1], curve }, info);
             }
-            ElementKind::SignTorque { tau_constant, w0, reg, .. } => {
+            ElementKind::SignTorque { tau_nominal, w0, reg, .. } => {
                 info.source = true;
-                let curve = SpeedCurve::Sign { tau: *tau_constant, w0: *w0, reg: *reg };
+                let curve = SpeedCurve::Sign { tau: *tau_nominal, w0: *w0, reg: *reg };
                 self.push_law(i, Law::SpeedTorque { flange: nd[0], support: nd[1], curve }, info);
             }
             ElementKind::EddyCurrentTorque { tau_nominal, w_nominal, TRef, alpha20, T, .. } => {
