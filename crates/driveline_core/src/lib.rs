@@ -74,16 +74,16 @@
 //! | `IdealGear` | `phi_a - phi_s = i (phi_b - phi_s)`, `0 = i tau_a + tau_b` |
 //! | `LossyGear` | ideal kinematics, `0 = tau_b + i (tau_a - tauLoss)`, four-quadrant `tauLoss` |
 //! | `Gearbox` | a `LossyGear` to a massless mesh, then an `ElastoBacklash` (`c`, `d`, `b`) to `flange_b` |
-//! | `IdealPlanetary` | `(1 + r) w_c = w_s + r w_r`, `r = z_ring / z_sun` |
+//! | `IdealPlanetary` | `(1 + r) w_c = w_s + r w_r`, `r = z_ring / z_sun`; one shaft may stay open (no torque) |
 //! | `IdealRollingWheel` | `radius w_R = v_T` |
 //! | `IdealGearR2T` | `w_R = ratio v_T`, `0 = ratio tau_R + f_T` |
 //! | `Disc` | `phi_b = phi_a + deltaPhi` (a rigid joint; `tau = flange_a.tau`) |
 //! | `RelativeStates`, `InitializeFlange` | no torque; `phi_rel`, `w_rel` (and their start values); a flange's start values |
-//! | `Spring`, `Damper`, `SpringDamper` | `tau = c (phi_rel - phi_rel0) + d w_rel` |
+//! | `Spring`, `Damper`, `SpringDamper` | `tau = c (phi_rel - phi_rel0) + d w_rel`; springs (`d = 0`) meeting at a flange with no inertia: `sum tau = 0` there, `phi_j = sum c_k phi_k / C` + offsets |
 //! | `ElastoBacklash` | spring-damper beyond the half gap `b/2`; pushes only; damping capped |
 //! | `ElastoBacklash2` | as `ElastoBacklash`, damping not capped (the torque jumps at contact) |
 //! | `Clutch`, `Brake` | stuck: any `|tau| <= peak mu(0) cgeo fn`; sliding `tau = cgeo fn mu(|w|)` against the slip |
-//! | `BearingFriction` | as `Brake` with `tau_pos(|w|)`, never free |
+//! | `BearingFriction` | as `Brake` with `tau_pos(|w|)`, never free; on a prescribed motion it slides with it (stuck only while the motion's acceleration is zero, as for any friction element whose slip the kinematics fix) |
 //! | `OneWayClutch` | holds `w_rel >= 0`; releases above `max(peak, 1+1e-4) tau0` |
 //! | `KinematicClutch` | engaging: `w_rel` falls linearly to 0 in `shift_time`; releasing: torque ramps to 0 |
 //! | `ElasticClutch` | shear spring `S`, damper `D` in series with the limiter `T_s(t)` |
