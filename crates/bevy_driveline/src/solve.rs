@@ -65,9 +65,10 @@ pub(crate) fn flush_failures(
 
 /// Writes body and coupling states and clutch engagements back to the part entities (in
 /// place, no commands; a value that did not change is not written, so change detection sees
-/// only what moved). Below [`PARALLEL_WRITE_BACK`] drivelines, driveline by driveline and in
-/// element order on the calling thread (each driveline's simulation is read while it is in
-/// the cache); from there on, over the part tables in parallel.
+/// only what moved). One driveline: over the part tables on the calling thread. Below
+/// [`PARALLEL_WRITE_BACK`] drivelines, driveline by driveline and in element order on the
+/// calling thread (each driveline's simulation is read while it is in the cache); from there
+/// on, over the part tables in parallel.
 /// Parts marked [`SkipWriteBack`] are not visited. Heat-port readings are written too.
 pub(crate) fn write_back(
     ticks: bevy_ecs::system::SystemChangeTick,
@@ -93,10 +94,16 @@ pub(crate) fn write_back(
         states.par_iter_mut().for_each_init(|| None, |memo, item| write_part(roots, memo, item));
         return;
     }
-    order.refresh(&listed);
     // On the calling thread: Bevy's parallel iteration over a list of entities costs far more
     // than it saves here (measured: tens of microseconds per vehicle-step).
     let mut memo = None;
+    if roots.iter().len() == 1 {
+        // One driveline: its parts in table order read one simulation anyway, and a dense
+        // iteration spares the look-up of each entity.
+        states.iter_mut().for_each(|item| write_part(roots, &mut memo, item));
+        return;
+    }
+    order.refresh(&listed);
     states.iter_many_unique_mut(order.parts.iter()).for_each(|item| write_part(roots, &mut memo, item));
 }
 
