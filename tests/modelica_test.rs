@@ -139,6 +139,11 @@ fn root(f: impl Fn(f64) -> f64, mut a: f64, mut b: f64) -> f64 {
     a
 }
 
+/// A motion in three phases: `f[0]` up to `at[0]`, `f[1]` up to `at[1]`, `f[2]` after.
+fn phases(t: f64, at: [f64; 2], f: [&dyn Fn(f64) -> f64; 3]) -> f64 {
+    f[usize::from(t > at[0]) + usize::from(t > at[1])](t)
+}
+
 /// TestBraking's five speed-dependent brakes have closed-form speeds (J = 1 kg m^2, w(0) = 100
 /// rad/s, tau_nominal = -100 N m, w_nominal = 100 rad/s):
 /// - linear, `w' = -w`: `w = 100 e^-t`;
@@ -214,49 +219,18 @@ fn test_friction_follows_the_closed_form_stick_slip() {
     let tb = 0.1f64.asin() / (2.0 * PI);
     let slide1 = |t: f64| k * ((2.0 * PI * tb).cos() - (2.0 * PI * t).cos()) - (t - tb);
     let tz = root(slide1, 0.3, 0.999);
-    let bearing = |t: f64| {
-        if t <= tb {
-            0.0
-        } else if t <= tz {
-            slide1(t)
-        } else {
-            k * ((2.0 * PI * tz).cos() - (2.0 * PI * t).cos()) + (t - tz)
-        }
-    };
+    let slide2 = |t: f64| k * ((2.0 * PI * tz).cos() - (2.0 * PI * t).cos()) + (t - tz);
+    let bearing = |t: f64| phases(t, [tb, tz], [&|_| 0.0, &slide1, &slide2]);
     let free = |t: f64| k * (1.0 - (2.0 * PI * t).cos());
     // From 0.5 s on: the driven inertia with -50 N m of friction, and the clutch's other side.
     let braked = |t: f64| 10.0 / PI - k * (1.0 + (2.0 * PI * t).cos()) - 50.0 * (t - 0.5);
     let ts = root(braked, 0.5, 0.7);
     let tl = root(|t| braked(t) - 50.0 * (t - 0.5), 0.5, 0.7);
     let wl = braked(tl);
-    let brake = |t: f64| {
-        if t <= 0.5 {
-            free(t)
-        } else if t <= ts {
-            braked(t)
-        } else {
-            0.0
-        }
-    };
     let together = |t: f64| wl + 0.5 * k * ((2.0 * PI * tl).cos() - (2.0 * PI * t).cos());
-    let clutch_in = |t: f64| {
-        if t <= 0.5 {
-            free(t)
-        } else if t <= tl {
-            braked(t)
-        } else {
-            together(t)
-        }
-    };
-    let clutch_out = |t: f64| {
-        if t <= 0.5 {
-            0.0
-        } else if t <= tl {
-            50.0 * (t - 0.5)
-        } else {
-            together(t)
-        }
-    };
+    let brake = |t: f64| phases(t, [0.5, ts], [&free, &braked, &|_| 0.0]);
+    let clutch_in = |t: f64| phases(t, [0.5, tl], [&free, &braked, &together]);
+    let clutch_out = |t: f64| phases(t, [0.5, tl], [&|_| 0.0, &|t| 50.0 * (t - 0.5), &together]);
     let exact = |t: f64| [bearing(t), brake(t), clutch_in(t), clutch_out(t)];
     let names = ["inertia", "inertia1", "inertia2", "inertia3", "inertia4", "inertia5"];
     // Every stick and slip instant is located as an event, so the motion is smooth between them

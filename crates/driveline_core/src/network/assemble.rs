@@ -389,7 +389,7 @@ impl Assembly {
         for (i, e) in specs.iter().enumerate() {
             let spring = match e.kind {
                 ElementKind::Spring { c, phi_rel0, .. } => Some((c, phi_rel0)),
-                ElementKind::SpringDamper { c, d, phi_rel0, .. } if d == 0.0 => Some((c, phi_rel0)),
+                ElementKind::SpringDamper { c, d: 0.0, phi_rel0, .. } => Some((c, phi_rel0)),
                 _ => None,
             };
             let node = |k: usize| slots.node[slots.base[i] + k];
