@@ -830,6 +830,9 @@ impl Simulation {
         let nf = self.model.net.friction.len();
         self.ws.qp.extra.fill(0.0);
         self.qp_rhs(prescribed, false);
+        // The heaviest body: a lock row's Delassus entry is at least |row|^2 / jmax unless the
+        // kinematics alone fix the row's speed.
+        let jmax = self.model.net.mass.iter().fold(1e-300f64, |m, &j| m.max(j));
         for _round in 0..=nf {
             // Gather the candidate subproblem.
             let mut k = 0;
@@ -843,9 +846,6 @@ impl Simulation {
                 return;
             }
             let eps = self.qp_solve(base, k);
-            // The heaviest body: a lock row's Delassus entry is at least |row|^2 / jmax unless
-            // the kinematics alone fix the row's speed.
-            let jmax = self.model.net.mass.iter().fold(1e-300f64, |m, &j| m.max(j));
             // Relative accelerations and break-away.
             let bscale = (0..k).fold(1e-300f64, |s, a| s.max(self.ws.qp.rhs[a].abs()));
             let tol_a = 1e-9 * bscale + 1e-12;
