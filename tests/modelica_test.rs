@@ -8,27 +8,42 @@
 use driveline::core::{CsvRecorder, Scenario, Simulation};
 use std::path::Path;
 
-/// Every column after every step of `dt` to `t_end`, and the `(element, from, to)` mode events.
-fn run(path: &Path, dt: f64) -> (Vec<String>, Vec<(f64, Vec<f64>)>, Vec<(usize, i32, i32)>) {
+/// Loads `path` and calls `each` after every step of `dt` to the scenario's `t_end`.
+fn step_through(path: &Path, dt: f64, mut each: impl FnMut(&Simulation)) {
     let (sc, net) = Scenario::load_network(path).unwrap_or_else(|e| panic!("{e}"));
     let mut sim = Simulation::new(net);
-    let csv = CsvRecorder::new(&sim);
-    let (mut rows, mut events, mut buf) = (Vec::new(), Vec::new(), Vec::new());
-    let n = (sc.t_end / dt).round() as usize;
-    for k in 1..=n {
+    for k in 1..=(sc.t_end / dt).round() as usize {
         sim.step(k as f64 * dt - sim.time()).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        csv.values(&sim, &mut buf);
+        each(&sim);
+    }
+}
+
+/// A model file of `assets/scenarios/modelica_test/`.
+fn model(file: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/scenarios/modelica_test").join(file)
+}
+
+/// The index of the element called `name`.
+fn id(sim: &Simulation, name: &str) -> usize {
+    sim.network().elements.iter().position(|e| e.name == name).unwrap()
+}
+
+/// Every column after every step of `dt` to `t_end`, and the `(element, from, to)` mode events.
+fn run(path: &Path, dt: f64) -> (Vec<String>, Vec<(f64, Vec<f64>)>, Vec<(usize, i32, i32)>) {
+    let (mut csv, mut rows, mut events, mut buf) = (None, Vec::new(), Vec::new(), Vec::new());
+    step_through(path, dt, |sim| {
+        let csv = csv.get_or_insert_with(|| CsvRecorder::new(sim));
+        csv.values(sim, &mut buf);
         rows.push((sim.time(), buf.clone()));
         events.extend(sim.events().iter().map(|e| (e.element, e.from.code(), e.to.code())));
-    }
-    (csv.names().to_vec(), rows, events)
+    });
+    (csv.map(|c| c.names().to_vec()).unwrap_or_default(), rows, events)
 }
 
 #[test]
 fn every_modelica_test_model_meets_the_regression_tube_against_its_converged_solution() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/scenarios/modelica_test");
     let mut models = 0;
-    for path in scenario_files(&dir) {
+    for path in scenario_files(&model("")) {
         let (names, fine, fine_events) = run(&path, 1e-4);
         let (_, ms, ms_events) = run(&path, 1e-3);
         let (_, coarse, _) = run(&path, 1.0 / 60.0);
@@ -77,11 +92,7 @@ fn scenario_files(dir: &Path) -> Vec<std::path::PathBuf> {
 fn an_element_moves_alike_with_its_support_inside_and_on_a_fixed() {
     // TestBearingConversion: each pair is the same element, support inside (useSupport = false)
     // and support connected to a Fixed. Equal to rounding (the networks number them apart).
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/scenarios/modelica_test/TestBearingConversion.ron");
-    let (sc, net) = Scenario::load_network(&path).unwrap_or_else(|e| panic!("{e}"));
-    let mut sim = Simulation::new(net);
-    let id = |n: &str| sim.network().elements.iter().position(|e| e.name == n).unwrap();
-    let pairs: Vec<(usize, usize)> = [
+    let pairs = [
         ("inertia", "inertia1"),
         ("inertia2", "inertia3"),
         ("inertia4", "inertia6"),
@@ -91,38 +102,28 @@ fn an_element_moves_alike_with_its_support_inside_and_on_a_fixed() {
         ("inertia16", "inertia17"),
         ("inertia18", "inertia19"),
         ("inertia20", "inertia21"),
-    ]
-    .iter()
-    .map(|(a, b)| (id(a), id(b)))
-    .collect();
+    ];
     let mut moved = 0;
-    for k in 1..=(sc.t_end / 1e-3).round() as usize {
-        sim.step(k as f64 * 1e-3 - sim.time()).unwrap();
-        for &(a, b) in &pairs {
-            let (p, q) = (sim.body_state(a).unwrap(), sim.body_state(b).unwrap());
+    step_through(&model("TestBearingConversion.ron"), 1e-3, |sim| {
+        for (a, b) in pairs {
+            let (p, q) = (sim.body_state(id(sim, a)).unwrap(), sim.body_state(id(sim, b)).unwrap());
             assert!((p.0 - q.0).abs() <= 1e-12 && (p.1 - q.1).abs() <= 1e-12, "t {}: {p:?} against {q:?}", sim.time());
             moved += usize::from(p.1 != 0.0);
         }
-    }
+    });
     assert!(moved > 0, "nothing moved");
 }
 
-/// Steps `path` at `dt` to its end and calls `check(t, speed of each named inertia)` after
-/// every step.
-fn follow(path: &str, dt: f64, names: &[&str], mut check: impl FnMut(f64, &[f64])) {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/scenarios/modelica_test").join(path);
-    let (sc, net) = Scenario::load_network(&path).unwrap_or_else(|e| panic!("{e}"));
-    let mut sim = Simulation::new(net);
-    let ids: Vec<usize> =
-        names.iter().map(|n| sim.network().elements.iter().position(|e| e.name == *n).unwrap()).collect();
-    let mut w = vec![0.0; ids.len()];
-    for k in 1..=(sc.t_end / dt).round() as usize {
-        sim.step(k as f64 * dt - sim.time()).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        for (w, &id) in w.iter_mut().zip(&ids) {
-            *w = sim.body_state(id).unwrap().1;
+/// Steps the model `file` at `dt` to its end and calls `check(t, speed of each named
+/// inertia)` after every step.
+fn follow(file: &str, dt: f64, names: &[&str], mut check: impl FnMut(f64, &[f64])) {
+    let mut w = vec![0.0; names.len()];
+    step_through(&model(file), dt, |sim| {
+        for (w, name) in w.iter_mut().zip(names) {
+            *w = sim.body_state(id(sim, name)).unwrap().1;
         }
         check(sim.time(), &w);
-    }
+    });
 }
 
 /// The root of `f` in `[a, b]` (a sign change), by bisection to rounding.
@@ -260,18 +261,14 @@ fn test_friction_follows_the_closed_form_stick_slip() {
 #[test]
 fn test_friction_position_slides_with_the_prescribed_motion() {
     use std::f64::consts::PI;
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/scenarios/modelica_test/TestFrictionPosition.ron");
     // The source's angle is its speed integrated by Gauss collocation of order 4: rounding at
     // 1 ms, (2 pi h)^4 / 4320 of the 0.1 rad amplitude at 1/60 s. Zero slips are located on
     // the step's dense output: to 1e-8 s at 1 ms, to the 1e-4 s at 1/60 s.
     for (dt, angle_tol, time_tol) in [(1e-3, 1e-12, 1e-8), (1.0 / 60.0, 1e-8, 1e-4)] {
-        let (sc, net) = Scenario::load_network(&path).unwrap_or_else(|e| panic!("{e}"));
-        let mut sim = Simulation::new(net);
-        let id = |n: &str| sim.network().elements.iter().position(|e| e.name == n).unwrap();
-        let (friction, position, friction2) = (id("bearingFriction"), id("position"), id("bearingFriction2"));
-        let (mut events, mut worst) = (Vec::new(), 0.0f64);
-        for k in 1..=(sc.t_end / dt).round() as usize {
-            sim.step(k as f64 * dt - sim.time()).unwrap();
+        let (mut ids, mut events, mut worst) = (None, Vec::new(), 0.0f64);
+        step_through(&model("TestFrictionPosition.ron"), dt, |sim| {
+            let &mut (friction, position, _) = ids
+                .get_or_insert_with(|| (id(sim, "bearingFriction"), id(sim, "position"), id(sim, "bearingFriction2")));
             let t = sim.time();
             let (phi, w) = sim.element_relative(position).unwrap();
             worst = worst.max((phi - (0.5 + 0.1 * (2.0 * PI * t + PI / 4.0).sin())).abs());
@@ -280,7 +277,8 @@ fn test_friction_position_slides_with_the_prescribed_motion() {
             for e in sim.events() {
                 events.push((e.element, e.from.code(), e.to.code(), e.time));
             }
-        }
+        });
+        let (friction, _, friction2) = ids.unwrap();
         assert!(worst <= angle_tol, "dt {dt}: the source's angle is {worst} rad off");
         let expected =
             [(friction, 1, -1, 0.125), (friction2, -1, 1, 0.375), (friction, -1, 1, 0.625), (friction2, 1, -1, 0.875)];
