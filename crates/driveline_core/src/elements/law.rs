@@ -5,6 +5,8 @@ use super::*;
 
 /// Force-producing element laws (elements that only add inertia or constraints have none).
 #[derive(Debug, Clone, PartialEq)]
+// A plain tag (no niche in a map's vector): the force loop dispatches on one byte.
+#[repr(u8)]
 pub enum Law {
     /// Torque (or force) source from a signal: `+tau` on `flange`, `-tau` on `support`.
     Source {

@@ -415,11 +415,11 @@ impl Simulation {
         self.stats.newton_iterations += 1;
         self.iterate_stage_states(h, at_start);
         self.reduced_stage_forces(slot, prescribed);
-        let m = self.slots[slot].m;
         let s = &self.slots[slot];
+        let c = &*s.mode;
         let Work { newton_inv, res, q, q0, stage_g: gq, .. } = &mut self.ws;
         let inv = if scratch { &newton_inv[..] } else { &self.newton.sets[s.newton].newton_inv[..] };
-        Correction { residual, h, mr: &s.mr, gq, q0, inv }.apply(m, q, res)
+        Correction { residual, h, mr: &c.mr, gq, q0, inv }.apply(c.m, q, res)
     }
 
     /// Newton with a Jacobian at every iterate and damped corrections, from the stages in

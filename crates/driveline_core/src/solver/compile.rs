@@ -364,13 +364,20 @@ impl NewtonFactors {
     }
 
     /// Grows the buffers to hold a mode with `m` free coordinates.
+    #[inline]
     fn reserve(&mut self, m: usize) {
         if self.dr.len() < m * m {
-            self.dr.resize(m * m, 0.0);
-            self.kr.resize(m * m, 0.0);
-            self.newton_inv.resize(4 * m * m, 0.0);
-            self.newton_piv.resize(2 * m, 0);
+            self.grow(m);
         }
+    }
+
+    /// [`NewtonFactors::reserve`]'s growth.
+    #[cold]
+    fn grow(&mut self, m: usize) {
+        self.dr.resize(m * m, 0.0);
+        self.kr.resize(m * m, 0.0);
+        self.newton_inv.resize(4 * m * m, 0.0);
+        self.newton_piv.resize(2 * m, 0);
     }
 }
 
@@ -419,24 +426,38 @@ impl Simulation {
     /// The set of Newton factors of slot `slot` (sized for its mode): its own, or the least
     /// recently used one taken back from another slot (never the current mode's, unless
     /// `slot` is the current mode), whose Jacobian and factors are then gone.
+    #[inline]
     pub(super) fn newton_of(&mut self, slot: usize) -> usize {
+        let (b, m) = (self.slots[slot].newton, self.slots[slot].m);
+        if b == NO_FACTORS {
+            return self.lend_newton(slot);
+        }
         let pool = &mut self.newton;
         pool.clock += 1;
-        let mut b = self.slots[slot].newton;
-        if b == NO_FACTORS {
-            let keep = if slot == self.cur { NO_FACTORS } else { self.slots[self.cur].newton };
-            b = (0..pool.sets.len()).filter(|&b| b != keep).min_by_key(|&b| pool.sets[b].used).unwrap_or(0);
-            let owner = pool.sets[b].owner;
-            if owner != NO_FACTORS {
-                let o = &mut self.slots[owner];
-                o.newton = NO_FACTORS;
-                o.newton_h = f64::NAN;
-                o.jac_epoch = u64::MAX;
-                o.jac_stale = true;
-            }
-            pool.sets[b].owner = slot;
-            self.slots[slot].newton = b;
+        let set = &mut pool.sets[b];
+        set.used = pool.clock;
+        set.reserve(m);
+        b
+    }
+
+    /// [`Simulation::newton_of`] for a slot without a set: lends it the least recently used one.
+    #[cold]
+    #[inline(never)]
+    fn lend_newton(&mut self, slot: usize) -> usize {
+        let pool = &mut self.newton;
+        pool.clock += 1;
+        let keep = if slot == self.cur { NO_FACTORS } else { self.slots[self.cur].newton };
+        let b = (0..pool.sets.len()).filter(|&b| b != keep).min_by_key(|&b| pool.sets[b].used).unwrap_or(0);
+        let owner = pool.sets[b].owner;
+        if owner != NO_FACTORS {
+            let o = &mut self.slots[owner];
+            o.newton = NO_FACTORS;
+            o.newton_h = f64::NAN;
+            o.jac_epoch = u64::MAX;
+            o.jac_stale = true;
         }
+        pool.sets[b].owner = slot;
+        self.slots[slot].newton = b;
         let set = &mut pool.sets[b];
         set.used = pool.clock;
         set.reserve(self.slots[slot].m);

@@ -343,7 +343,7 @@ impl Simulation {
         }
         self.stage_forces();
         let n = self.model.net.n_dof;
-        let s = &self.slots[self.cur];
+        let s = &*self.slots[self.cur].mode;
         for i in 0..2 {
             let Work { f_st, acc, xnz, lam_st, presc_acc: ud, .. } = &mut self.ws;
             if s.stage_rows_all {
@@ -411,7 +411,7 @@ impl Simulation {
                 Some(fric_power_end),
             );
         }
-        Self::constraint_torques(&self.model.net, &self.slots[self.cur], f_end, &ud[2], acc, xnz, lam_end, n);
+        Self::constraint_torques(&self.model.net, &self.slots[self.cur].mode, f_end, &ud[2], acc, xnz, lam_end, n);
         self.ws.cached.insert(Cached::END);
     }
 
@@ -436,7 +436,7 @@ impl Simulation {
             let s = &self.slots[self.cur];
             Self::torque_dependent_correct(&self.model.net, s, &self.modes, dependent, w_e, f, ls_a, dep_tau, None);
         }
-        Self::constraint_torques(&self.model.net, &self.slots[self.cur], f, &ud[3], acc, xnz, lam, n);
+        Self::constraint_torques(&self.model.net, &self.slots[self.cur].mode, f, &ud[3], acc, xnz, lam, n);
     }
 
     /// Prescribed parts of speed and acceleration at `t` into `wp[idx]`, `ud[idx]`.
@@ -469,7 +469,7 @@ impl Simulation {
     /// of the acceleration (zero without prescribed rows), for every active row.
     pub(super) fn constraint_torques(
         net: &Network,
-        s: &ModeSlot,
+        s: &CompiledMode,
         f: &[f64],
         ud: &[f64],
         acc: &mut [f64],

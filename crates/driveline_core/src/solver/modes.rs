@@ -644,7 +644,7 @@ impl Simulation {
             for a in 0..k {
                 self.model.net.friction[qp_idx[a]].row.add_scaled(ls_a, qp_x[a]);
             }
-            Self::constraint_torques(&self.model.net, &self.slots[base], ls_a, &ud[3], acc, xnz, lam, n);
+            Self::constraint_torques(&self.model.net, &self.slots[base].mode, ls_a, &ud[3], acc, xnz, lam, n);
             let mut change: f64 = 0.0;
             let mut scale: f64 = 1e-300;
             for a in 0..k {

@@ -60,11 +60,7 @@ impl Simulation {
             self.after_piece(dt);
             return Ok(());
         }
-        let r = self.general_step(t_end, dt);
-        if r.is_ok() {
-            self.after_piece(dt)
-        }
-        r
+        self.general_step(t_end, dt)
     }
 
     /// What follows a committed step piece of `dt`: the thermal step, and the integrals carried
@@ -84,7 +80,8 @@ impl Simulation {
 
     /// A step from `t` to `t_end` (of length `dt`) that the time-only kernel does not take in
     /// one sub-step: sub-steps between time and state events, each integrated, screened for
-    /// events and committed, modes selected at each event.
+    /// events and committed, modes selected at each event; then what follows a committed piece
+    /// ([`Simulation::after_piece`]).
     #[inline(never)]
     pub(super) fn general_step(&mut self, t_end: f64, dt: f64) -> Result<(), StepError> {
         // The state at the step start, restored if the step produces a non-finite value.
@@ -282,6 +279,7 @@ impl Simulation {
             });
         }
         self.finish_step(clean_end);
+        self.after_piece(dt);
         Ok(())
     }
 
