@@ -5,6 +5,7 @@
 
 mod common;
 use bevy_app::FixedUpdate;
+use bevy_ecs::message::Messages;
 use bevy_ecs::name::Name;
 use bevy_ecs::prelude::*;
 use common::*;
@@ -158,4 +159,108 @@ fn the_controllers_are_systems_a_user_can_order_against() {
     spawn_vehicle(app.world_mut(), vehicle_spec("nissan_350z.ron"), Road::Body).unwrap();
     fixed_step(&mut app, FRAME);
     assert_eq!(app.world().resource::<Order>().0, ["before", "after", "actuation"]);
+}
+
+/// The 350Z pulled away in 1st: the pedal released over 2 s from 0.5 s at 30 % throttle, then
+/// held up; `ticks` at 60 Hz.
+fn pulled_away(app: &mut bevy_app::App, root: Entity, from: usize, ticks: usize) {
+    for k in from..from + ticks {
+        let t = k as f64 / 60.0;
+        let input = DriverInput {
+            gear: 1,
+            throttle: if t >= 0.5 { 0.3 } else { 0.0 },
+            clutch: if t < 0.5 { 1.0 } else { (1.0 - (t - 0.5) / 2.0).max(0.0) },
+            ..Default::default()
+        };
+        app.world_mut().get_mut::<VehicleInput>(root).unwrap().0 = input;
+        fixed_step(app, FRAME);
+    }
+}
+
+#[test]
+fn without_its_clutch_actuator_a_manual_clutch_keeps_the_engagement_you_write() {
+    let mut app = create_app();
+    let root = spawn_vehicle(app.world_mut(), vehicle_spec("nissan_350z.ron"), Road::Body).unwrap();
+    let clutch = app.world().get::<VehicleParts>(root).unwrap().clutch.expect("a manual");
+    assert!(app.world().get::<ClutchActuator>(clutch).is_some(), "spawned with its actuator");
+    pulled_away(&mut app, root, 0, 240);
+    let t = app.world().get::<VehicleTelemetry>(root).unwrap().0;
+    assert_eq!(t.engaged_gear, 1);
+    assert!(t.clutch_slip.abs() < 1e-6, "pulled away: the clutch is in ({} rad/s slip)", t.clutch_slip);
+    let actuated = app.world().get::<ClutchEngagement>(clutch).unwrap().0;
+    assert!(actuated > 0.99, "pedal up: {actuated}");
+    // With the actuator, a value written once holds for one step: the actuator's pedal is back
+    // in the next.
+    app.world_mut().get_mut::<ClutchEngagement>(clutch).unwrap().0 = 0.0;
+    pulled_away(&mut app, root, 240, 2);
+    assert_eq!(app.world().get::<ClutchEngagement>(clutch).unwrap().0, actuated);
+    // Without it, the clutch stays open as written while the pedal stays up: the engine,
+    // unloaded at 30 % throttle, runs away from the wheels, held by its own controller's
+    // limiter; the gear stays in (the linkages and the shift controller still run).
+    app.world_mut().entity_mut(clutch).remove::<ClutchActuator>();
+    app.world_mut().get_mut::<ClutchEngagement>(clutch).unwrap().0 = 0.0;
+    let mut rpm: Vec<f64> = Vec::new();
+    for k in 0..120 {
+        pulled_away(&mut app, root, 242 + k, 1);
+        assert_eq!(app.world().get::<ClutchEngagement>(clutch).unwrap().0, 0.0, "tick {k}");
+        rpm.push(app.world().get::<VehicleTelemetry>(root).unwrap().0.engine_rpm);
+    }
+    let t = app.world().get::<VehicleTelemetry>(root).unwrap().0;
+    assert!(t.clutch_slip.abs() > 10.0 && t.clutch_torque.abs() < 1e-9, "open: {t:?}");
+    assert_eq!(t.clutch_engagement, 0.0, "the telemetry reports the force written");
+    assert_eq!(t.engaged_gear, 1);
+    let spec = vehicle_spec("nissan_350z.ron");
+    let peak = rpm.iter().cloned().fold(0.0, f64::max);
+    assert!(peak > rpm[0] + 1000.0, "the unloaded engine revs up: {} to {peak} rpm", rpm[0]);
+    let limit = spec.engine.rev_limiter.rpm;
+    assert!(peak < limit + 300.0, "its limiter ({limit} rpm) holds it: {peak} rpm");
+    // Handed back: the actuator's pedal (up) again from the next step.
+    app.world_mut().entity_mut(clutch).insert(ClutchActuator);
+    pulled_away(&mut app, root, 362, 1);
+    assert_eq!(app.world().get::<ClutchEngagement>(clutch).unwrap().0, actuated);
+    assert!(app.world_mut().resource_mut::<Messages<DrivelineStepFailed>>().drain().next().is_none());
+}
+
+#[test]
+fn without_one_hydraulic_piston_an_automatic_element_keeps_the_engagement_you_write() {
+    // The 8HP sedan in D at 30 % throttle: element B is applied in gears 1 to 5. Its piston
+    // removed and its engagement written 0, B opens and stays open; the TCU still drives the
+    // others.
+    let mut app = create_app();
+    let root = spawn_vehicle(app.world_mut(), vehicle_spec("sedan_8hp.ron"), Road::Body).unwrap();
+    let elements = app.world().get::<VehicleParts>(root).unwrap().shift_elements.clone();
+    assert!(elements.iter().all(|&e| app.world().get::<HydraulicPiston>(e).is_some()));
+    let input =
+        DriverInput { throttle: 0.3, selector: driveline::core::automatic::Selector::Drive, ..Default::default() };
+    let drive = |app: &mut bevy_app::App, ticks: usize| {
+        for _ in 0..ticks {
+            app.world_mut().get_mut::<VehicleInput>(root).unwrap().0 = input;
+            fixed_step(app, FRAME);
+        }
+    };
+    drive(&mut app, 120);
+    let t = app.world().get::<VehicleTelemetry>(root).unwrap().0;
+    assert!((1..=5).contains(&t.engaged_gear) && t.elements[1].locked, "B applied: {:?}", t.elements[1]);
+    app.world_mut().entity_mut(elements[1]).remove::<HydraulicPiston>();
+    app.world_mut().get_mut::<ClutchEngagement>(elements[1]).unwrap().0 = 0.0;
+    for k in 0..60 {
+        drive(&mut app, 1);
+        assert_eq!(app.world().get::<ClutchEngagement>(elements[1]).unwrap().0, 0.0, "tick {k}");
+    }
+    let t = app.world().get::<VehicleTelemetry>(root).unwrap().0;
+    assert!(!t.elements[1].locked && t.elements[1].force == 0.0, "B open as written: {:?}", t.elements[1]);
+    assert!(t.elements[1].torque.abs() < 1e-9, "B carries nothing: {} N m", t.elements[1].torque);
+    // The pistons of the others still follow the TCU: the telemetry's force is what their
+    // engagement holds.
+    for k in [0, 2, 3, 4] {
+        let e = app.world().get::<ClutchEngagement>(elements[k]).unwrap().0;
+        assert_eq!(e, t.elements[k].force, "element {k}");
+    }
+    assert!(t.elements.iter().filter(|e| e.force > 0.9).count() >= 2, "the TCU still applies its gear's others");
+    // Handed back: B's piston applies it again and it locks.
+    app.world_mut().entity_mut(elements[1]).insert(HydraulicPiston);
+    drive(&mut app, 120);
+    let t = app.world().get::<VehicleTelemetry>(root).unwrap().0;
+    assert!(t.elements[1].locked && (1..=5).contains(&t.engaged_gear), "B applied again: {:?}", t.elements);
+    assert!(app.world_mut().resource_mut::<Messages<DrivelineStepFailed>>().drain().next().is_none());
 }

@@ -96,7 +96,7 @@
 //!  |                   PartOf(root)
 //!  +- "engine_torque"  Name, Engine, Connections(flange -> engine)
 //!  +- "clutch"         Name, Clutch, ClutchEngagement, CouplingState,  <- VehicleParts::clutch
-//!  |                   Connections(flange_a -> engine, flange_b -> disc)
+//!  |                   ClutchActuator, Connections(flange_a -> engine, flange_b -> disc)
 //!  +- "disc", "input_shaft", "idler1".., "output"   Name, Inertia, BodyState
 //!  +- "gear1"..        Name, IdealGear, CouplingState, Connections
 //!  +- "dog1"..         Name, DogClutch, CouplingState, Connections
@@ -111,8 +111,8 @@
 //! Every part also carries [`PartElement`] (the element as the solver accepted it) and the
 //! [`BodyState`] and [`CouplingState`] its typed component requires. An automatic has a torque
 //! converter, a lock-up clutch ([`vehicle::VehicleParts::lockup`]), planetary sets and its shift
-//! elements ([`vehicle::VehicleParts::shift_elements`], [`Clutch`] parts) instead of the clutch
-//! and the layshaft box.
+//! elements ([`vehicle::VehicleParts::shift_elements`], [`Clutch`] parts, each with its
+//! [`vehicle::HydraulicPiston`]) instead of the clutch and the layshaft box.
 //!
 //! ## Who writes what
 //! | system | set | reads | writes |
@@ -122,7 +122,7 @@
 //! | edits accepted (one per part type) | `Prepare` | the typed part components | [`PartElement`]; a refused edit set back |
 //! | written states taken | `Prepare`, and `Solve` for those written since | [`BodyState`] | the simulation's state |
 //! | networks in step with their parts | `Prepare` | [`PartElement`], `Name`, [`Connections`], [`PartOf`] | [`DrivelineCache`] (in place, or rebuilt) |
-//! | [`vehicle::control_vehicles`]: controllers built (after a build) and turned on or off; driver input checked; shift controller or TCU; engine controller (idle, limiter, stall, starter, torque reduction) | `Control` | [`vehicle::VehicleDefinition`], [`vehicle::EngineController`], [`vehicle::TransmissionController`], [`vehicle::VehicleInput`], the simulation's state | [`vehicle::VehicleController`] (gear, shift phase, effective throttle, starter) |
+//! | [`vehicle::control_vehicles`]: controllers built (after a build) and turned on or off; driver input checked; shift controller or TCU; engine controller (idle, limiter, stall, starter, torque reduction) | `Control` | [`vehicle::VehicleDefinition`], [`vehicle::EngineController`], [`vehicle::TransmissionController`], [`vehicle::ClutchActuator`], [`vehicle::HydraulicPiston`], [`vehicle::VehicleInput`], the simulation's state | [`vehicle::VehicleController`] (gear, shift phase, effective throttle, starter) |
 //! | your controllers | `Control` | states, telemetry | [`vehicle::VehicleInput`], [`DrivelineInputs`] |
 //! | `actuate_vehicles`: shift linkages, clutch actuator, hydraulic pistons, brakes, tyre loads | `Actuation` | [`vehicle::VehicleController`] | the simulation's inputs, [`ClutchEngagement`] |
 //! | your actuators | `Actuation` or after it | [`ClutchEngagement`], states | [`ClutchEngagement`], [`DrivelineInputs`] |
@@ -145,11 +145,14 @@
 //!   value wins for the step (example `launch_control`). A run-time input named in the root's
 //!   [`DrivelineInputs`] (`engine.throttle`, `lockup.force`, a dog's `engagement`...) is
 //!   written over what the controllers and actuators wrote, every step while it is there.
-//! - **Remove its component.** [`vehicle::TransmissionController`] on the root (the gear
-//!   selection, linkages and clutch actuator of a manual; an automatic's TCU with its
-//!   hydraulics, lock-up and park pawl) and [`vehicle::EngineController`] on the engine part.
-//!   Their inputs then keep what you write; the others keep working; insert the component
-//!   again to hand the job back (example `custom_shift_strategy`).
+//! - **Remove its component.** Each sits on the entity it drives:
+//!   [`vehicle::EngineController`] on the engine part; [`vehicle::ClutchActuator`] on a
+//!   manual's clutch part (pedal to normal force); [`vehicle::HydraulicPiston`] on each of an
+//!   automatic's shift elements (the TCU's pressure to normal force);
+//!   [`vehicle::TransmissionController`] on the root (the gear selection, linkages and clutch
+//!   actuator of a manual; an automatic's TCU with its pistons, lock-up and park pawl). Their
+//!   inputs then keep what you write; the others keep working; insert the component again to
+//!   hand the job back (example `custom_shift_strategy`).
 //!
 //! A shift at a step longer than 1 ms is sub-stepped at 1 ms (see
 //! `driveline_core::vehicle::VehicleControl::step`): the systems run the first sub-step's
@@ -239,9 +242,9 @@ pub mod prelude {
         Spring, SpringDamper, TorqueConverter, TorqueSource, Tyre,
     };
     pub use crate::vehicle::{
-        EngineController, TransmissionController, VehicleController, VehicleDefinition, VehicleInput, VehicleMessage,
-        VehicleParts, VehicleSnapshotError, VehicleTelemetry, control_vehicles, restore_vehicle, set_road_speed,
-        snapshot_vehicle, spawn_vehicle,
+        ClutchActuator, EngineController, HydraulicPiston, TransmissionController, VehicleController,
+        VehicleDefinition, VehicleInput, VehicleMessage, VehicleParts, VehicleSnapshotError, VehicleTelemetry,
+        control_vehicles, restore_vehicle, set_road_speed, snapshot_vehicle, spawn_vehicle,
     };
     pub use crate::{
         BodyState, Connections, CouplingState, Driveline, DrivelineBuildFailed, DrivelineCommandsExt,

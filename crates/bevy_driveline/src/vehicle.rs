@@ -134,6 +134,50 @@ pub struct EngineController;
 #[reflect(Component, Debug, Clone, PartialEq, Default)]
 pub struct TransmissionController;
 
+/// The built-in clutch actuator drives this clutch: on the driver's clutch part
+/// ([`VehicleParts::clutch`]) of a manual or sequential box. It turns the pedal (or the
+/// auto-clutch's command) into the clutch's normalised normal force through the diaphragm
+/// spring, with fade, and writes the part's [`crate::ClutchEngagement`] in `Actuation`. Remove it
+/// to drive the clutch yourself: the engagement then keeps the value you wrote last, while the
+/// gear selection, the shift linkages, the engine controller and everything else keep
+/// working. Insert it again to hand the clutch back. See
+/// `driveline_core::vehicle::Controllers::clutch_actuator`.
+#[derive(Component, Reflect, Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[reflect(Component, Debug, Clone, PartialEq, Default)]
+pub struct ClutchActuator;
+
+/// An automatic's built-in hydraulic piston drives this shift element: on each of
+/// [`VehicleParts::shift_elements`]. It turns the TCU's pressure into the element's normalised
+/// normal force (the piston's fill and stroke) and writes the part's
+/// [`crate::ClutchEngagement`] in `Actuation`. Remove it to drive that element yourself: its
+/// engagement then keeps the value you wrote last, while the TCU runs its shifts on the other
+/// elements. Insert it again to hand the element back. See
+/// `driveline_core::vehicle::Controllers::pistons`.
+#[derive(Component, Reflect, Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[reflect(Component, Debug, Clone, PartialEq, Default)]
+pub struct HydraulicPiston;
+
+/// The built-in controllers' components a vehicle's parts carry.
+type ControllerComponents<'w, 's> = Query<'w, 's, (Has<EngineController>, Has<ClutchActuator>, Has<HydraulicPiston>)>;
+
+/// Which built-in controllers run for a vehicle with `parts`: those whose components are
+/// present ([`TransmissionController`] on the root, the others on the parts they drive).
+fn controllers_of(parts: &VehicleParts, transmission: bool, q: &ControllerComponents) -> Controllers {
+    let has = |e: Entity| q.get(e).unwrap_or((false, false, false));
+    let mut pistons = u64::MAX;
+    for (k, &e) in parts.shift_elements.iter().enumerate().take(64) {
+        if !has(e).2 {
+            pistons &= !(1 << k);
+        }
+    }
+    Controllers {
+        engine: has(parts.engine).0,
+        transmission,
+        clutch_actuator: parts.clutch.is_none_or(|c| has(c).1),
+        pistons,
+    }
+}
+
 /// What users wrote over the built-in controllers and actuators for the coming step, gathered
 /// in `Solve` before the step, written in every sub-step, and cleared after it: clutch
 /// engagements (see [`crate::ClutchEngagement`]) and the root's [`crate::DrivelineInputs`].
@@ -228,7 +272,9 @@ pub(crate) fn register_types(app: &mut bevy_app::App) {
         .register_type::<VehicleInput>()
         .register_type::<VehicleTelemetry>()
         .register_type::<EngineController>()
-        .register_type::<TransmissionController>();
+        .register_type::<TransmissionController>()
+        .register_type::<ClutchActuator>()
+        .register_type::<HydraulicPiston>();
 }
 
 /// Spawns a vehicle: a [`Driveline`] root with its [`VehicleDefinition`], [`VehicleParts`],
@@ -276,6 +322,12 @@ pub(crate) fn spawn_vehicle_on(
     };
     if let Ok(mut engine) = world.get_entity_mut(parts.engine) {
         engine.insert(EngineController);
+    }
+    if let Some(clutch) = parts.clutch {
+        world.entity_mut(clutch).insert(ClutchActuator);
+    }
+    for &element in &parts.shift_elements {
+        world.entity_mut(element).insert(HydraulicPiston);
     }
     if road == Road::Chassis {
         // The game writes the contacts; until it does, each wheel carries its static share.
@@ -463,18 +515,18 @@ pub fn control_vehicles(
         &VehicleParts,
         Has<TransmissionController>,
     )>,
-    engines: Query<(), With<EngineController>>,
+    components: ControllerComponents,
     contacts: Query<Ref<crate::chassis::WheelContact>>,
     mut refused: MessageWriter<crate::DrivelineEditRefused>,
     mut refusals: Local<std::sync::Mutex<Vec<crate::DrivelineEditRefused>>>,
 ) {
     let dt = time.delta_secs_f64();
-    let engines = &engines;
+    let components = &components;
     let (contacts, sink) = (&contacts, &*refusals);
     for_each_vehicle!(roots, |(root, def, input, mut vc, mut cache, parts, transmission)| {
         let vc = &mut *vc;
         vc.stage = Stage::Idle;
-        let controllers = Controllers { engine: engines.contains(parts.engine), transmission };
+        let controllers = controllers_of(parts, transmission, components);
         ensure_controllers(def, vc, &mut cache, controllers);
         let (Some(control), Some(sim)) = (vc.control.as_mut(), cache.simulation()) else { return };
         if def.road == Road::Chassis {
@@ -577,7 +629,7 @@ pub(crate) fn step_vehicles(
         &VehicleParts,
         Has<TransmissionController>,
     )>,
-    engines: Query<(), With<EngineController>>,
+    components: ControllerComponents,
     (contacts, mut wheel_forces): (Query<Ref<crate::chassis::WheelContact>>, Query<&mut crate::chassis::WheelForces>),
     mut failed: MessageWriter<DrivelineStepFailed>,
     mut messages: MessageWriter<VehicleMessage>,
@@ -593,7 +645,7 @@ pub(crate) fn step_vehicles(
         let f = DrivelineStepFailed { driveline: root, message: e.to_string() };
         sink.lock().unwrap_or_else(|p| p.into_inner()).push(f);
     };
-    let engines = &engines;
+    let components = &components;
     let (contacts, refusal_sink) = (&contacts, &*refusals);
     let step = |(root, def, mut vc, input, mut tele, mut cache, mut overrides, parts, transmission): (
         Entity,
@@ -614,7 +666,7 @@ pub(crate) fn step_vehicles(
         vc.stage = Stage::Idle;
         // Started in `Control` (which built the controllers), or not: then the whole chain here.
         if stage.is_none() {
-            let controllers = Controllers { engine: engines.contains(parts.engine), transmission };
+            let controllers = controllers_of(parts, transmission, components);
             ensure_controllers(def, vc, &mut cache, controllers);
         }
         let (Some(control), Some(sim)) = (vc.control.as_mut(), cache.sim.as_mut()) else { return };

@@ -2,7 +2,7 @@
 //! controller reads from the last solution, and the inputs it writes.
 
 use super::EngineSpec;
-use super::{Ids, Layout, Telemetry, VehicleEventKind, find, id, set};
+use super::{Controllers, Ids, Layout, Telemetry, VehicleEventKind, find, id, set};
 use crate::automatic::{AutomaticSpec, MAX_ELEMENTS, Tcu, TcuEvent, TcuInput, TcuOutput};
 use crate::converter::ConverterMap;
 use crate::solver::{InputId, Simulation};
@@ -139,9 +139,11 @@ impl AutoControl {
     }
 
     /// Writes the element, lock-up and pawl forces; returns the lock-up command.
-    pub fn actuate(&self, sim: &mut Simulation) -> f64 {
+    pub fn actuate(&self, sim: &mut Simulation, pistons: u64) -> f64 {
         for (k, &i) in self.ids.force_in.iter().enumerate().take(MAX_ELEMENTS) {
-            set(sim, i, self.out.force[k]);
+            if pistons & 1 << k != 0 {
+                set(sim, i, self.out.force[k]);
+            }
         }
         set(sim, self.ids.lockup_in, self.out.lockup);
         set(sim, self.ids.park_in, self.out.park);
@@ -153,7 +155,7 @@ impl AutoControl {
         sim.input_value(self.ids.lockup_in)
     }
 
-    pub fn telemetry(&self, sim: &Simulation, t: &mut Telemetry) {
+    pub fn telemetry(&self, sim: &Simulation, t: &mut Telemetry, controllers: Controllers) {
         t.turbine_rpm = sim.body_state(self.ids.turbine).map_or(0.0, |s| s.1) / RPM;
         t.converter_torque = sim.element_torque(self.ids.converter);
         t.lockup_engagement = self.tcu.lockup();
@@ -169,7 +171,12 @@ impl AutoControl {
             t.elements[k] = crate::automatic::ElementTelemetry {
                 present: true,
                 pressure: self.tcu.pressure(k),
-                force: self.out.force[k],
+                // (An element without its piston: the force it was given.)
+                force: if controllers.transmission && controllers.pistons & 1 << k != 0 {
+                    self.out.force[k]
+                } else {
+                    sim.input_value(self.ids.force_in[k])
+                },
                 torque: sim.element_torque(e),
                 slip: sim.element_relative_speed(e).unwrap_or(0.0),
                 temperature: self.tcu.temperatures()[k],

@@ -194,8 +194,9 @@ impl Manual {
         Selection { throttle, reduction }
     }
 
-    /// Actuation: the shift linkages (dog engagement, synchroniser cone forces) and the clutch
-    /// clamp force from the pedal (auto-clutch, fade). Returns the clamp force written.
+    /// Actuation: the shift linkages (dog engagement, synchroniser cone forces) and, with
+    /// `clutch_actuator`, the clutch clamp force from the pedal (auto-clutch, fade). Returns the
+    /// clamp force written (without the actuator: the one the input holds).
     #[allow(clippy::too_many_arguments)]
     pub fn actuate(
         &mut self,
@@ -208,6 +209,7 @@ impl Manual {
         t: f64,
         dt: f64,
         w_engine: f64,
+        clutch_actuator: bool,
         push: &mut dyn FnMut(VehicleEventKind),
     ) -> f64 {
         let sel = Self::gear_index(layout, self.selected);
@@ -280,7 +282,10 @@ impl Manual {
                 self.released_at = t + dt;
             }
         }
-        // Clutch pedal, auto-clutch, fade.
+        // Clutch pedal, auto-clutch, fade (without the actuator: the force as written last).
+        if !clutch_actuator {
+            return sim.input_value(self.ids.clutch_force);
+        }
         let shifter = gb.shifter;
         let mut pedal = inp.clutch.clamp(0.0, 1.0);
         if shifter.auto_clutch {

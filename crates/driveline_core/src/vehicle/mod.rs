@@ -451,11 +451,35 @@ pub struct Controllers {
     /// shift is sub-stepped, the torque reduction is zero, and the telemetry's gear fields keep
     /// their last values. Default on.
     pub transmission: bool,
+    /// A manual or sequential box's clutch actuator, part of the transmission controller: the
+    /// pedal (or the auto-clutch) to the clutch's normalised normal force through the diaphragm
+    /// spring, with fade; writes `clutch.force`. Without it `clutch.force` keeps what was
+    /// written last while the gear selection and the shift linkages still run: a launch or a
+    /// shift on your own clutch. An automatic has none. Default on.
+    #[serde(default = "on")]
+    pub clutch_actuator: bool,
+    /// An automatic's hydraulic pistons, part of the transmission controller, one bit per shift
+    /// element in the gearbox file's order (bit `k`: element `k`). A set bit lets element `k`'s
+    /// piston write its `force` input (the TCU's pressure through the piston's fill and
+    /// stroke); a clear bit leaves the input at what was written last while the TCU still runs
+    /// its shifts: an element you drive yourself. A manual has none. Default every bit set.
+    #[serde(default = "all_pistons")]
+    pub pistons: u64,
+}
+
+/// [`Controllers::clutch_actuator`]'s default.
+fn on() -> bool {
+    true
+}
+
+/// [`Controllers::pistons`]'s default.
+fn all_pistons() -> u64 {
+    u64::MAX
 }
 
 impl Default for Controllers {
     fn default() -> Self {
-        Self { engine: true, transmission: true }
+        Self { engine: true, transmission: true, clutch_actuator: true, pistons: all_pistons() }
     }
 }
 
@@ -995,7 +1019,7 @@ impl VehicleControl {
                     t.sleeves[k] = s.z;
                 }
             }
-            Trans::Automatic(a) => a.telemetry(sim, t),
+            Trans::Automatic(a) => a.telemetry(sim, t, self.controllers),
         }
         for k in 0..4 {
             t.wheel_speed[k] = sim.body_state(ids.wheels[k]).map_or(0.0, |s| s.1);

@@ -289,9 +289,10 @@ impl VehicleControl {
                 let (cl, gb) =
                     (self.spec.clutch.as_ref().expect("manual"), self.spec.gearbox.as_ref().expect("manual"));
                 let idle = self.spec.engine.idle_rpm;
-                m.actuate(cl, gb, idle, &self.layout, sim, inp, t, h, w_engine, &mut push)
+                let actuator = self.controllers.clutch_actuator;
+                m.actuate(cl, gb, idle, &self.layout, sim, inp, t, h, w_engine, actuator, &mut push)
             }
-            Trans::Automatic(a) => a.actuate(sim),
+            Trans::Automatic(a) => a.actuate(sim, self.controllers.pistons),
         };
         let wh = &self.spec.wheels;
         let brake = inp.brake.clamp(0.0, 1.0);
@@ -373,7 +374,8 @@ impl VehicleControl {
                 pending.throttle = sim.input_value(id);
             }
         }
-        if !inputs.is_empty() && !self.controllers.transmission {
+        let actuated = self.controllers.transmission && self.controllers.clutch_actuator;
+        if !inputs.is_empty() && !actuated {
             // What the telemetry reports as the clutch's (or lock-up's) command: the input.
             pending.clamp = match &self.trans {
                 Trans::Manual(m) => sim.input_value(m.ids.clutch_force),
