@@ -147,6 +147,7 @@ fn root_of<'a>(
 }
 
 /// One part's state written back (see [`write_back`]).
+#[inline(always)]
 fn write_part<'a>(
     roots: &'a Query<&DrivelineCache>,
     memo: &mut Option<(Entity, &'a DrivelineCache)>,

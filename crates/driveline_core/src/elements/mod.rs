@@ -70,7 +70,13 @@ impl Row {
     /// [`Row::dot`] of three vectors at once, each summed as `dot` sums it.
     #[inline]
     pub fn dot3(&self, x: [&[f64]; 3]) -> [f64; 3] {
-        let mut s = [-0.0; 3];
+        self.dot_n(x)
+    }
+
+    /// [`Row::dot`] of `N` vectors at once, each summed as `dot` sums it.
+    #[inline]
+    pub fn dot_n<const N: usize>(&self, x: [&[f64]; N]) -> [f64; N] {
+        let mut s = [-0.0; N];
         for &(n, c) in &self.entries {
             if c == 0.0 {
                 return s.map(|s| s + 0.0);

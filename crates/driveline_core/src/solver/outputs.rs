@@ -95,7 +95,10 @@ impl Simulation {
 
     /// `(phi_rel, w_rel)` of an element with a relative coordinate.
     pub fn element_relative(&self, element: usize) -> Option<(f64, f64)> {
-        self.model.out_rel[element].map(|r| (r.dot(&self.phi), r.dot(&self.w)))
+        self.model.out_rel[element].map(|r| {
+            let [phi, w] = r.dot_n([&self.phi, &self.w]);
+            (phi, w)
+        })
     }
 
     /// The relative speed of [`Simulation::element_relative`] alone, rad/s (or m/s).
