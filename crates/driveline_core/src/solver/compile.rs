@@ -428,10 +428,11 @@ impl Simulation {
     /// `slot` is the current mode), whose Jacobian and factors are then gone.
     #[inline]
     pub(super) fn newton_of(&mut self, slot: usize) -> usize {
-        let (b, m) = (self.slots[slot].newton, self.slots[slot].m);
+        let mut b = self.slots[slot].newton;
         if b == NO_FACTORS {
-            return self.lend_newton(slot);
+            b = self.lend_newton(slot);
         }
+        let m = self.slots[slot].m;
         let pool = &mut self.newton;
         pool.clock += 1;
         let set = &mut pool.sets[b];
@@ -440,12 +441,11 @@ impl Simulation {
         b
     }
 
-    /// [`Simulation::newton_of`] for a slot without a set: lends it the least recently used one.
+    /// Lends slot `slot`, which holds no set, the least recently used one ([`Simulation::newton_of`]).
     #[cold]
     #[inline(never)]
     fn lend_newton(&mut self, slot: usize) -> usize {
         let pool = &mut self.newton;
-        pool.clock += 1;
         let keep = if slot == self.cur { NO_FACTORS } else { self.slots[self.cur].newton };
         let b = (0..pool.sets.len()).filter(|&b| b != keep).min_by_key(|&b| pool.sets[b].used).unwrap_or(0);
         let owner = pool.sets[b].owner;
@@ -458,9 +458,6 @@ impl Simulation {
         }
         pool.sets[b].owner = slot;
         self.slots[slot].newton = b;
-        let set = &mut pool.sets[b];
-        set.used = pool.clock;
-        set.reserve(self.slots[slot].m);
         b
     }
 
