@@ -74,7 +74,7 @@ impl Simulation {
         // The prescribed part of the acceleration.
         acc.ud.fill(0.0);
         for (j, &(_, src)) in s.rhs.iter().enumerate() {
-            let (_, drho) = src.rate(&net.signals, self.t);
+            let (_, drho) = src.rate(&self.model.signals, self.t);
             for k in 0..n {
                 acc.ud[k] += s.pmat[j * n + k] * drho;
             }

@@ -630,9 +630,7 @@ impl Simulation {
                 for &(ra, src) in s.rhs.iter() {
                     let work = h
                         * (0..2)
-                            .map(|i| {
-                                B[i] * src.rate(&self.model.net.signals, self.t + C[i] * h).0 * self.ws.lam_st[i][ra]
-                            })
+                            .map(|i| B[i] * src.rate(&self.model.signals, self.t + C[i] * h).0 * self.ws.lam_st[i][ra])
                             .sum::<f64>();
                     match src {
                         Rhs::Source(_) => self.energy.input += work,

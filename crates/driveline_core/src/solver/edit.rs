@@ -100,7 +100,7 @@ impl Simulation {
         if let Some(why) = self.model.net.structure_difference(&net) {
             return Err(UpdateError::Structure(why));
         }
-        for (new, old) in net.signals.iter_mut().zip(&self.model.net.signals) {
+        for (new, old) in net.signals.iter_mut().zip(&self.model.signals) {
             if new.without_input_values() == old.without_input_values() {
                 *new = old.clone();
             }

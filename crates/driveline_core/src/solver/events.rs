@@ -28,7 +28,7 @@ impl Simulation {
                 let u = match at {
                     At::Stage(j) => self.ws.sig[j][k],
                     At::End => self.ws.sig_end[k],
-                    At::Dense => self.model.net.signals[k].eval(t),
+                    At::Dense => self.model.signals[k].eval(t),
                 };
                 Self::force_g(ev, u)
             }

@@ -454,7 +454,7 @@ impl Simulation {
         wp[..n].fill(0.0);
         ud[..n].fill(0.0);
         for (j, &(_, src)) in s.rhs.iter().enumerate() {
-            let (rho, drho) = src.rate(&self.model.net.signals, t);
+            let (rho, drho) = src.rate(&self.model.signals, t);
             for k in 0..n {
                 let p = s.pmat[j * n + k];
                 if p != 0.0 {

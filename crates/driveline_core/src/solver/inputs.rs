@@ -65,12 +65,12 @@ impl Simulation {
         let Some(k) = self.inputs.policy.names.iter().position(|n| n == name) else {
             return Err(InputError::Unknown(name.to_string()));
         };
-        let last = self.model.net.signals.iter().find_map(|s| s.input_value(name, self.t)).unwrap_or(0.0);
+        let last = self.model.signals.iter().find_map(|s| s.input_value(name, self.t)).unwrap_or(0.0);
         let Some(value) = self.inputs.policy.filter(k, value, last) else {
             return Err(InputError::NotFinite { name: name.to_string(), value });
         };
         let (mut hits, now) = (0, self.t);
-        for (k, s) in self.model.net.signals.iter_mut().enumerate() {
+        for (k, s) in self.model.signals.iter_mut().enumerate() {
             // A whole signal that steps is recorded as by id (one inside another signal is not).
             let before = match s {
                 Signal::Input { name: n, .. } if n == name => Some(s.eval(now)),
@@ -94,7 +94,7 @@ impl Simulation {
     /// [`Simulation::set_input_id`] can write it without a name lookup.
     pub fn input_id(&self, name: &str) -> Option<InputId> {
         let mut found = None;
-        for (k, s) in self.model.net.signals.iter().enumerate() {
+        for (k, s) in self.model.signals.iter().enumerate() {
             let mut names = Vec::new();
             s.input_names(&mut names);
             if names.iter().any(|n| n == name) {
@@ -114,7 +114,7 @@ impl Simulation {
         let k = self.model.net.elements.get(element)?.friction?;
         match self.model.net.friction[k].law {
             crate::elements::FrictionLaw::Normal { signal, .. }
-                if matches!(self.model.net.signals[signal], Signal::Input { .. }) =>
+                if matches!(self.model.signals[signal], Signal::Input { .. }) =>
             {
                 Some(InputId(signal))
             }
@@ -126,7 +126,7 @@ impl Simulation {
     /// written, or its start value; along a ramp ([`Simulation::set_input_ramp_id`]) the value
     /// it started from. 0 for a handle that is not an input.
     pub fn input_value(&self, id: InputId) -> f64 {
-        match self.model.net.signals.get(id.0) {
+        match self.model.signals.get(id.0) {
             Some(Signal::Input { value, .. }) => *value,
             _ => 0.0,
         }
@@ -148,7 +148,7 @@ impl Simulation {
     pub fn set_input_ramp_id(&mut self, id: InputId, value: f64, rate: f64) -> Result<(), InputError> {
         // Controllers write most inputs every step unchanged: that answer stays inline (a NaN
         // never compares equal, so it takes the checked path below).
-        if let Signal::Input { value: v, rate: r, since, .. } = &self.model.net.signals[id.0]
+        if let Signal::Input { value: v, rate: r, since, .. } = &self.model.signals[id.0]
             && *v == value
             && *r == rate
             && (rate == 0.0 || *since == self.t)
@@ -163,7 +163,7 @@ impl Simulation {
     pub(super) fn change_input(&mut self, id: InputId, value: f64, rate: f64) -> Result<(), InputError> {
         let now = self.t;
         // (The value now, a ramp's included: what a step starts from.)
-        let before = self.model.net.signals[id.0].eval(now);
+        let before = self.model.signals[id.0].eval(now);
         let k = self.inputs.policy.signal_name.get(id.0).copied().unwrap_or(u32::MAX) as usize;
         let max_rate = crate::limits::SIGNAL * crate::limits::FREQUENCY;
         let (value, rate) = match (self.inputs.policy.filter(k, value, before), rate.is_nan()) {
@@ -173,7 +173,7 @@ impl Simulation {
                 return Err(InputError::NotFinite { name, value: if v.is_none() { value } else { rate } });
             }
         };
-        match &mut self.model.net.signals[id.0] {
+        match &mut self.model.signals[id.0] {
             Signal::Input { value: v, rate: r, since, .. } => {
                 if *v != value || *r != rate || (rate != 0.0 && *since != now) {
                     // A step of the value now is recorded for the stage predictor.

@@ -40,6 +40,8 @@ impl ModeShape {
 
 /// The compiled modes of one network (see the module docs).
 pub(super) struct ModeLibrary {
+    /// The network (its run-time input values left out) and what the solver derives from it.
+    derived: Derived,
     shape: ModeShape,
     /// The mode of no slot: what a slot that holds no mode points to.
     empty: Arc<CompiledMode>,
@@ -75,13 +77,23 @@ impl ModeLibrary {
             *s = s.without_input_values();
         }
         let description = format!("{plain:?}");
+        // (The registry's lock is held from the look-up to the insertion: two threads building
+        // equal networks find one library.)
         let mut registry = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
         registry.retain(|(_, lib)| lib.strong_count() > 0);
         if let Some(lib) = registry.iter().find(|(d, _)| *d == description).and_then(|(_, lib)| lib.upgrade()) {
             return lib;
         }
-        let shape = ModeShape::of(net);
-        let lib = Arc::new(ModeLibrary {
+        let lib = Arc::new(ModeLibrary::unshared(plain));
+        registry.push((description, Arc::downgrade(&lib)));
+        lib
+    }
+
+    /// A library of `net` that no registry lists (shared by no other simulation).
+    pub(super) fn unshared(net: Network) -> ModeLibrary {
+        let shape = ModeShape::of(&net);
+        ModeLibrary {
+            derived: Derived::new(net),
             shape,
             empty: Arc::new(CompiledMode::blank(&ModeShape { n: 0, rmax: 0, nrhs: 0, nf: 0 }, 0)),
             pool: Mutex::new(Pool {
@@ -90,9 +102,20 @@ impl ModeLibrary {
                 mmax: shape.n,
                 work: CompileWork::new(shape.n, shape.rmax),
             }),
-        });
-        registry.push((description, Arc::downgrade(&lib)));
-        lib
+        }
+    }
+
+    /// The network, to edit in a test: the library must be this simulation's alone
+    /// ([`ModeLibrary::unshared`]).
+    #[cfg(test)]
+    pub(super) fn network_mut(self: &mut Arc<Self>) -> &mut Network {
+        &mut Arc::get_mut(self).expect("an unshared library").derived.net
+    }
+
+    /// The network and what the solver derives from it.
+    #[inline]
+    pub(super) fn derived(&self) -> &Derived {
+        &self.derived
     }
 
     fn lock(&self) -> MutexGuard<'_, Pool> {

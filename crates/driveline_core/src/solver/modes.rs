@@ -457,8 +457,8 @@ impl Simulation {
             if cmd && !self.kin_engaged[j] {
                 let w0 = kc.row.dot(&self.w);
                 let ramp = Signal::Ramp { height: -w0, duration: kc.shift_time, offset: w0, start_time: t };
-                self.model.net.signals[kc.rho_signal] = ramp;
-                self.model.net.signals[kc.tau_signal] = Signal::Constant(0.0);
+                self.model.signals[kc.rho_signal] = ramp;
+                self.model.signals[kc.tau_signal] = Signal::Constant(0.0);
                 self.kin_engaged[j] = true;
                 changed = true;
             } else if !cmd && self.kin_engaged[j] {
@@ -470,8 +470,8 @@ impl Simulation {
                 let pos = s.kin.iter().position(|&k| k == j).map(|p| self.model.net.rows.len() + s.locked.len() + p);
                 let tau_hold = pos.map_or(0.0, |p| -self.ws.lam[p]);
                 let ramp = Signal::Ramp { height: -tau_hold, duration: kc.shift_time, offset: tau_hold, start_time: t };
-                self.model.net.signals[kc.tau_signal] = ramp;
-                self.model.net.signals[kc.rho_signal] = Signal::Constant(0.0);
+                self.model.signals[kc.tau_signal] = ramp;
+                self.model.signals[kc.rho_signal] = Signal::Constant(0.0);
                 self.kin_engaged[j] = false;
                 changed = true;
             }

@@ -17,9 +17,17 @@ pub(super) enum ModeSource {
     Law(usize),
 }
 impl Simulation {
-    /// The network being simulated.
+    /// The network being simulated, shared with every simulation of an equal network (the
+    /// same description, run-time input values aside). Its signals' run-time input values are
+    /// left out (0): the values now are this simulation's ([`Simulation::signals`]).
     pub fn network(&self) -> &Network {
         &self.model.net
+    }
+
+    /// The signals the network's laws read by index, with this simulation's run-time input
+    /// values, integrals and filter states.
+    pub fn signals(&self) -> &[crate::Signal] {
+        &self.model.signals
     }
 
     /// Current time, s.
@@ -90,7 +98,7 @@ impl Simulation {
     /// the present time; 0 open, 1 fully applied), `None` for other elements.
     pub fn element_engagement(&self, element: usize) -> Option<f64> {
         let signal = (*self.model.out_engagement.get(element)?)?;
-        Some(self.model.net.signals[signal as usize].eval(self.t))
+        Some(self.model.signals[signal as usize].eval(self.t))
     }
 
     /// `(phi_rel, w_rel)` of an element with a relative coordinate.
@@ -121,7 +129,7 @@ impl Simulation {
     pub(super) fn law_mode(&self, k: usize) -> Option<FrictionMode> {
         let Law::ElasticClutch { limit, .. } = self.model.net.laws[k] else { return None };
         Some(match self.regimes[k].regime {
-            _ if self.model.net.signals[limit].eval(self.t) <= 0.0 => FrictionMode::Free,
+            _ if self.model.signals[limit].eval(self.t) <= 0.0 => FrictionMode::Free,
             crate::elements::Regime::SlideForward => FrictionMode::Forward,
             crate::elements::Regime::SlideBackward => FrictionMode::Backward,
             _ => FrictionMode::Stuck,

@@ -167,7 +167,7 @@ impl Simulation {
         self.kin_engaged.save(w);
         w.label("self.kin_modes");
         self.kin_modes.save(w);
-        for s in &self.model.net.signals {
+        for s in &self.model.signals {
             each_input(s, &mut |v, r, since| {
                 w.label("v");
                 v.save(w);
@@ -279,7 +279,7 @@ impl Simulation {
         self.regimes.load(r)?;
         self.kin_engaged.load(r)?;
         self.kin_modes.load(r)?;
-        for s in &mut self.model.net.signals {
+        for s in &mut self.model.signals {
             for_each_input(s, &mut |v, rate, since| {
                 v.load(r)?;
                 rate.load(r)?;

@@ -63,11 +63,11 @@ impl Simulation {
             params,
             signals: SignalCache::new(ns),
             // (A law reads at most one input, a friction element one normal force or load.)
-            inputs: InputSteps::new(&net.signals, nl + nf),
+            inputs: InputSteps::new(&model.signals, nl + nf),
             friction: FrictionSets::new(nf),
             capacities: CapacityCache::new(),
             qp: QpBase::new(nf, n),
-            thermal: net.thermal.as_ref().map(|th| Box::new(thermal::Thermal::new(net, th, t0))),
+            thermal: net.thermal.as_ref().map(|th| Box::new(thermal::Thermal::new(net, &model.signals, th, t0))),
             accel: accel::Accelerations::for_network(net),
             model,
         };
@@ -136,7 +136,7 @@ impl Simulation {
     pub(super) fn start(&mut self, t0: f64) {
         self.t = t0;
         // Integrals start from their value at the start time.
-        let integrals: usize = self.model.net.signals.iter_mut().map(|s| s.restart_integrals(t0, false)).sum();
+        let integrals: usize = self.model.signals.iter_mut().map(|s| s.restart_integrals(t0, false)).sum();
         self.model.integrals = integrals > 0;
         self.thermal_inputs_now(false);
         self.next_time_event = self.compute_next_time_event(t0);
@@ -164,7 +164,7 @@ impl Simulation {
     }
 
     pub(super) fn compute_next_time_event(&self, t: f64) -> f64 {
-        self.model.net.signals.iter().map(|s| s.next_event_after(t)).fold(f64::INFINITY, f64::min)
+        self.model.signals.iter().map(|s| s.next_event_after(t)).fold(f64::INFINITY, f64::min)
     }
 }
 
@@ -186,10 +186,12 @@ fn input_law_index(net: &Network) -> (Vec<u32>, Vec<u32>) {
     (start, by_signal.into_iter().map(|(_, l)| l).collect())
 }
 
-/// The network and what the solver derives from it once. Nothing in it changes while the
-/// simulation runs but the values of the run-time inputs, which live in the network's signals.
-#[derive(Debug, Clone)]
-pub(super) struct Model {
+/// The network and what the solver derives from it once: immutable, and shared by every
+/// simulation of an equal network through its mode library ([`library::ModeLibrary`]). Its
+/// network's signals are those the first such simulation was built with; a simulation reads
+/// its own ([`Model::signals`]).
+#[derive(Debug)]
+pub(super) struct Derived {
     pub(super) net: Network,
     /// The laws whose input each signal is ([`Law::input_signal`]): signal `k`'s are
     /// `input_laws[input_law_start[k]..input_law_start[k + 1]]`.
@@ -204,8 +206,6 @@ pub(super) struct Model {
     /// LossyGears, limited-slip packs), as a mask: the force pipeline corrects for those that
     /// slide.
     pub(super) torque_dependent: u64,
-    /// Every law's force reads the signals only ([`Law::is_state_free`]).
-    pub(super) laws_state_free: bool,
     /// Some law's force reads angles ([`Law::reads_angles`]): Newton iterations need the
     /// stage angles, not only the stage speeds.
     pub(super) laws_read_angles: bool,
@@ -228,25 +228,54 @@ pub(super) struct Model {
     /// Each clutch's or brake's normalised normal-force signal, likewise (the ECS writes the
     /// engagement of every clutch part back after every step).
     pub(super) out_engagement: Vec<Option<u32>>,
+}
+
+/// What a simulation runs: the shared network and its derived data (through the mode library,
+/// read as the [`Derived`] it dereferences to), and this simulation's own signals, whose run-time
+/// input values, integrals and filters are state.
+#[derive(Debug, Clone)]
+pub(super) struct Model {
+    /// The signals the laws read by index: this simulation's (the shared network's are not read).
+    pub(super) signals: Vec<Signal>,
+    /// Every law's force reads the signals only ([`Law::is_state_free`]).
+    pub(super) laws_state_free: bool,
     /// [`Simulation::fastest_rate`], 1/s (set once the base mode is compiled).
     pub(super) fastest_rate: f64,
     /// Some signal holds a [`Signal::Integral`], carried forward at every step end.
     pub(super) integrals: bool,
-    /// The compiled modes, shared with every simulation of an equal network.
+    /// The compiled modes and the network they are of, shared with every simulation of an
+    /// equal network.
     pub(super) modes: Arc<library::ModeLibrary>,
 }
 
+impl std::ops::Deref for Model {
+    type Target = Derived;
+    #[inline]
+    fn deref(&self) -> &Derived {
+        self.modes.derived()
+    }
+}
+
 impl Model {
-    /// Derives what the solver reads of `net` from it once.
+    /// The model of `net`: its library's shared network and derived data, and `net`'s own
+    /// signals.
     fn new(net: Network) -> Self {
+        let modes = library::ModeLibrary::for_network(&net);
+        let laws_state_free = net.laws.iter().all(Law::is_state_free);
+        Model { signals: net.signals, laws_state_free, fastest_rate: 0.0, integrals: false, modes }
+    }
+}
+
+impl Derived {
+    /// Derives what the solver reads of `net` from it once.
+    pub(super) fn new(net: Network) -> Self {
         let (input_law_start, input_laws) = input_law_index(&net);
-        Model {
+        Derived {
             lossy: mask_where(&net.friction, |fe| matches!(fe.law, crate::elements::FrictionLaw::Lossy { .. })),
             readers: (0..net.signals.len())
                 .map(|k| mask_where(&net.friction, |fe| fe.law.free_signal() == Some(k)))
                 .collect(),
             torque_dependent: mask_where(&net.friction, |fe| fe.law.is_torque_dependent()),
-            laws_state_free: net.laws.iter().all(Law::is_state_free),
             laws_read_angles: net.laws.iter().any(Law::reads_angles),
             time_only: mask_where(&net.friction, |fe| fe.law.is_time_only()),
             row_outputs: Simulation::row_outputs(&net),
@@ -263,9 +292,6 @@ impl Model {
                 .collect(),
             input_law_start,
             input_laws,
-            fastest_rate: 0.0,
-            integrals: false,
-            modes: library::ModeLibrary::for_network(&net),
             net,
         }
     }

@@ -44,8 +44,8 @@ impl Default for SineState {
 }
 
 /// Signals and laws are evaluated against these.
-pub(super) fn eval_signals(net: &Network, t: f64, left: bool, out: &mut [f64]) {
-    for (k, s) in net.signals.iter().enumerate() {
+pub(super) fn eval_signals(signals: &[Signal], t: f64, left: bool, out: &mut [f64]) {
+    for (k, s) in signals.iter().enumerate() {
         out[k] = if left { s.eval_left(t) } else { s.eval(t) };
     }
 }
@@ -79,7 +79,7 @@ impl Simulation {
                 to.copy_from_slice(from);
             } else {
                 let out = self.ws.signal_buffer(b);
-                eval_signals(&self.model.net, t, left, out);
+                eval_signals(&self.model.signals, t, left, out);
                 self.signals.filled[b] = self.signals.buffer_generation;
                 return;
             }
@@ -89,7 +89,7 @@ impl Simulation {
         let out = self.ws.signal_buffer(b);
         let list = if rest_only { &self.signals.unsteady_other } else { &self.signals.unsteady };
         for &k in list.iter() {
-            let s = &self.model.net.signals[k as usize];
+            let s = &self.model.signals[k as usize];
             out[k as usize] = if left { s.eval_left(t) } else { s.eval(t) };
         }
     }
@@ -113,7 +113,7 @@ impl Simulation {
                 let (seen, v) = &mut self.signals.held_value[k];
                 if *seen != self.signals.time_events {
                     *seen = self.signals.time_events;
-                    *v = self.model.net.signals[k].eval(t0 + C[0] * h);
+                    *v = self.model.signals[k].eval(t0 + C[0] * h);
                 }
             }
             self.signals.held_events = self.signals.time_events;
@@ -160,7 +160,7 @@ impl Simulation {
                 st.age += 1;
                 (st.sin, st.cos)
             } else {
-                Self::sine_restart(&self.model.net.signals[k], st, t0, h, same_h)
+                Self::sine_restart(&self.model.signals[k], st, t0, h, same_h)
             };
             let turn = |[cs, sn]: [f64; 2]| (sin0 * cs + cos0 * sn, cos0 * cs - sin0 * sn);
             let (a, b, e) = (turn(st.rot[0]), turn(st.rot[1]), turn(st.rot[2]));
@@ -216,7 +216,7 @@ impl Simulation {
         self.friction.force_watch = 0;
         self.friction.watch_list.clear();
         self.signals.may_turn = false;
-        for (k, s) in self.model.net.signals.iter().enumerate() {
+        for (k, s) in self.model.signals.iter().enumerate() {
             if !s.is_steady() {
                 self.signals.unsteady.push(k as u32);
                 if let Signal::Sine { amplitude, offset, start_time, .. } = *s {

@@ -72,7 +72,7 @@ impl Simulation {
         }
         if self.model.integrals {
             let t = self.t;
-            for s in self.model.net.signals.iter_mut() {
+            for s in self.model.signals.iter_mut() {
                 s.restart_integrals(t, true);
             }
         }
@@ -510,7 +510,8 @@ mod tests {
         let mut sim = Simulation::new(sc.build(text, "pair").expect("builds"));
         sim.step(1e-3).expect("a sound step");
         let (t, w) = (sim.time(), sim.speeds().to_vec());
-        for law in sim.model.net.laws.iter_mut() {
+        sim.model.modes = std::sync::Arc::new(crate::solver::library::ModeLibrary::unshared(sim.model.net.clone()));
+        for law in sim.model.modes.network_mut().laws.iter_mut() {
             if let Law::SpringDamper { c, .. } = law {
                 *c = f64::INFINITY;
             }

@@ -71,7 +71,7 @@ pub(super) struct Thermal {
 impl Thermal {
     /// The state of `th` at its initial temperatures (nodes without capacity at the balance
     /// of no heat; their signals read at `t0` from `signals`).
-    pub(super) fn new(net: &Network, th: &ThermalNetwork, t0: f64) -> Self {
+    pub(super) fn new(net: &Network, signals: &[Signal], th: &ThermalNetwork, t0: f64) -> Self {
         let mut slot_of = vec![NONE; net.elements.len()];
         for (s, &(e, _)) in th.heated.iter().enumerate() {
             slot_of[e] = s as u32;
@@ -101,7 +101,7 @@ impl Thermal {
         };
         // Nodes without capacity start at their balance (capacities hold their start values).
         if th.nodes.iter().any(|nd| nd.fixed.is_none() && nd.capacity == 0.0) {
-            me.solve(th, &net.signals, t0, None);
+            me.solve(th, signals, t0, None);
         }
         me
     }
@@ -257,13 +257,13 @@ impl Simulation {
         for (r, &(node, _)) in net.readers.iter().enumerate() {
             th.before[r] = th.t[node];
         }
-        if th.solve(net, &self.model.net.signals, self.t, Some(h)) {
+        if th.solve(net, &self.model.signals, self.t, Some(h)) {
             th.ledger.received += received;
             // What flowed into the fixed temperatures: through the branches, from the elements
             // and fixed heat flows joined to them directly.
             let mut released = 0.0;
             for (k, br) in net.branches.iter().enumerate() {
-                let g = Thermal::conductance(br, &self.model.net.signals, self.t);
+                let g = Thermal::conductance(br, &self.model.signals, self.t);
                 let q = g * (th.t[br.a] - th.t[br.b]);
                 th.flow[k] = q;
                 if net.nodes[br.b].fixed.is_some() {
@@ -317,7 +317,7 @@ impl Simulation {
             let rate = if with_rate && cap > 0.0 && net.nodes[node].fixed.is_none() {
                 let mut q: f64 = net.heated.iter().filter(|h| h.1 == node).map(|h| self.out_power[h.0]).sum();
                 for br in &net.branches {
-                    let g = Thermal::conductance(br, &self.model.net.signals, self.t) * (th.t[br.a] - th.t[br.b]);
+                    let g = Thermal::conductance(br, &self.model.signals, self.t) * (th.t[br.a] - th.t[br.b]);
                     q += if br.b == node { g } else { 0.0 } - if br.a == node { g } else { 0.0 };
                 }
                 for src in net.sources.iter().filter(|s| s.node == node) {
