@@ -745,18 +745,29 @@ fn spawn_scenario_on(world: &mut World, root: Entity, scenario: &Scenario) -> Re
     let spec = scenario.resolved_spec()?;
     Network::build(&spec)?;
     world.entity_mut(root).insert(Driveline::default());
-    spawn_network(world, root, &spec);
+    spawn_network(world, root, &spec, None);
     Ok(())
 }
 
-/// Spawns one part entity per element of a built `spec` under `root`, with their joints.
-pub(crate) fn spawn_network(world: &mut World, root: Entity, spec: &NetworkSpec) -> Vec<Entity> {
+/// Spawns one part entity per element of a built `spec` under `root`, with their joints. The
+/// parts of a vehicle (`spec` the network of `layout`) refer to the elements of its shared
+/// layout.
+pub(crate) fn spawn_network(
+    world: &mut World,
+    root: Entity,
+    spec: &NetworkSpec,
+    layout: Option<&std::sync::Arc<driveline_core::vehicle::build::Layout>>,
+) -> Vec<Entity> {
     let ids: Vec<Entity> = spec
         .elements
         .iter()
-        .map(|e| {
+        .enumerate()
+        .map(|(k, e)| {
             let mut part = world.spawn((Name::new(e.name.clone()), PartOf(root)));
             insert_typed(&mut part, &e.kind);
+            if let Some(layout) = layout {
+                part.insert(PartElement::shared(layout.clone(), k));
+            }
             part.id()
         })
         .collect();

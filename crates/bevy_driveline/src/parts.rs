@@ -33,13 +33,48 @@ pub trait ElementComponent: Component<Mutability = bevy_ecs::component::Mutable>
 /// The element a part is, as the solver last accepted it (the file form, validated): kept by
 /// the plugin from the part's typed component. A typed component edited to an invalid value is
 /// set back from this. Read it to see what the network was built from.
-#[derive(Component, Debug, Clone, Default, PartialEq)]
-pub struct PartElement(pub(crate) Option<ElementKind>);
+///
+/// A part spawned from a vehicle description refers to the element in the description's layout,
+/// which the vehicles of one description share, until its typed component is edited.
+#[derive(Component, Debug, Clone, Default)]
+pub struct PartElement(Accepted);
+
+/// Where a part's accepted element is kept.
+#[derive(Debug, Clone, Default)]
+enum Accepted {
+    /// None yet (a part whose typed component has not been accepted).
+    #[default]
+    None,
+    /// Element `k` of a vehicle layout, shared by the vehicles of its description.
+    Shared(std::sync::Arc<driveline_core::vehicle::build::Layout>, usize),
+    /// The part's own (accepted from an edit, or spawned from a scenario).
+    Own(Box<ElementKind>),
+}
 
 impl PartElement {
     /// The element, once the typed component has been accepted.
     pub fn kind(&self) -> Option<&ElementKind> {
-        self.0.as_ref()
+        match &self.0 {
+            Accepted::None => None,
+            Accepted::Shared(layout, k) => Some(&layout.spec.elements[*k].kind),
+            Accepted::Own(kind) => Some(kind),
+        }
+    }
+
+    /// Element `k` of `layout`, accepted (the layout's network was built).
+    pub(crate) fn shared(layout: std::sync::Arc<driveline_core::vehicle::build::Layout>, k: usize) -> Self {
+        PartElement(Accepted::Shared(layout, k))
+    }
+
+    /// Accepts `kind`.
+    pub(crate) fn set(&mut self, kind: ElementKind) {
+        self.0 = Accepted::Own(Box::new(kind));
+    }
+}
+
+impl PartialEq for PartElement {
+    fn eq(&self, other: &Self) -> bool {
+        self.kind() == other.kind()
     }
 }
 

@@ -38,18 +38,18 @@ pub(crate) fn accept<T: ElementComponent>(
     for (entity, mut typed) in changed.iter_mut() {
         let Ok((name, part_of, mut element)) = elements.get_mut(entity) else { continue };
         let kind = typed.to_kind();
-        if element.0.as_ref() == Some(&kind) {
+        if element.kind() == Some(&kind) {
             continue;
         }
         let label = part_name(entity, name);
         match validate_element(&label, &kind) {
-            Ok(()) => element.0 = Some(kind),
+            Ok(()) => element.set(kind),
             Err(e) => {
                 let mut message = e.to_string();
                 for (file, field) in T::RENAMES {
                     message = message.replace(&format!("`{file}`"), &format!("`{field}`"));
                 }
-                let kept = element.0.as_ref().and_then(T::from_kind);
+                let kept = element.kind().and_then(T::from_kind);
                 let message = match &kept {
                     Some(_) => format!("{message}; the last valid value is kept"),
                     None => format!("{message}; the part has no valid value yet"),
@@ -171,7 +171,7 @@ fn gather(
     for &e in &members.0 {
         let Ok((name, element, conns)) = parts.get(e) else { continue };
         let name = part_name(e, name);
-        let Some(kind) = element.0.clone() else {
+        let Some(kind) = element.kind().cloned() else {
             return Err(format!("part '{name}' of driveline {root} has no valid element (see the refused edit)"));
         };
         for c in conns.map(|c| c.0.as_slice()).unwrap_or_default() {

@@ -303,7 +303,7 @@ pub(crate) fn spawn_vehicle_on(
     spec.validate().map_err(VehicleError::Spec)?;
     let (shared, layout) = build::shared(&spec, road);
     driveline_core::Network::build(&layout.spec).map_err(VehicleError::Build)?;
-    let ids = spawn_network(world, root, &layout.spec);
+    let ids = spawn_network(world, root, &layout.spec, Some(&layout));
     let by_name = |name: &str| layout.spec.elements.iter().position(|e| e.name == name).map(|i| ids[i]);
     let wheels = |prefix: &str| WHEELS.iter().filter_map(|w| by_name(&format!("{prefix}_{w}"))).collect();
     let parts = VehicleParts {
