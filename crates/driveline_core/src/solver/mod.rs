@@ -70,12 +70,12 @@
 //! | module | what it holds |
 //! |---|---|
 //! | `params`, `report` | the solver's parameters; what a step reports (modes, events, counters, the energy ledger, errors) |
-//! | `setup` | building a simulation: the [`Network`] and what is derived from it once (`Model`), kept apart from the per-simulation state |
+//! | `setup` | building a simulation: the [`Network`] and what is derived from it once (`Derived`, shared through the library), and the simulation's own signals (`Model`), kept apart from the per-simulation state |
 //! | `work` | the workspaces a step writes and reads back within itself, sized once |
 //! | `signals` | the signal cache: signal values at the stages and the end, evaluated once per change |
 //! | `inputs` | run-time inputs, and the force steps they make for the start-of-step lock test and the predictor |
 //! | `compile` | mode compilation: null space, reduced inertia, constraint-torque maps, cached per lock pattern |
-//! | `library` | the compiled modes of one network, shared by every simulation of an equal network |
+//! | `library` | the network, what is derived from it and its compiled modes, shared by every simulation of an equal network |
 //! | `forces` | element torques at the stages and the end, constraint torques, Jacobians |
 //! | `collocation`, `predictor` | the Gauss stage solve (Newton factors, stage guess, Newton, end values) and where Newton starts |
 //! | `events` | event detection and location on the collocation polynomial |
