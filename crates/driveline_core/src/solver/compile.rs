@@ -462,6 +462,22 @@ impl Simulation {
         b
     }
 
+    /// Makes the mode cache `n` slots long: new slots hold no mode, the Newton factors of the
+    /// slots cut off go back to the pool.
+    pub(super) fn resize_slots(&mut self, n: usize) {
+        if n < self.slots.len() {
+            for set in &mut self.newton.sets {
+                if set.owner != NO_FACTORS && set.owner >= n {
+                    set.owner = NO_FACTORS;
+                }
+            }
+            self.slots.truncate(n);
+        } else {
+            let (empty, nf) = (self.model.modes.empty(), self.model.net.friction.len());
+            self.slots.resize_with(n, || ModeSlot::new(empty.clone(), nf));
+        }
+    }
+
     /// Swaps mode slots `a` and `b`, with the Newton factors lent to them.
     pub(super) fn swap_slots(&mut self, a: usize, b: usize) {
         self.slots.swap(a, b);
