@@ -492,7 +492,7 @@ impl Simulation {
     /// `Q_i = q0` (`at_start`) the current motion, else from the iterate in `ws.q`.
     #[inline]
     fn iterate_stage_states(&mut self, h: f64, at_start: bool) {
-        let n = self.model.net.n_dof;
+        let n = self.model.n_dof;
         if at_start {
             // The starting guess Q_i = q0 is the current motion: W_i = w, Phi_i = phi + h c_i w.
             for i in 0..2 {
@@ -516,7 +516,7 @@ impl Simulation {
     /// tolerance of the converged ones).
     #[inline]
     fn reduced_stage_forces(&mut self, slot: usize, prescribed: bool) {
-        let n = self.model.net.n_dof;
+        let n = self.model.n_dof;
         let m = self.slots[slot].m;
         for j in 0..2 {
             self.stage_force(j);
@@ -539,7 +539,7 @@ impl Simulation {
     /// The sub-step's end values from its converged stages: `q1 = q0 + sum_j D_j (Q_j - q0)`,
     /// `w1 = N q1` (plus the prescribed part), `phi1 = phi0 + h sum_i b_i W_i`.
     fn end_values(&mut self, slot: usize, h: f64, prescribed: bool) {
-        let n = self.model.net.n_dof;
+        let n = self.model.n_dof;
         let s = &self.slots[slot];
         let m = s.m;
         // q1 = q0 + sum_j D_j (Q_j - q0), kept in res (free now).
@@ -570,7 +570,7 @@ impl Simulation {
 
     /// Stage velocities `W_i = N Q_i` (plus the prescribed parts) from `ws.q`.
     pub(super) fn stage_speeds(&mut self) {
-        let n = self.model.net.n_dof;
+        let n = self.model.n_dof;
         let s = &self.slots[self.cur];
         let m = s.m;
         let Work { q, w_st, presc_speed: wp, .. } = &mut self.ws;
@@ -587,7 +587,7 @@ impl Simulation {
 
     /// Stage angles `Phi_i = phi0 + h sum_j a_ij W_j` from the stage speeds in `ws.w_st`.
     pub(super) fn stage_angles(&mut self, h: f64) {
-        let n = self.model.net.n_dof;
+        let n = self.model.n_dof;
         let Work { w_st, phi_st, .. } = &mut self.ws;
         let (w0, w1) = (&w_st[0][..n], &w_st[1][..n]);
         for (i, pi) in phi_st.iter_mut().enumerate() {

@@ -831,7 +831,7 @@ mod tests {
             [("msl/CoupledClutches.ron", &[0u64, 1, 2, 4, 3, 5, 6, 7][..]), ("msl/SimpleGearShift.ron", &[0, 1, 2, 3])]
         {
             let mut sim = shipped(file);
-            let n = sim.model.net.n_dof;
+            let n = sim.model.n_dof;
             let nf = sim.model.net.friction.len();
             for &key in keys.iter().filter(|&&k| k < 1 << nf) {
                 sim.compile_into(1, key);

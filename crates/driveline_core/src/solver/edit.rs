@@ -106,7 +106,7 @@ impl Simulation {
             }
         }
         let mut next = Simulation::starting_at(net, self.params, self.t);
-        let n = self.model.net.n_dof;
+        let n = self.model.n_dof;
         next.phi[..n].copy_from_slice(&self.phi[..n]);
         next.w[..n].copy_from_slice(&self.w[..n]);
         next.modes.copy_from_slice(&self.modes);
@@ -170,7 +170,7 @@ impl Simulation {
         if speed.is_empty() && angle.is_empty() {
             return Ok(Vec::new());
         }
-        let n = self.model.net.n_dof;
+        let n = self.model.n_dof;
         let unit = |k: usize| {
             let mut e = vec![0.0; n];
             if k < n {
@@ -237,7 +237,7 @@ impl Simulation {
     /// `target` in the mass metric, holding each row `(c, v)`, `c . w = v` (`c` over the free
     /// coordinates), that is independent of those before it. Returns the full node vector.
     fn nearest_consistent(&mut self, target: &[f64], base: &[f64], wanted: &[(Vec<f64>, f64)]) -> Vec<f64> {
-        let n = self.model.net.n_dof;
+        let n = self.model.n_dof;
         let s = &self.slots[self.cur];
         let m = s.m;
         let nmat = |k: usize, a: usize| s.basis.nmat[k * n + a];

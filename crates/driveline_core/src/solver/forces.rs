@@ -12,7 +12,7 @@ impl Simulation {
     /// current one: the Newton iteration's own point ([`Simulation::jacobians_at_iterate`]).
     fn jacobians_at(&mut self, slot: usize, t_sig: usize, at_scratch: bool) {
         self.stats.jacobian_updates += 1;
-        let n = self.model.net.n_dof;
+        let n = self.model.n_dof;
         let set = self.newton_of(slot);
         let Work { jac_phi: jphi, jac_w: jw, f, sig, phi1, w1, .. } = &mut self.ws;
         let (phi, w): (&[f64], &[f64]) = if at_scratch { (phi1, w1) } else { (&self.phi, &self.w) };
@@ -92,7 +92,7 @@ impl Simulation {
     /// values overwrite after the iteration), with the first stage's signals.
     pub(super) fn jacobians_at_iterate(&mut self, slot: usize, h: f64) {
         self.stage_states(h);
-        let n = self.model.net.n_dof;
+        let n = self.model.n_dof;
         let Work { phi_st, w_st, phi1, w1, .. } = &mut self.ws;
         for k in 0..n {
             phi1[k] = 0.5 * (phi_st[0][k] + phi_st[1][k]);
@@ -342,7 +342,7 @@ impl Simulation {
             return;
         }
         self.stage_forces();
-        let n = self.model.net.n_dof;
+        let n = self.model.n_dof;
         let s = &*self.slots[self.cur].mode;
         for i in 0..2 {
             let Work { f_st, acc, xnz, lam_st, presc_acc: ud, .. } = &mut self.ws;
@@ -368,7 +368,7 @@ impl Simulation {
         if self.ws.cached.has(Cached::END) {
             return;
         }
-        let n = self.model.net.n_dof;
+        let n = self.model.n_dof;
         let Work {
             phi1,
             w1,
@@ -417,7 +417,7 @@ impl Simulation {
 
     /// Constraint torques `lambda` of the current mode at `(phi_e, w_e)` with signals `sig[2]`.
     pub(super) fn constraint_torques_at_e(&mut self, t: f64) {
-        let n = self.model.net.n_dof;
+        let n = self.model.n_dof;
         self.prescribed(t, 3);
         let Work { phi_e, w_e, sig, f, acc, lam, xnz, presc_acc: ud, dep_scratch: ls_a, dep_tau, .. } = &mut self.ws;
         Self::forces(
@@ -445,7 +445,7 @@ impl Simulation {
     }
 
     pub(super) fn prescribed_in(&mut self, slot: usize, t: f64, idx: usize) {
-        let n = self.model.net.n_dof;
+        let n = self.model.n_dof;
         let s = &self.slots[slot];
         if s.rhs.is_empty() {
             return;

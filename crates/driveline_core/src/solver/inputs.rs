@@ -229,7 +229,7 @@ impl Simulation {
         if self.inputs.changes.is_empty() {
             return false;
         }
-        let n = self.model.net.n_dof;
+        let n = self.model.n_dof;
         let s = &self.slots[slot];
         let m = s.m;
         let Work { fric_tau, stage_g: gq, .. } = &mut self.ws;

@@ -8,7 +8,7 @@ impl Simulation {
     /// Kept while the base slot stays the same (its key and compile generation), so a network
     /// that sits in one base mode derives it once.
     pub(super) fn compute_qp(&mut self, base: usize) {
-        let n = self.model.net.n_dof;
+        let n = self.model.n_dof;
         let nf = self.model.net.friction.len();
         let s = &self.slots[base];
         let tag = (s.key, s.generation);
@@ -78,7 +78,7 @@ impl Simulation {
         // The record of the input steps' force changes lists the sliding elements of before.
         self.inputs.changes_ready = ChangeRecord::NotFormed;
         self.friction.zero_slips = None;
-        let n = self.model.net.n_dof;
+        let n = self.model.n_dof;
         let nf = self.model.net.friction.len();
         // Energy just before the instant (left-limit signals, old regimes and modes): what the
         // switch removes (a lock impact, a released backlash spring, a limit step) is dissipated.
@@ -358,7 +358,7 @@ impl Simulation {
         if s.locked.is_empty() {
             return false;
         }
-        let (r, rs, n) = (s.r, s.rstride, self.model.net.n_dof);
+        let (r, rs, n) = (s.r, s.rstride, self.model.n_dof);
         let end_valid = self.ws.cached.has(Cached::END)
             && s.rhs.is_empty()
             && self.model.torque_dependent & self.friction.sliding == 0;
@@ -511,7 +511,7 @@ impl Simulation {
     /// Mass-weighted projection of the speeds onto the current mode's constraints (momentum
     /// conserving; the kinetic energy it removes is booked by `select_modes`).
     pub(super) fn project(&mut self) {
-        let n = self.model.net.n_dof;
+        let n = self.model.n_dof;
         self.prescribed(self.t, 3);
         let s = &self.slots[self.cur];
         let m = s.m;
@@ -537,7 +537,7 @@ impl Simulation {
     /// base slot (LossyGear bounds iterated with the transmitted torque). Returns the Tikhonov
     /// regularisation used, so callers can recover the unregularised accelerations.
     pub(super) fn qp_solve(&mut self, base: usize, k: usize) -> f64 {
-        let n = self.model.net.n_dof;
+        let n = self.model.n_dof;
         let nf = self.model.net.friction.len();
         let dependent_candidates = (0..k).any(|a| self.model.torque_dependent & 1 << self.ws.qp.idx[a] != 0);
         // LossyGear bounds depend on the transmitted torque, which depends on the solution:
@@ -670,7 +670,7 @@ impl Simulation {
     /// relative accelerations without the candidates' torques), plus the prescribed part
     /// `R u - B M u`, `u = P rho'` (`ws.presc_acc[3]`).
     pub(super) fn qp_rhs(&mut self, prescribed: bool, stuck_only: bool) {
-        let n = self.model.net.n_dof;
+        let n = self.model.n_dof;
         let nf = self.model.net.friction.len();
         for i in 0..nf {
             if stuck_only && self.modes[i] != FrictionMode::Stuck {
@@ -702,7 +702,7 @@ impl Simulation {
     /// relative). A certificate that the stuck set holds when the minimum-norm split of a
     /// redundant group overloads one element.
     pub(super) fn weighted_split_inside(&mut self, at: At) -> bool {
-        let n = self.model.net.n_dof;
+        let n = self.model.n_dof;
         let Work { f_st, presc_acc: ud, f_end, f, acc, scratch_r: lam, caps, xnz, .. } = &mut self.ws;
         let (f, ud) = match at {
             At::Stage(i) => (&f_st[i], &ud[i]),

@@ -153,7 +153,7 @@ impl Simulation {
 
     /// Kinetic energy of the present speeds, J.
     pub(super) fn kinetic_energy(&self) -> f64 {
-        let n = self.model.net.n_dof;
+        let n = self.model.n_dof;
         (0..n).map(|k| 0.5 * self.model.net.mass[k] * self.w[k] * self.w[k]).sum()
     }
 

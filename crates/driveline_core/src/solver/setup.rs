@@ -153,7 +153,7 @@ impl Simulation {
         // Ground entries of the stage and end states never change: written once here, equal
         // to the state's (the time-only kernel commits a sub-step by trading the state's
         // buffers with the end's). Ground nodes do not turn.
-        let n = self.model.net.n_dof;
+        let n = self.model.n_dof;
         self.w[n..].fill(0.0);
         let Work { phi_st, w_st, phi1, w1, .. } = &mut self.ws;
         for (phi, w) in phi_st.iter_mut().zip(w_st.iter_mut()).chain([(phi1, w1)]) {
@@ -200,19 +200,6 @@ pub(super) struct Derived {
     /// For each signal, the friction elements whose law reads it (their normal force or
     /// load), as a mask.
     pub(super) readers: Vec<u64>,
-    /// The LossyGear friction elements, as a mask.
-    pub(super) lossy: u64,
-    /// The friction elements whose sliding torque depends on the constraint torques (rolling
-    /// LossyGears, limited-slip packs), as a mask: the force pipeline corrects for those that
-    /// slide.
-    pub(super) torque_dependent: u64,
-    /// Some law's force reads angles ([`Law::reads_angles`]): Newton iterations need the
-    /// stage angles, not only the stage speeds.
-    pub(super) laws_read_angles: bool,
-    /// The friction elements whose sliding torque reads the signals only
-    /// ([`FrictionLaw::is_time_only`](crate::elements::FrictionLaw::is_time_only)), as a mask. With `laws_state_free`, a mode where only
-    /// these slide has forces that depend on time alone.
-    pub(super) time_only: u64,
     /// The permanent rows that report a torque, as `(row, element, coefficient)`: a gear
     /// reports `flange_b.tau = -c_b lambda`, a speed source `lambda` (derived once from the
     /// element kinds, not matched by name every step).
@@ -237,6 +224,22 @@ pub(super) struct Derived {
 pub(super) struct Model {
     /// The signals the laws read by index: this simulation's (the shared network's are not read).
     pub(super) signals: Vec<Signal>,
+    /// The LossyGear friction elements, as a mask.
+    pub(super) lossy: u64,
+    /// The friction elements whose sliding torque depends on the constraint torques (rolling
+    /// LossyGears, limited-slip packs), as a mask: the force pipeline corrects for those that
+    /// slide.
+    pub(super) torque_dependent: u64,
+    /// Some law's force reads angles ([`Law::reads_angles`]): Newton iterations need the
+    /// stage angles, not only the stage speeds.
+    pub(super) laws_read_angles: bool,
+    /// The friction elements whose sliding torque reads the signals only
+    /// ([`FrictionLaw::is_time_only`](crate::elements::FrictionLaw::is_time_only)), as a mask. With `laws_state_free`, a mode where only
+    /// these slide has forces that depend on time alone.
+    pub(super) time_only: u64,
+    /// The network's free coordinates (its `n_dof`). This and the masks above are copies of
+    /// what the shared network gives, kept here because every step reads them.
+    pub(super) n_dof: usize,
     /// Every law's force reads the signals only ([`Law::is_state_free`]).
     pub(super) laws_state_free: bool,
     /// [`Simulation::fastest_rate`], 1/s (set once the base mode is compiled).
@@ -261,8 +264,18 @@ impl Model {
     /// signals.
     fn new(net: Network) -> Self {
         let modes = library::ModeLibrary::for_network(&net);
-        let laws_state_free = net.laws.iter().all(Law::is_state_free);
-        Model { signals: net.signals, laws_state_free, fastest_rate: 0.0, integrals: false, modes }
+        Model {
+            n_dof: net.n_dof,
+            lossy: mask_where(&net.friction, |fe| matches!(fe.law, crate::elements::FrictionLaw::Lossy { .. })),
+            torque_dependent: mask_where(&net.friction, |fe| fe.law.is_torque_dependent()),
+            laws_read_angles: net.laws.iter().any(Law::reads_angles),
+            time_only: mask_where(&net.friction, |fe| fe.law.is_time_only()),
+            laws_state_free: net.laws.iter().all(Law::is_state_free),
+            fastest_rate: 0.0,
+            integrals: false,
+            modes,
+            signals: net.signals,
+        }
     }
 }
 
@@ -271,13 +284,9 @@ impl Derived {
     pub(super) fn new(net: Network) -> Self {
         let (input_law_start, input_laws) = input_law_index(&net);
         Derived {
-            lossy: mask_where(&net.friction, |fe| matches!(fe.law, crate::elements::FrictionLaw::Lossy { .. })),
             readers: (0..net.signals.len())
                 .map(|k| mask_where(&net.friction, |fe| fe.law.free_signal() == Some(k)))
                 .collect(),
-            torque_dependent: mask_where(&net.friction, |fe| fe.law.is_torque_dependent()),
-            laws_read_angles: net.laws.iter().any(Law::reads_angles),
-            time_only: mask_where(&net.friction, |fe| fe.law.is_time_only()),
             row_outputs: Simulation::row_outputs(&net),
             mode_sources: Simulation::mode_sources(&net),
             out_rel: net.elements.iter().map(|e| e.rel).collect(),

@@ -241,7 +241,7 @@ impl Simulation {
         self.inputs.steps.clear();
         self.inputs.changes_ready = ChangeRecord::NotFormed;
         self.inputs.jump = false;
-        let n = self.model.net.n_dof;
+        let n = self.model.n_dof;
         if unconverged.is_some() || !(all_finite(&self.phi[..n]) && all_finite(&self.w[..n])) {
             // Never propagate NaN, infinity or an unconverged iterate: name the bodies, go back
             // to the step start and report.
@@ -397,7 +397,7 @@ impl Simulation {
         if self.friction.sliding == 0 {
             return 0;
         }
-        let tol = zero_slip_tolerance(speed_scale(&self.w[..self.model.net.n_dof]));
+        let tol = zero_slip_tolerance(speed_scale(&self.w[..self.model.n_dof]));
         let mut mask = 0;
         for i in bits(self.friction.sliding) {
             let ahead = self.model.net.friction[i].row.dot(&self.w) * self.modes[i].dir() > tol;
@@ -413,7 +413,7 @@ impl Simulation {
         if self.friction.sliding == 0 {
             return 0;
         }
-        let tol = zero_slip_tolerance(speed_scale(&self.w[..self.model.net.n_dof]));
+        let tol = zero_slip_tolerance(speed_scale(&self.w[..self.model.n_dof]));
         let mut mask = 0;
         for i in bits(self.friction.sliding) {
             if self.model.net.friction[i].row.dot(&self.w).abs() <= tol {

@@ -137,7 +137,7 @@ impl Simulation {
         if !active {
             return false;
         }
-        let n = self.model.net.n_dof;
+        let n = self.model.n_dof;
         let (m, r) = (s.m, s.r);
         k.src.clear();
         k.src.extend((0..self.model.net.laws.len()).map(Source::Law));
@@ -207,7 +207,7 @@ impl Simulation {
         self.time_only_motion(h);
         // The stage angles (the dense output reads them) and the end angles.
         self.stage_angles(h);
-        let n = self.model.net.n_dof;
+        let n = self.model.n_dof;
         let ws = &mut self.ws;
         let (w0, w1) = (&ws.w_st[0][..n], &ws.w_st[1][..n]);
         for (((p, phi), x0), x1) in ws.phi1[..n].iter_mut().zip(&self.phi[..n]).zip(w0).zip(w1) {
@@ -226,7 +226,7 @@ impl Simulation {
     /// the stages and the end (`ws.lam_st`, `ws.lam_end`). The stage signals must be filled.
     #[inline(always)]
     fn time_only_motion(&mut self, h: f64) {
-        let n = self.model.net.n_dof;
+        let n = self.model.n_dof;
         let s = &self.slots[self.cur];
         let (m, r) = (s.m, s.r);
         let k = &mut self.kernel;
@@ -267,7 +267,7 @@ impl Simulation {
         self.fill_stage_signals(self.t, h);
         self.signals.stages_ready = true;
         self.time_only_motion(h);
-        let n = self.model.net.n_dof;
+        let n = self.model.n_dof;
         // The events the general path would look for, at the same samples.
         // (A slip reverses where `-dir w_rel > 0`, as `Simulation::slip_g` reads it; its three
         // samples in one pass over the row, kept for the end records and the ledger.)
