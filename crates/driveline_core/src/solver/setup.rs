@@ -83,8 +83,7 @@ impl Simulation {
         sim.model.modes.reserve((more + 1) * live, mmax);
         sim.newton = NewtonPool::new(NEWTON_SETS.min(more + 1), mmax);
         sim.ws.size_newton(mmax);
-        let empty = sim.model.modes.empty();
-        sim.slots.extend((0..more).map(|_| ModeSlot::new(empty.clone(), nf)));
+        sim.resize_slots(more + 1);
         sim.start(if t0.is_finite() { t0 } else { 0.0 });
         sim
     }
