@@ -180,9 +180,9 @@ impl Chassis {
             };
             car.set_chassis_contact(k, &contact).expect("finite contact");
         }
-        for _ in 0..substeps {
-            car.step(input, dt / substeps as f64).expect("driveline step");
-        }
+        // The driveline's own rate: `substeps` equal sub-steps inside the physics step.
+        car.set_max_step((substeps > 1).then(|| dt / substeps as f64)).expect("a valid rate");
+        car.step(input, dt).expect("driveline step");
         let forces: [WheelForces; 4] = std::array::from_fn(|k| car.wheel_forces(k));
         let (mut f, mut tau) = (self.mass * gravity - self.drag * self.v.length() * self.v, DVec3::ZERO);
         for (k, hit) in hits.iter().enumerate() {

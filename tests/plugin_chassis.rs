@@ -24,10 +24,27 @@ fn contacts(spec: &driveline::core::VehicleSpec, v: f64) -> [core::WheelContact;
 
 #[test]
 fn the_plugin_steps_a_chassis_vehicle_as_the_core_does() {
+    steps_as_the_core_does(None);
+}
+
+#[test]
+fn at_its_own_rate_inside_the_physics_step_the_plugin_steps_as_the_core_does() {
+    // The driveline at 1 kHz inside the 60 Hz tick: 17 sub-steps, the first one's phases in
+    // `Control` and `Actuation`, the others inside `Solve`; the core takes them in `step`.
+    steps_as_the_core_does(Some(1000.0));
+}
+
+/// The plugin's vehicle and the core's, given the same contacts at 60 Hz for 3 s (the plugin's
+/// at `rate`, Hz, with `DrivelineRate`; the core's with `set_max_step`), are equal bit for bit.
+fn steps_as_the_core_does(rate: Option<f64>) {
     let spec = vehicle_spec("sedan_8hp.ron");
     let mut app = create_app();
     let root = spawn_vehicle(app.world_mut(), spec.clone(), Road::Chassis).unwrap();
     let mut car = Vehicle::new_chassis(spec.clone()).unwrap();
+    if let Some(hz) = rate {
+        app.world_mut().entity_mut(root).insert(DrivelineRate(hz));
+        car.set_max_step(Some(1.0 / hz)).unwrap();
+    }
     // The fixed step as the plugin's clock has it (whole nanoseconds).
     let tick = Duration::from_secs_f64(1.0 / 60.0);
     let dt = tick.as_secs_f64();
@@ -66,6 +83,34 @@ fn the_plugin_steps_a_chassis_vehicle_as_the_core_does() {
 }
 
 #[test]
+fn a_bad_driveline_rate_is_refused_and_the_last_valid_one_kept() {
+    let spec = vehicle_spec("sedan_8hp.ron");
+    let mut app = create_app();
+    let root = spawn_vehicle(app.world_mut(), spec, Road::Chassis).unwrap();
+    app.world_mut().entity_mut(root).insert(DrivelineRate(500.0));
+    let tick = Duration::from_secs_f64(1.0 / 60.0);
+    fixed_step(&mut app, tick);
+    let max_step = |app: &bevy_app::App| {
+        let vc = app.world().get::<VehicleController>(root).unwrap();
+        vc.control().and_then(|c| c.max_step())
+    };
+    assert_eq!(max_step(&app), Some(1.0 / 500.0));
+    for bad in [f64::NAN, 0.0, -60.0, f64::INFINITY, 2e6] {
+        app.world_mut().get_mut::<DrivelineRate>(root).unwrap().0 = bad;
+        fixed_step(&mut app, tick);
+        let refused: Vec<_> =
+            app.world().resource::<Messages<DrivelineEditRefused>>().iter_current_update_messages().cloned().collect();
+        assert_eq!(refused.len(), 1, "{bad}: {refused:?}");
+        assert!(refused[0].message.contains("DrivelineRate"), "{}", refused[0].message);
+        assert_eq!(max_step(&app), Some(1.0 / 500.0), "{bad}");
+    }
+    // Removed: the driveline steps once per tick again.
+    app.world_mut().entity_mut(root).remove::<DrivelineRate>();
+    fixed_step(&mut app, tick);
+    assert_eq!(max_step(&app), None);
+}
+
+#[test]
 fn a_non_finite_contact_is_refused_by_wheel_and_field() {
     let spec = vehicle_spec("sedan_8hp.ron");
     let mut app = create_app();
@@ -87,7 +132,7 @@ fn a_non_finite_contact_is_refused_by_wheel_and_field() {
 fn the_wheel_components_are_registered_for_reflection() {
     let app = create_app();
     let registry = app.world().resource::<bevy_ecs::reflect::AppTypeRegistry>().read();
-    for name in ["WheelContact", "WheelForces"] {
+    for name in ["WheelContact", "WheelForces", "DrivelineRate"] {
         let reg = registry.get_with_short_type_path(name).unwrap_or_else(|| panic!("{name} not registered"));
         assert!(reg.data::<bevy_ecs::reflect::ReflectComponent>().is_some(), "{name} lacks ReflectComponent");
     }

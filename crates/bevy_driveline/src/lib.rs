@@ -91,7 +91,7 @@
 //! ```text
 //! root            Driveline, VehicleDefinition, VehicleParts, VehicleInput, VehicleTelemetry,
 //!  |              VehicleController, TransmissionController, DrivelineParts, DrivelineInputs,
-//!  |              DrivelineCache
+//!  |              DrivelineCache (and DrivelineRate, when you insert one)
 //!  +- "engine"         Name, Inertia, BodyState, EngineController,     <- VehicleParts::engine
 //!  |                   PartOf(root)
 //!  +- "engine_torque"  Name, Engine, Connections(flange -> engine)
@@ -122,12 +122,12 @@
 //! | edits accepted (one per part type) | `Prepare` | the typed part components | [`PartElement`]; a refused edit set back |
 //! | written states taken | `Prepare`, and `Solve` for those written since | [`BodyState`] | the simulation's state |
 //! | networks in step with their parts | `Prepare` | [`PartElement`], `Name`, [`Connections`], [`PartOf`] | [`DrivelineCache`] (in place, or rebuilt) |
-//! | [`vehicle::control_vehicles`]: controllers built (after a build) and turned on or off; driver input checked; shift controller or TCU; engine controller (idle, limiter, stall, starter, torque reduction) | `Control` | [`vehicle::VehicleDefinition`], [`vehicle::EngineController`], [`vehicle::TransmissionController`], [`vehicle::ClutchActuator`], [`vehicle::HydraulicPiston`], [`vehicle::VehicleInput`], the simulation's state | [`vehicle::VehicleController`] (gear, shift phase, effective throttle, starter) |
+//! | [`vehicle::control_vehicles`]: controllers built (after a build) and turned on or off; driver input checked; shift controller or TCU; engine controller (idle, limiter, stall, starter, torque reduction) | `Control` | [`vehicle::VehicleDefinition`], [`vehicle::DrivelineRate`], [`vehicle::EngineController`], [`vehicle::TransmissionController`], [`vehicle::ClutchActuator`], [`vehicle::HydraulicPiston`], [`vehicle::VehicleInput`], the simulation's state | [`vehicle::VehicleController`] (gear, shift phase, effective throttle, starter) |
 //! | your controllers | `Control` | states, telemetry | [`vehicle::VehicleInput`], [`DrivelineInputs`] |
 //! | `actuate_vehicles`: shift linkages, clutch actuator, hydraulic pistons, brakes, tyre loads | `Actuation` | [`vehicle::VehicleController`] | the simulation's inputs, [`ClutchEngagement`] |
 //! | your actuators | `Actuation` or after it | [`ClutchEngagement`], states | [`ClutchEngagement`], [`DrivelineInputs`] |
 //! | inputs and engagements handed over | `Solve` | [`DrivelineInputs`], [`ClutchEngagement`] | the simulation's inputs, over the actuators' |
-//! | vehicles: the coupled step, heat, fuel, telemetry (and a shift's later sub-steps) | `Solve` | [`vehicle::VehicleController`], [`chassis::WheelContact`] (taken in `Control`) | [`vehicle::VehicleTelemetry`], [`vehicle::VehicleMessage`], [`chassis::WheelForces`] |
+//! | vehicles: the coupled step, heat, fuel, telemetry (and the later sub-steps of a shift, or of a [`vehicle::DrivelineRate`] faster than the tick) | `Solve` | [`vehicle::VehicleController`], [`chassis::WheelContact`] (taken in `Control`) | [`vehicle::VehicleTelemetry`], [`vehicle::VehicleMessage`], [`chassis::WheelForces`] |
 //! | your chassis' forces | after `Solve` | [`chassis::WheelForces`] | your physics engine's forces |
 //! | other drivelines: the coupled step | `Solve` | | [`DrivelineCache`] |
 //! | write-back | `Solve` (last) | [`DrivelineCache`] | [`BodyState`], [`CouplingState`], [`ClutchEngagement`] |
@@ -242,7 +242,7 @@ pub mod prelude {
         Spring, SpringDamper, TorqueConverter, TorqueSource, Tyre,
     };
     pub use crate::vehicle::{
-        ClutchActuator, EngineController, HydraulicPiston, TransmissionController, VehicleController,
+        ClutchActuator, DrivelineRate, EngineController, HydraulicPiston, TransmissionController, VehicleController,
         VehicleDefinition, VehicleInput, VehicleMessage, VehicleParts, VehicleSnapshotError, VehicleTelemetry,
         control_vehicles, restore_vehicle, set_road_speed, snapshot_vehicle, spawn_vehicle,
     };

@@ -157,6 +157,59 @@ pub struct ClutchActuator;
 #[reflect(Component, Debug, Clone, PartialEq, Default)]
 pub struct HydraulicPiston;
 
+/// The driveline's own fixed rate, Hz, on a vehicle's root: a fixed tick longer than
+/// `1 / rate` is taken as equal sub-steps of at most that length, each with the whole chain
+/// of controllers, actuators and the coupled solve (the first sub-step's phases run in
+/// `Control` and `Actuation`, the others inside `Solve`, through the same functions). The
+/// driver's input, what users wrote over the actuators and a chassis' [`crate::chassis::WheelContact`]
+/// hold over the whole tick. `DrivelineRate(1000.0)` runs the driveline at 1 kHz inside a game's
+/// 60 Hz physics step (17 sub-steps of 0.98 ms). Without it the driveline steps once per tick
+/// (sub-stepped only while a box shifts at a tick longer than 1 ms). A value that is not finite
+/// or outside [1, 1e6] Hz is refused with a [`crate::DrivelineEditRefused`] and the last valid
+/// one kept. See `driveline_core::vehicle::VehicleControl::set_max_step`.
+#[derive(Component, Reflect, Debug, Clone, Copy, PartialEq)]
+#[reflect(Component, Debug, Clone, PartialEq, Default)]
+pub struct DrivelineRate(pub f64);
+
+impl Default for DrivelineRate {
+    /// 1 kHz.
+    fn default() -> Self {
+        Self(1000.0)
+    }
+}
+
+/// The highest [`DrivelineRate`], Hz.
+pub const MAX_DRIVELINE_RATE: f64 = 1e6;
+
+/// Hands a root's [`DrivelineRate`] to its controllers when it differs from theirs; a bad
+/// value (reported once, when written) keeps the last valid one.
+fn apply_rate(
+    control: &mut VehicleControl,
+    root: Entity,
+    rate: Option<Ref<DrivelineRate>>,
+    sink: &std::sync::Mutex<Vec<crate::DrivelineEditRefused>>,
+) {
+    let hz = rate.as_ref().map(|r| r.0);
+    let wanted = match hz {
+        None => None,
+        Some(hz) if hz.is_finite() && (1.0..=MAX_DRIVELINE_RATE).contains(&hz) => Some(1.0 / hz),
+        Some(hz) => {
+            if rate.is_some_and(|r| r.is_changed()) {
+                let message = format!(
+                    "DrivelineRate {hz} Hz refused: a rate is finite, from 1 to {MAX_DRIVELINE_RATE} Hz; the last valid rate is kept"
+                );
+                let r = crate::DrivelineEditRefused { driveline: Some(root), part: root, message };
+                sink.lock().unwrap_or_else(|p| p.into_inner()).push(r);
+            }
+            return;
+        }
+    };
+    if control.max_step() != wanted {
+        // In range by the match above.
+        let _ = control.set_max_step(wanted);
+    }
+}
+
 /// The built-in controllers' components a vehicle's parts carry.
 type ControllerComponents<'w, 's> = Query<'w, 's, (Has<EngineController>, Has<ClutchActuator>, Has<HydraulicPiston>)>;
 
@@ -274,7 +327,8 @@ pub(crate) fn register_types(app: &mut bevy_app::App) {
         .register_type::<EngineController>()
         .register_type::<TransmissionController>()
         .register_type::<ClutchActuator>()
-        .register_type::<HydraulicPiston>();
+        .register_type::<HydraulicPiston>()
+        .register_type::<DrivelineRate>();
 }
 
 /// Spawns a vehicle: a [`Driveline`] root with its [`VehicleDefinition`], [`VehicleParts`],
@@ -514,6 +568,7 @@ pub fn control_vehicles(
         &mut DrivelineCache,
         &VehicleParts,
         Has<TransmissionController>,
+        Option<Ref<DrivelineRate>>,
     )>,
     components: ControllerComponents,
     contacts: Query<Ref<crate::chassis::WheelContact>>,
@@ -523,12 +578,13 @@ pub fn control_vehicles(
     let dt = time.delta_secs_f64();
     let components = &components;
     let (contacts, sink) = (&contacts, &*refusals);
-    for_each_vehicle!(roots, |(root, def, input, mut vc, mut cache, parts, transmission)| {
+    for_each_vehicle!(roots, |(root, def, input, mut vc, mut cache, parts, transmission, rate)| {
         let vc = &mut *vc;
         vc.stage = Stage::Idle;
         let controllers = controllers_of(parts, transmission, components);
         ensure_controllers(def, vc, &mut cache, controllers);
         let (Some(control), Some(sim)) = (vc.control.as_mut(), cache.simulation()) else { return };
+        apply_rate(control, root, rate, sink);
         if def.road == Road::Chassis {
             take_contacts(control, root, parts, contacts, sink);
         }
@@ -628,6 +684,7 @@ pub(crate) fn step_vehicles(
         &mut Overrides,
         &VehicleParts,
         Has<TransmissionController>,
+        Option<Ref<DrivelineRate>>,
     )>,
     components: ControllerComponents,
     (contacts, mut wheel_forces): (Query<Ref<crate::chassis::WheelContact>>, Query<&mut crate::chassis::WheelForces>),
@@ -647,7 +704,7 @@ pub(crate) fn step_vehicles(
     };
     let components = &components;
     let (contacts, refusal_sink) = (&contacts, &*refusals);
-    let step = |(root, def, mut vc, input, mut tele, mut cache, mut overrides, parts, transmission): (
+    let step = |(root, def, mut vc, input, mut tele, mut cache, mut overrides, parts, transmission, rate): (
         Entity,
         &VehicleDefinition,
         Mut<VehicleController>,
@@ -657,6 +714,7 @@ pub(crate) fn step_vehicles(
         Mut<Overrides>,
         &VehicleParts,
         bool,
+        Option<Ref<DrivelineRate>>,
     )| {
         let vc = &mut *vc;
         let stage = match vc.stage {
@@ -670,8 +728,11 @@ pub(crate) fn step_vehicles(
             ensure_controllers(def, vc, &mut cache, controllers);
         }
         let (Some(control), Some(sim)) = (vc.control.as_mut(), cache.sim.as_mut()) else { return };
-        if stage.is_none() && def.road == Road::Chassis {
-            take_contacts(control, root, parts, contacts, refusal_sink);
+        if stage.is_none() {
+            apply_rate(control, root, rate, refusal_sink);
+            if def.road == Road::Chassis {
+                take_contacts(control, root, parts, contacts, refusal_sink);
+            }
         }
         if dt <= 0.0 {
             return;
@@ -710,7 +771,7 @@ pub(crate) fn step_vehicles(
         refused.write(r);
     }
     // Query iteration order is the archetype table order, fixed for a given world history.
-    for (root, def, vc, .., parts, _) in &roots {
+    for (root, def, vc, .., parts, _, _) in &roots {
         for e in vc.events() {
             messages.write(VehicleMessage { vehicle: root, event: *e });
         }

@@ -221,6 +221,9 @@ pub const MAX_GRADE: f64 = 1.0;
 /// (see [`VehicleControl::step`]).
 pub const SHIFT_SUBSTEP: f64 = 1e-3;
 
+/// The shortest step a vehicle's own rate may ask for, s ([`VehicleControl::set_max_step`]).
+pub const MIN_MAX_STEP: f64 = 1e-6;
+
 /// A gear as a driver reads it: `R` (`R2`, ...) for reverse, `N` for neutral, else its number.
 pub fn gear_name(gear: i32) -> String {
     match gear {
@@ -430,6 +433,9 @@ pub struct VehicleControl {
     rejecting: [bool; 5],
     /// The built-in controllers that run.
     controllers: Controllers,
+    /// The driveline's own longest step, s ([`VehicleControl::set_max_step`]; infinite: the
+    /// caller's step).
+    max_step: f64,
 }
 
 /// Which of a vehicle's built-in controllers run ([`VehicleControl::set_controllers`]). A
@@ -593,6 +599,18 @@ impl Vehicle {
     /// Turns built-in controllers off or on ([`VehicleControl::set_controllers`]).
     pub fn set_controllers(&mut self, controllers: Controllers) {
         self.control.set_controllers(controllers);
+    }
+    /// The driveline's own longest step, s ([`VehicleControl::max_step`]).
+    pub fn max_step(&self) -> Option<f64> {
+        self.control.max_step()
+    }
+    /// Runs the driveline at its own rate inside each [`Vehicle::step`]
+    /// ([`VehicleControl::set_max_step`]).
+    ///
+    /// # Errors
+    /// [`StepError::BadStep`] for a `max_step` that is not finite or below 1 us.
+    pub fn set_max_step(&mut self, max_step: Option<f64>) -> Result<(), StepError> {
+        self.control.set_max_step(max_step)
     }
     /// The controllers.
     pub fn control(&self) -> &VehicleControl {
@@ -766,6 +784,7 @@ impl VehicleControl {
             distance: 0.0,
             chassis: ChassisState::default(),
             controllers: Controllers::default(),
+            max_step: f64::INFINITY,
             now: sim.time(),
             spec,
             layout,
@@ -791,6 +810,29 @@ impl VehicleControl {
     /// Turns built-in controllers off or on (see [`Controllers`]), from the next step on.
     pub fn set_controllers(&mut self, controllers: Controllers) {
         self.controllers = controllers;
+    }
+    /// The driveline's own longest step, s, if it has one ([`VehicleControl::set_max_step`]).
+    pub fn max_step(&self) -> Option<f64> {
+        self.max_step.is_finite().then_some(self.max_step)
+    }
+    /// Gives the driveline a rate of its own inside the caller's step: from the next step on,
+    /// a step longer than `max_step` seconds is taken as equal sub-steps of at most that length,
+    /// each the whole chain of control, actuation and the coupled solve, with the driver's
+    /// input (and a [`Road::Chassis`] game's contact) held over the whole step. `Some(1e-3)` runs
+    /// the driveline at 1 kHz inside a game's 60 Hz physics step (17 sub-steps of 0.98 ms);
+    /// `None` (the default) takes each step in one solve outside shifts (see
+    /// [`VehicleControl::step`]). Configuration, not state: not part of a snapshot.
+    ///
+    /// # Errors
+    /// [`StepError::BadStep`] for a `max_step` that is not finite or below 1 us (the setting
+    /// is left as it was).
+    pub fn set_max_step(&mut self, max_step: Option<f64>) -> Result<(), StepError> {
+        match max_step {
+            None => self.max_step = f64::INFINITY,
+            Some(h) if h.is_finite() && h >= MIN_MAX_STEP => self.max_step = h,
+            Some(h) => return Err(StepError::BadStep(h)),
+        }
+        Ok(())
     }
     /// The layout: gear slots and names.
     pub fn layout(&self) -> &Layout {

@@ -7,7 +7,8 @@
 use super::*;
 
 /// How a step of the caller's length is taken: in one solve, or, while a box shifts at a step
-/// longer than [`SHIFT_SUBSTEP`], in equal sub-steps (see [`VehicleControl::step`]). Made by
+/// longer than [`SHIFT_SUBSTEP`] or when the vehicle has a rate of its own
+/// ([`VehicleControl::set_max_step`]), in equal sub-steps (see [`VehicleControl::step`]). Made by
 /// [`VehicleControl::plan_step`].
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct StepPlan {
@@ -17,7 +18,8 @@ pub struct StepPlan {
 }
 
 impl StepPlan {
-    /// Number of sub-steps (1 outside shifts).
+    /// Number of sub-steps (1 outside shifts, unless the vehicle runs at a rate of its own:
+    /// [`VehicleControl::set_max_step`]).
     pub fn substeps(&self) -> usize {
         self.n
     }
@@ -83,7 +85,9 @@ impl VehicleControl {
     /// synchroniser cone and the dogs the linkage sets, then exchange their state every
     /// millisecond as in a 1 kHz run, whatever the caller's step; so do the transmission
     /// controller's phases and the clutch pistons of an automatic. Outside shifts a step is one
-    /// solve. The driver's input holds over the whole step.
+    /// solve, unless the vehicle runs at a rate of its own ([`VehicleControl::set_max_step`]):
+    /// then every step longer than that is taken as equal sub-steps. The driver's input holds
+    /// over the whole step.
     ///
     /// A refused solve leaves the simulation where it was; the controllers still see its end,
     /// and the error is returned.
@@ -144,14 +148,18 @@ impl VehicleControl {
 
     /// How many sub-steps a step of `dt` takes (see [`VehicleControl::step`]).
     fn substeps(&self, input: &DriverInput, dt: f64) -> usize {
+        // At most `h` long: `dt / h` rounded up, a quotient within rounding of a whole number
+        // taken as it.
+        let count = |h: f64| ((dt / h) * (1.0 - 1e-12)).ceil().clamp(1.0, 1e6) as usize;
+        let own = if dt > self.max_step && dt.is_finite() { count(self.max_step) } else { 1 };
         if !(dt > SHIFT_SUBSTEP && dt.is_finite() && self.controllers.transmission) {
-            return 1;
+            return own;
         }
         let shifting = match &self.trans {
             Trans::Manual(m) => m.shifting(self.spec.gearbox.as_ref(), input),
             Trans::Automatic(a) => a.tcu.target().is_some(),
         };
-        if shifting { (dt / SHIFT_SUBSTEP).ceil().min(1e6) as usize } else { 1 }
+        if shifting { own.max((dt / SHIFT_SUBSTEP).ceil().min(1e6) as usize) } else { own }
     }
 
     /// Input, control and actuation for a step of `dt` seconds: writes the simulation's inputs.
