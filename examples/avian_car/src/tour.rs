@@ -69,8 +69,8 @@ struct Tour {
     spin: [f64; 4],
     loads: [f64; 4],
     slowed: bool,
-    /// Where the car was parked.
-    parked_at: Option<Vec3>,
+    /// Where the car was once settled after parking.
+    parked_at: Option<bevy::math::DVec3>,
     /// The lateral acceleration in the circle, g.
     circle_g: f64,
     /// A manual or sequential car's driver (clutch and gears), following a speed per leg.
@@ -187,13 +187,14 @@ fn tour(
         Leg::Parked => {
             input.0 =
                 DriverInput { selector: Selector::Park, parking_brake: 1.0, ignition: true, ..DriverInput::default() };
-            // Two seconds for the body to settle on its springs, then six held.
-            if t - s.since > 2.0 && s.parked_at.is_none() {
-                s.parked_at = Some(here);
+            // The body settles on its springs after the hard stop (its pitch and bounce ring
+            // down over two to three seconds); then six seconds held: a creep would show there.
+            if t - s.since > 4.0 && s.parked_at.is_none() {
+                s.parked_at = Some(place.0);
             }
-            if t - s.since > 8.0 {
-                let moved = s.parked_at.map_or(0.0, |p| (here - p).length());
-                info!("tour: parked on the 20 % slope: moved {:.2e} m in 6 s", moved);
+            if t - s.since > 10.0 {
+                let moved = s.parked_at.map_or(0.0, |at| (place.0 - at).length());
+                info!("tour: parked on the 20 % slope: moved {moved:.2e} m in the 6 s after settling for 4 s");
                 next(s, Leg::Climb);
             }
         }

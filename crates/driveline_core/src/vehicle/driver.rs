@@ -14,6 +14,12 @@
 //!   shift is clutch down, throttle off, the lever, wait for the dogs, clutch up over
 //!   `clutch_release`; the next shift only with the clutch up and a second after the last;
 //!   clutch down again below walking pace.
+//! - **Wheelspin**: when a tyre slips forward by more than 0.5 m/s plus 10 % of the speed, the
+//!   throttle comes back in proportion to the excess (to 0.1 at twice the allowance), and the
+//!   driver does not upshift until the tyres grip again (wheelspin is not speed).
+//! - **Hill start**: rolling back while the trace asks to go forward, the driver brakes, the
+//!   harder the faster it rolls (full brake at 0.32 m/s backwards), and lets the brake off as
+//!   the drive takes the car; on a level road a launch never rolls back, so this never acts.
 //! - **Time**: every rate is per second and every delay in seconds, so the driver decides the
 //!   same at any step; its input holds over a step.
 //! - **Sequential gearbox**: the same choices, given as shift pulses; the box's auto-clutch does
@@ -89,6 +95,18 @@ impl Cycle {
         self.time.windows(2).zip(self.speed.windows(2)).map(|(t, v)| 0.5 * (v[0] + v[1]) * (t[1] - t[0])).sum()
     }
 }
+
+/// The speed backwards, m/s, above which a driver who wants to go forward (a hill start) brakes.
+const ROLL_BACK: f64 = 0.02;
+/// How much faster than [`ROLL_BACK`] the car rolls back when the driver brakes fully, m/s.
+const ROLL_BACK_FULL_BRAKE: f64 = 0.3;
+
+/// Tyre slip the driver accepts before lifting (a launch), m/s, and the share of the speed
+/// added to it (a slip ratio).
+const SPIN_SLIP: f64 = 0.5;
+const SPIN_RATIO: f64 = 0.1;
+/// The least throttle a driver keeps while lifting for wheelspin.
+const SPIN_THROTTLE: f64 = 0.1;
 
 /// Driver tuning. Defaults suit every shipped vehicle.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -200,8 +218,13 @@ impl Driver {
             self.integral = 0.0;
             a = a.min(-0.15 * p.a_brake);
         }
-        let throttle = (a / p.a_throttle).clamp(0.0, 1.0);
+        let mut throttle = (a / p.a_throttle).clamp(0.0, 1.0);
         let brake = (-a / p.a_brake).clamp(0.0, 1.0);
+        // Wheelspin: the foot comes back as the driven wheels spin faster than they grip.
+        let spin = self.spin(tel);
+        if spin > 0.0 {
+            throttle = throttle.min((1.0 - spin).max(SPIN_THROTTLE));
+        }
         // Anti-windup: integrate only while no pedal saturates.
         if !stopping && throttle < 1.0 && brake < 1.0 {
             self.integral = (self.integral + p.ki * e * dt).clamp(-p.a_brake, p.a_throttle);
@@ -210,6 +233,11 @@ impl Driver {
         match self.kind {
             None => {}
             Some(kind) => self.gearbox(kind, tel, target, ahead, &mut input),
+        }
+        // A hill start: rolling back while it wants to go forward, the driver's foot goes to
+        // the brake, the harder the faster it rolls, and comes off as the drive takes the car.
+        if v < -ROLL_BACK && (target > 0.3 || ahead > 0.3) {
+            input.brake = input.brake.max(((-v - ROLL_BACK) / ROLL_BACK_FULL_BRAKE).min(1.0));
         }
         input
     }
@@ -259,7 +287,7 @@ impl Driver {
                 if !want_move && tel.speed < 2.5 || (rpm < 0.95 * self.idle_rpm && self.gear == 1) {
                     self.phase = Phase::Stopped;
                     input.clutch = 1.0;
-                } else if settled && rpm > up_rpm && self.gear < self.top {
+                } else if settled && rpm > up_rpm && self.gear < self.top && self.spin(tel) == 0.0 {
                     self.gear += 1;
                     self.start_shift(t, input);
                 } else if settled && rpm < p.downshift_rpm && self.gear > 1 && self.rpm_in(rpm, -1) < up_rpm {
@@ -315,6 +343,15 @@ impl Driver {
             (Some(from), Some(to)) if from != 0.0 => rpm * to / from,
             _ => rpm,
         }
+    }
+
+    /// How far the fastest-spinning tyre on the ground slips beyond what grips (`SPIN_SLIP` m/s plus
+    /// `SPIN_RATIO` of the speed), as a share of that allowance: 0 while the tyres grip.
+    fn spin(&self, tel: &Telemetry) -> f64 {
+        let allowed = SPIN_SLIP + SPIN_RATIO * tel.speed.abs();
+        // (A tyre in the air does not count: its "slip" is the wheel spinning free.)
+        let slip = (0..4).filter(|&k| tel.tyre_load[k] > 0.0).fold(0.0f64, |m, k| m.max(tel.tyre_slip[k]));
+        ((slip - allowed) / allowed).max(0.0)
     }
 
     fn start_shift(&mut self, t: f64, input: &mut DriverInput) {
