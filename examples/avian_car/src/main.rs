@@ -65,6 +65,9 @@ pub struct Chassis {
     /// Spring rate, N/m, and damping, N s/m, per corner.
     k: f64,
     c: f64,
+    /// The body's mass, kg, and principal moments of inertia in its frame, kg m^2.
+    mass: f64,
+    inertia: DVec3,
     /// This step's ray hits.
     pub hits: [Option<Hit>; 4],
     /// Wheel spin angles for the picture, rad.
@@ -135,7 +138,17 @@ fn spawn_chassis(
         Vec3::new(mass * (h * h + l * l) / 12.0, mass * (w * w + l * l) / 12.0, mass * (w * w + h * h) / 12.0);
     let chassis = commands
         .spawn((
-            Chassis { mounts: mounts(&car.spec), rest, radius, k, c, hits: [None; 4], spin: [0.0; 4] },
+            Chassis {
+                mounts: mounts(&car.spec),
+                rest,
+                radius,
+                k,
+                c,
+                mass: m,
+                inertia: inertia.as_dvec3(),
+                hits: [None; 4],
+                spin: [0.0; 4],
+            },
             RigidBody::Dynamic,
             Collider::cuboid(f64::from(w), 0.5, f64::from(l)),
             (Mass(mass), AngularInertia::new(inertia), CenterOfMass(Vec3::ZERO)),
@@ -217,6 +230,7 @@ fn write_contacts(
                         friction,
                         accel_along: gravity.dot(h.heading),
                         accel_across: gravity.dot(h.left),
+                        mass_across: effective_mass(&ch, rot.0, h.point - pos.0, h.left),
                     }
                 }
                 None => ContactData {
@@ -234,6 +248,15 @@ fn write_contacts(
             }
         }
     }
+}
+
+/// The body's effective mass at `r` (from its centre of mass, world frame) along the unit
+/// vector `dir`: `1 / (1/m + (r x d) . I^-1 (r x d))`, with the inertia turned into the world
+/// by `rot`.
+fn effective_mass(ch: &Chassis, rot: DQuat, r: DVec3, dir: DVec3) -> f64 {
+    let local = rot.inverse() * r.cross(dir);
+    let turn = local.x * local.x / ch.inertia.x + local.y * local.y / ch.inertia.y + local.z * local.z / ch.inertia.z;
+    1.0 / (1.0 / ch.mass + turn)
 }
 
 /// After `Solve`: the suspension and tyre forces at each contact point, for avian's step.

@@ -120,13 +120,15 @@ fn sample_devices(
         })
     });
     pad.notices.extend(notices);
-    // Menu: X / A / B pick a car (they are the N / D / R selector buttons of the bindings).
+    // Menu: X / A / B / Y pick a vehicle (they are the N / D / R / P selector buttons of the
+    // bindings).
     let sel = pad.actions.selector();
     if sel != pad.last_selector {
         pad.menu_pick = match sel {
             Selector::Neutral => Some(0),
             Selector::Drive => Some(1),
             Selector::Reverse => Some(2),
+            Selector::Park => Some(3),
             _ => None,
         };
         pad.last_selector = sel;

@@ -37,7 +37,7 @@ use driveline_core::vehicle::{Road, Vehicle, VehicleSpec};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// The three shipped cars.
+/// The shipped vehicles.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum CarChoice {
     /// Nissan 350Z: 6-speed H-pattern manual with a clutch pedal.
@@ -46,6 +46,8 @@ pub enum CarChoice {
     Race,
     /// BMW-class sedan: ZF 8HP70 planetary automatic with torque converter.
     Auto,
+    /// Medium truck (12 t): Detroit Diesel Series 50, 6-speed manual with a clutch pedal.
+    Truck,
 }
 
 impl CarChoice {
@@ -55,6 +57,7 @@ impl CarChoice {
             CarChoice::Manual => "nissan_350z.ron",
             CarChoice::Race => "race_sequential.ron",
             CarChoice::Auto => "sedan_8hp.ron",
+            CarChoice::Truck => "diesel_truck.ron",
         }
     }
     /// The name shown in the menu and the HUD.
@@ -63,6 +66,7 @@ impl CarChoice {
             CarChoice::Manual => "Nissan 350Z, 6-speed manual",
             CarChoice::Race => "Race car, sequential dog box",
             CarChoice::Auto => "Sedan, ZF 8HP70 automatic",
+            CarChoice::Truck => "Diesel truck, 6-speed manual",
         }
     }
     /// The body's paint.
@@ -71,6 +75,7 @@ impl CarChoice {
             CarChoice::Manual => Color::srgb(0.75, 0.08, 0.06),
             CarChoice::Race => Color::srgb(0.05, 0.25, 0.75),
             CarChoice::Auto => Color::srgb(0.62, 0.64, 0.66),
+            CarChoice::Truck => Color::srgb(0.85, 0.62, 0.10),
         }
     }
 }
@@ -202,8 +207,9 @@ fn menu(mut commands: Commands, args: Res<Args>, mut next: ResMut<NextState<Phas
         format!("  [1]  {}", CarChoice::Manual.label()),
         format!("  [2]  {}", CarChoice::Race.label()),
         format!("  [3]  {}", CarChoice::Auto.label()),
+        format!("  [4]  {}", CarChoice::Truck.label()),
         String::new(),
-        "Gamepad: X = 1, A = 2, B = 3".to_string(),
+        "Gamepad: X = 1, A = 2, B = 3, Y = 4".to_string(),
     ];
     commands.spawn((
         MenuUi,
@@ -231,6 +237,8 @@ fn choose(
         Some(CarChoice::Race)
     } else if keys.just_pressed(KeyCode::Digit3) || pad.menu_pick == Some(2) {
         Some(CarChoice::Auto)
+    } else if keys.just_pressed(KeyCode::Digit4) || pad.menu_pick == Some(3) {
+        Some(CarChoice::Truck)
     } else {
         None
     };

@@ -48,18 +48,21 @@
 //! ```text
 //! c = mu F_z G_yk B_y C_y D_y / max(|v_x|, v_low)              (N s/m, the linear region)
 //! F_impl = -c (v_y + T a_across) / (1 + c T / m_k)              (backward Euler with m_k)
-//! F_stick = -m_k (v_y / (2 T) + a_across) - m_k y / (4 T^2)      (y: the patch's sideways travel since it stuck)
+//! F_stick = -m_s v_y / T - m_k a_across - m_s y / (2 T^2)         (y: the patch's sideways travel since it stuck)
 //! F_y = (1 - w) clamp(F_stick, +-cap) + w clamp(F_impl, +-|F_y0(alpha)|),  w = min(|v_x| / v_low, 1)
 //! ```
 //!
 //! `cap = mu F_z G_yk D_y` is the lateral peak. At rest the tyre holds laterally like it holds
 //! longitudinally (within the peak, no creep: the `a_across` term is exact); moving, it follows
 //! the Magic Formula, and never more than the force that would bring the lateral slip to zero
-//! within the step. The stick's slip term uses half the wheel's mass share: a lateral force at
-//! the ground also rolls and yaws the chassis, so a contact point presents less mass than its
-//! share (about 60 % of it in a car's roll), and a full-mass correction overshoots and, with
-//! the suspension, can grow into a roll-yaw oscillation (seen at 60 Hz on a slope). With half,
-//! no mode overshoots. The last term is the tread holding the patch where it stuck (reset when
+//! within the step. The stick's slip term uses `m_s`, less than the wheel's mass share: a
+//! lateral force at the ground also rolls and yaws the chassis, so a contact point presents
+//! less mass than its share (about 60 % of it in a car's roll, less for a tall truck), and a
+//! full-mass correction overshoots and, with the suspension, can grow into a roll-yaw
+//! oscillation (seen at 60 Hz on a slope). With the contact's effective mass written
+//! ([`WheelContact::mass_across`]), `m_s = 0.8 m_k mass_across / m` ([`STICK_SHARE`] of
+//! dead-beat on that mass); without it `m_s = m_k / 2`, which suits a car (a 12 t truck on a
+//! car's suspension geometry rang with it). The last term is the tread holding the patch where it stuck (reset when
 //! the tyre slides or rolls faster than `v_low`): without it the stick is a stiff damper, and
 //! a steady side load that `a_across` does not carry (the yaw moment of a parked car's free
 //! front wheels' rolling resistance) makes the car creep.
@@ -100,6 +103,15 @@ pub struct WheelContact {
     pub accel_along: f64,
     /// The same across the heading (gravity's component across on a side slope), m/s^2.
     pub accel_across: f64,
+    /// The chassis' effective mass at the contact point across the heading, kg: the mass a
+    /// sideways impulse there meets once the body's roll and yaw are counted,
+    /// `1 / (1/m + (r x l) . I^-1 (r x l))` with `r` from the centre of mass to the contact
+    /// point, `l` the unit vector across the heading and `I` the body's inertia tensor. The
+    /// tyre's lateral stick at rest scales with it (see the module docs). 0, the default: not
+    /// known, half the body's mass is taken (about right for a car; a tall or narrow body
+    /// presents less, and its stick can then ring).
+    #[serde(default)]
+    pub mass_across: f64,
 }
 
 impl Default for WheelContact {
@@ -112,6 +124,7 @@ impl Default for WheelContact {
             friction: 1.0,
             accel_along: 0.0,
             accel_across: 0.0,
+            mass_across: 0.0,
         }
     }
 }
@@ -167,7 +180,16 @@ pub(crate) struct ChassisState {
     impulse: f64,
 }
 
-persist_fields!(WheelContact { in_contact, load, speed_along, speed_across, friction, accel_along, accel_across });
+persist_fields!(WheelContact {
+    in_contact,
+    load,
+    speed_along,
+    speed_across,
+    friction,
+    accel_along,
+    accel_across,
+    mass_across
+});
 persist_fields!(WheelForces { longitudinal, lateral, spin, slip_ratio, slip_angle, contact_speed });
 persist_fields!(ChassisWheel { contact, tyre_impulse, kappa, anchor, forces });
 persist_fields!(ChassisState { wheels, fresh, force, servo, horizon, elapsed, v_start, impulse });
@@ -228,7 +250,9 @@ impl ChassisState {
         take("friction", c.friction, &mut w.friction);
         take("accel_along", c.accel_along, &mut w.accel_along);
         take("accel_across", c.accel_across, &mut w.accel_across);
+        take("mass_across", c.mass_across, &mut w.mass_across);
         w.load = w.load.max(0.0);
+        w.mass_across = w.mass_across.max(0.0);
         w.friction = w.friction.clamp(0.0, 10.0);
         if !self.fresh && self.elapsed > 0.0 {
             // The first write after steps: they were the physics step.
@@ -337,10 +361,11 @@ impl ChassisState {
             let cap = load * gy * combined.lateral.d;
             let cc = load * gy * combined.cornering_stiffness() / vx.abs().max(V_LOW);
             // At rest the tread holds the patch where it stuck: a spring on the patch's sideways
-            // travel (a quarter of dead-beat) besides the damping, so that no steady side load
+            // travel (half of dead-beat on the stick's mass) besides the damping, so that no steady side load
             // (a yaw moment, a suspension's) makes it creep.
             w.anchor += vy * h;
-            let f_stick = -m * (0.5 * vy / t + ay) - 0.25 * m * w.anchor / (t * t);
+            let m_lat = m * stick_share(w.contact.mass_across, c.total);
+            let f_stick = -m_lat * vy / t - m * ay - 0.5 * m_lat * w.anchor / (t * t);
             let f_impl = -cc * (vy + t * ay) / (1.0 + cc * t / m);
             let f_mf = load * gy * combined.lateral_value(alpha).abs();
             let blend = (vx.abs() / V_LOW).min(1.0);
@@ -359,6 +384,18 @@ impl ChassisState {
         }
     }
 }
+
+/// The share of a wheel's mass its lateral stick corrects the slip with: [`STICK_SHARE`] of
+/// the effective mass's share of the body's (`mass_across / total`, at most 1), or half when
+/// the game does not give it.
+fn stick_share(mass_across: f64, total: f64) -> f64 {
+    if mass_across > 0.0 && total > 0.0 { STICK_SHARE * (mass_across / total).min(1.0) } else { 0.5 }
+}
+
+/// How much of the dead-beat correction on the effective mass the lateral stick applies: the
+/// four tyres act at once on a body that also bounces on its springs; a correction that
+/// overshoots rings.
+pub const STICK_SHARE: f64 = 0.8;
 
 /// What [`ChassisState::after_step`] reads of the wheels.
 pub(crate) struct TyreIds<'a> {
