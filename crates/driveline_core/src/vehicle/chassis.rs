@@ -48,7 +48,7 @@
 //! ```text
 //! c = mu F_z G_yk B_y C_y D_y / max(|v_x|, v_low)              (N s/m, the linear region)
 //! F_impl = -c (v_y + T a_across) / (1 + c T / m_k)              (backward Euler with m_k)
-//! F_stick = -m_s v_y / T - m_k a_across - m_s y / (2 T^2)         (y: the patch's sideways travel since it stuck)
+//! F_stick = -m_s v_y / T - m_k a_across - m_k y / (4 T^2)         (y: the patch's sideways travel since it stuck)
 //! F_y = (1 - w) clamp(F_stick, +-cap) + w clamp(F_impl, +-|F_y0(alpha)|),  w = min(|v_x| / v_low, 1)
 //! ```
 //!
@@ -361,11 +361,11 @@ impl ChassisState {
             let cap = load * gy * combined.lateral.d;
             let cc = load * gy * combined.cornering_stiffness() / vx.abs().max(V_LOW);
             // At rest the tread holds the patch where it stuck: a spring on the patch's sideways
-            // travel (half of dead-beat on the stick's mass) besides the damping, so that no steady side load
-            // (a yaw moment, a suspension's) makes it creep.
+            // travel (a quarter of dead-beat on the wheel's share) besides the damping, so that no
+            // steady side load (a yaw moment, a suspension's) makes it creep.
             w.anchor += vy * h;
             let m_lat = m * stick_share(w.contact.mass_across, c.total);
-            let f_stick = -m_lat * vy / t - m * ay - 0.5 * m_lat * w.anchor / (t * t);
+            let f_stick = -m_lat * vy / t - m * ay - 0.25 * m * w.anchor / (t * t);
             let f_impl = -cc * (vy + t * ay) / (1.0 + cc * t / m);
             let f_mf = load * gy * combined.lateral_value(alpha).abs();
             let blend = (vx.abs() / V_LOW).min(1.0);
