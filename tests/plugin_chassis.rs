@@ -95,13 +95,20 @@ fn a_bad_driveline_rate_is_refused_and_the_last_valid_one_kept() {
         vc.control().and_then(|c| c.max_step())
     };
     assert_eq!(max_step(&app), Some(1.0 / 500.0));
+    let drain = |app: &mut bevy_app::App| -> Vec<DrivelineEditRefused> {
+        app.world_mut().resource_mut::<Messages<DrivelineEditRefused>>().drain().collect()
+    };
+    drain(&mut app);
     for bad in [f64::NAN, 0.0, -60.0, f64::INFINITY, 2e6] {
         app.world_mut().get_mut::<DrivelineRate>(root).unwrap().0 = bad;
         fixed_step(&mut app, tick);
-        let refused: Vec<_> =
-            app.world().resource::<Messages<DrivelineEditRefused>>().iter_current_update_messages().cloned().collect();
+        let refused = drain(&mut app);
         assert_eq!(refused.len(), 1, "{bad}: {refused:?}");
-        assert!(refused[0].message.contains("DrivelineRate"), "{}", refused[0].message);
+        assert!(refused[0].message.contains(&format!("DrivelineRate {bad} Hz")), "{}", refused[0].message);
+        assert_eq!(max_step(&app), Some(1.0 / 500.0), "{bad}");
+        // Reported once, when written.
+        fixed_step(&mut app, tick);
+        assert!(drain(&mut app).is_empty(), "{bad} reported again");
         assert_eq!(max_step(&app), Some(1.0 / 500.0), "{bad}");
     }
     // Removed: the driveline steps once per tick again.
