@@ -17,6 +17,9 @@
 //! - **Wheelspin**: when a tyre slips forward by more than 0.5 m/s plus 10 % of the speed, the
 //!   throttle comes back in proportion to the excess (to 0.1 at twice the allowance), and the
 //!   driver does not upshift until the tyres grip again (wheelspin is not speed).
+//! - **Hunting**: a downshift at full throttle within 3 s of the upshift before it means the
+//!   higher gear cannot hold the speed (a loaded truck on a grade loses it while the clutch is
+//!   down): the driver then holds the lower gear for 8 s before upshifting again.
 //! - **Hill start**: rolling back while the trace asks to go forward, the driver brakes, the
 //!   harder the faster it rolls (full brake at 0.32 m/s backwards), and lets the brake off as
 //!   the drive takes the car; on a level road a launch never rolls back, so this never acts.
@@ -95,6 +98,11 @@ impl Cycle {
         self.time.windows(2).zip(self.speed.windows(2)).map(|(t, v)| 0.5 * (v[0] + v[1]) * (t[1] - t[0])).sum()
     }
 }
+
+/// A downshift at full throttle within this time of the last upshift is a hunt, s; the driver
+/// then holds the lower gear for [`HUNT_HOLD`] s.
+const HUNT_WINDOW: f64 = 3.0;
+const HUNT_HOLD: f64 = 8.0;
 
 /// The speed backwards, m/s, above which a driver who wants to go forward (a hill start) brakes.
 const ROLL_BACK: f64 = 0.02;
@@ -178,6 +186,12 @@ pub struct Driver {
     /// Forward gear ratios, first first (manual and sequential boxes).
     ratios: Vec<f64>,
     last_shift: f64,
+    /// When the last upshift was made, s, and until when the driver holds the gear after a
+    /// hunt (see the module docs).
+    #[serde(default)]
+    last_upshift: Option<f64>,
+    #[serde(default)]
+    hold_until: f64,
     pulse: bool,
 }
 
@@ -198,6 +212,8 @@ impl Driver {
             ratios: spec.gearbox.as_ref().map_or_else(Vec::new, |g| g.ratios.clone()),
             // (The lowest finite time: "never", and it survives a JSON round trip.)
             last_shift: f64::MIN,
+            last_upshift: None,
+            hold_until: f64::MIN,
             pulse: false,
         }
     }
@@ -287,10 +303,22 @@ impl Driver {
                 if !want_move && tel.speed < 2.5 || (rpm < 0.95 * self.idle_rpm && self.gear == 1) {
                     self.phase = Phase::Stopped;
                     input.clutch = 1.0;
-                } else if settled && rpm > up_rpm && self.gear < self.top && self.spin(tel) == 0.0 {
+                } else if settled
+                    && rpm > up_rpm
+                    && self.gear < self.top
+                    && self.spin(tel) == 0.0
+                    && t >= self.hold_until
+                {
                     self.gear += 1;
+                    self.last_upshift = Some(t);
                     self.start_shift(t, input);
                 } else if settled && rpm < p.downshift_rpm && self.gear > 1 && self.rpm_in(rpm, -1) < up_rpm {
+                    // Pulling hard and back down within seconds of the upshift: the higher gear
+                    // cannot hold the speed (a loaded truck on a grade loses it while the
+                    // clutch is down); hold this one a while instead of hunting.
+                    if input.throttle >= 0.9 && self.last_upshift.is_some_and(|u| t - u < HUNT_WINDOW) {
+                        self.hold_until = t + HUNT_HOLD;
+                    }
                     self.gear -= 1;
                     self.start_shift(t, input);
                 }
