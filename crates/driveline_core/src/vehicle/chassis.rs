@@ -62,10 +62,10 @@
 //! oscillation (seen at 60 Hz on a slope). With the contact's effective mass written
 //! ([`WheelContact::mass_across`]), `m_s = 0.8 m_k mass_across / m` ([`STICK_SHARE`] of
 //! dead-beat on that mass); without it `m_s = m_k / 2`, which suits a car (a 12 t truck on a
-//! car's suspension geometry rang with it). The last term is the tread holding the patch where it stuck (reset when
-//! the tyre slides or rolls faster than `v_low`): without it the stick is a stiff damper, and
-//! a steady side load that `a_across` does not carry (the yaw moment of a parked car's free
-//! front wheels' rolling resistance) makes the car creep.
+//! car's suspension geometry rang with it). The last term is the tread holding the patch where
+//! it stuck (reset when the tyre slides or rolls faster than `v_low`): without it the stick is
+//! a stiff damper, and a steady side load that `a_across` does not carry (the yaw moment of a
+//! parked car's free front wheels' rolling resistance) makes the car creep.
 //!
 //! **Combined slip.** The longitudinal peak in the driveline is the load times the surface
 //! friction times `G_xa(alpha, kappa)`, with `alpha` from the write and `kappa` from the end

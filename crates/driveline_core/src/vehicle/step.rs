@@ -159,7 +159,7 @@ impl VehicleControl {
             Trans::Manual(m) => m.shifting(self.spec.gearbox.as_ref(), input),
             Trans::Automatic(a) => a.tcu.target().is_some(),
         };
-        if shifting { own.max((dt / SHIFT_SUBSTEP).ceil().min(1e6) as usize) } else { own }
+        if shifting { own.max(count(SHIFT_SUBSTEP)) } else { own }
     }
 
     /// Input, control and actuation for a step of `dt` seconds: writes the simulation's inputs.
