@@ -169,18 +169,15 @@
 //!    engine; your drivers and controllers;
 //! 4. `Actuation`: the vehicles' actuators, yours; they write the simulations' inputs,
 //!    [`DrivelineInputs`] and [`ClutchEngagement`];
-//! 5. `Solve`: in the private [`DrivelineSolveSchedule`], where system-order ambiguity is an
-//!    error:
-//!    states written since `Prepare` taken, inputs and engagements handed over, the coupled
-//!    step, vehicle heat, fuel and telemetry, and the new state written back to the part
-//!    entities;
+//! 5. `Solve`: the plugin's chain of systems: states written since `Prepare` taken, inputs
+//!    and engagements handed over, the coupled step, vehicle heat, fuel and telemetry, and the
+//!    new state written back to the part entities (keep your systems out of it);
 //! 6. `Integrate`: your systems that read the new state before the messages go out;
 //! 7. `Telemetry`: messages.
 //!
 //! The step size is the schedule's `Time` delta (the fixed timestep in `FixedUpdate`).
 //!
-//! The solve schedule runs its systems one after the other on the calling thread; the coupled
-//! steps of two or more drivelines are spread over the compute task pool (one driveline steps
+//! The coupled steps of two or more drivelines are spread over the compute task pool (one driveline steps
 //! on the calling thread: a hand-off costs more than it saves), the write-back goes driveline
 //! by driveline on the calling thread; the vehicles' control and actuation systems go over the
 //! pool from 16 vehicles on. Handing whole systems to
@@ -222,7 +219,7 @@ use bevy_app::{App, FixedUpdate, Plugin, PluginGroup, PluginGroupBuilder};
 use bevy_ecs::intern::Interned;
 use bevy_ecs::name::Name;
 use bevy_ecs::prelude::*;
-use bevy_ecs::schedule::{LogLevel, ScheduleBuildSettings, ScheduleLabel, SingleThreadedExecutor};
+use bevy_ecs::schedule::ScheduleLabel;
 use bevy_reflect::prelude::*;
 use bevy_time::Time;
 use driveline_core::{
@@ -249,9 +246,8 @@ pub mod prelude {
     pub use crate::{
         BodyState, Connections, CouplingState, Driveline, DrivelineBuildFailed, DrivelineCommandsExt,
         DrivelineCorePlugin, DrivelineEditRefused, DrivelineInputRejected, DrivelineInputs, DrivelineParts,
-        DrivelinePlugins, DrivelineRebuilt, DrivelineSolveSchedule, DrivelineStepFailed, DrivelineSystems,
-        FrictionModeChanged, HeatPortState, PartOf, SkipWriteBack, SpawnError, StateWriteAdjusted, skip_write_back,
-        spawn_scenario,
+        DrivelinePlugins, DrivelineRebuilt, DrivelineStepFailed, DrivelineSystems, FrictionModeChanged, HeatPortState,
+        PartOf, SkipWriteBack, SpawnError, StateWriteAdjusted, skip_write_back, spawn_scenario,
     };
     pub use driveline_core::{SnapshotError, VehicleSnapshot};
 }
@@ -272,9 +268,10 @@ pub enum DrivelineSystems {
     /// Actuators writing the simulation's inputs and [`ClutchEngagement`]: the vehicles'
     /// linkages, clutch actuators and hydraulics; your own.
     Actuation,
-    /// In [`DrivelineSolveSchedule`]: states written since `Prepare` taken, inputs and
-    /// engagements handed over, the coupled step (vehicles: heat, fuel, telemetry), the
-    /// write-back.
+    /// The plugin's chain: states written since `Prepare` taken, inputs and engagements
+    /// handed over, the coupled step (vehicles: heat, fuel, telemetry), the write-back. Keep
+    /// your systems out of it (before it, or in `Integrate`): the step reads what was written
+    /// before it, and the write-back is its last system.
     Solve,
     /// After the write-back (done at the end of `Solve`): user systems that read the new
     /// state before `Telemetry`.
@@ -348,22 +345,6 @@ impl Plugin for DrivelineCorePlugin {
         // chain, so they run on the calling thread (a multi-threaded executor would only hand
         // each one to a worker and wait); each system spreads its drivelines over the compute
         // task pool itself.
-        let settings = ScheduleBuildSettings { ambiguity_detection: LogLevel::Error, ..Default::default() };
-        let mut solve = Schedule::new(DrivelineSolveSchedule);
-        solve.set_build_settings(settings);
-        solve.set_executor(SingleThreadedExecutor::new());
-        solve.add_systems(
-            (
-                // States written in `Control` or `Actuation`.
-                sync::write_states,
-                sync::hand_over,
-                vehicle::step_vehicles,
-                solve::step_drivelines,
-                solve::write_back,
-            )
-                .chain(),
-        );
-        app.add_schedule(solve);
         app.add_systems(
             self.schedule,
             (
@@ -381,7 +362,16 @@ impl Plugin for DrivelineCorePlugin {
                     .in_set(DrivelineSystems::Prepare),
                 vehicle::control_vehicles.in_set(DrivelineSystems::Control),
                 vehicle::actuate_vehicles.in_set(DrivelineSystems::Actuation),
-                run_solve_schedule.in_set(DrivelineSystems::Solve),
+                (
+                    // States written in `Control` or `Actuation`.
+                    sync::write_states,
+                    sync::hand_over,
+                    vehicle::step_vehicles,
+                    solve::step_drivelines,
+                    solve::write_back,
+                )
+                    .chain()
+                    .in_set(DrivelineSystems::Solve),
                 solve::send_messages.in_set(DrivelineSystems::Telemetry),
             ),
         );
@@ -404,16 +394,6 @@ fn register_types(app: &mut App) {
         .register_type::<DrivelineInputs>();
     vehicle::register_types(app);
     chassis::register_types(app);
-}
-
-/// The private schedule of the solve phase (run from [`DrivelineSystems::Solve`]; ambiguities
-/// in it are build errors). See the crate docs, "Scheduling".
-#[derive(ScheduleLabel, Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct DrivelineSolveSchedule;
-
-/// Runs [`DrivelineSolveSchedule`].
-fn run_solve_schedule(world: &mut World) {
-    world.run_schedule(DrivelineSolveSchedule);
 }
 
 /// A driveline root. Its parts point at it with [`PartOf`].

@@ -4,6 +4,7 @@
 use crate::{
     BodyState, ClutchEngagement, CouplingState, DrivelineCache, DrivelineStepFailed, FrictionModeChanged,
     HeatPortState, PartOf, PartSlot, SkipWriteBack,
+    parts::{Inertia, Mass},
 };
 use bevy_ecs::prelude::*;
 use bevy_time::Time;
@@ -63,23 +64,41 @@ pub(crate) fn flush_failures(
     }
 }
 
+/// The bodies the write-back visits: inertias and masses, whose state is a [`BodyState`].
+type Bodies<'w, 's> = Query<
+    'w,
+    's,
+    (Entity, &'static PartOf, &'static PartSlot, &'static mut BodyState),
+    (Or<(With<Inertia>, With<Mass>)>, Without<SkipWriteBack>),
+>;
+
+/// The couplings the write-back visits: every other part, whose state is a [`CouplingState`]
+/// (and a [`ClutchEngagement`] on clutches and brakes).
+type Couplings<'w, 's> = Query<
+    'w,
+    's,
+    (Entity, &'static PartOf, &'static PartSlot, &'static mut CouplingState, Option<&'static mut ClutchEngagement>),
+    (Without<Inertia>, Without<Mass>, Without<SkipWriteBack>),
+>;
+
 /// Writes body and coupling states and clutch engagements back to the part entities (in
 /// place, no commands; a value that did not change is not written, so change detection sees
-/// only what moved). One driveline: over the part tables on the calling thread. Below
-/// [`PARALLEL_WRITE_BACK`] drivelines, driveline by driveline and in element order on the
-/// calling thread (each driveline's simulation is read while it is in the cache); from there
-/// on, over the part tables in parallel.
+/// only what moved). Bodies and couplings go in two passes, each over the part tables that
+/// hold them, so that a part's row is visited for the state it has (an inertia has no
+/// relative coordinate, a coupling no body state). One driveline: over the part tables on the
+/// calling thread. Below [`PARALLEL_WRITE_BACK`] drivelines, driveline by driveline and in
+/// element order on the calling thread (each driveline's simulation is read while it is in
+/// the cache); from there on, over the part tables in parallel.
 /// Parts marked [`SkipWriteBack`] are not visited. Heat-port readings are written too.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn write_back(
     ticks: bevy_ecs::system::SystemChangeTick,
     mut last: ResMut<crate::LastWriteBack>,
     roots: Query<&DrivelineCache>,
     listed: Query<(Entity, &DrivelineCache)>,
     mut order: Local<PartOrder>,
-    mut states: Query<
-        (Entity, &PartOf, &PartSlot, &mut BodyState, &mut CouplingState, Option<&mut ClutchEngagement>),
-        Without<SkipWriteBack>,
-    >,
+    mut bodies: Bodies,
+    mut couplings: Couplings,
     mut heat: Query<(Entity, &PartOf, &PartSlot, &mut HeatPortState), Without<SkipWriteBack>>,
 ) {
     last.0 = ticks.this_run();
@@ -91,7 +110,8 @@ pub(crate) fn write_back(
         // (measured back to back, 1,000 8HP sedans on two threads: 9.8 to 10.5 against 10.0 to
         // 12.0 us per vehicle-step in driveline order on the calling thread; 100 sedans: the
         // same, 3.6 to 4.7).
-        states.par_iter_mut().for_each_init(|| None, |memo, item| write_part(roots, memo, item));
+        bodies.par_iter_mut().for_each_init(|| None, |memo, item| write_body(roots, memo, item));
+        couplings.par_iter_mut().for_each_init(|| None, |memo, item| write_coupling(roots, memo, item));
         return;
     }
     // On the calling thread: Bevy's parallel iteration over a list of entities costs far more
@@ -100,11 +120,20 @@ pub(crate) fn write_back(
     if roots.iter().len() == 1 {
         // One driveline: its parts in table order read one simulation anyway, and a dense
         // iteration spares the look-up of each entity.
-        states.iter_mut().for_each(|item| write_part(roots, &mut memo, item));
+        bodies.iter_mut().for_each(|item| write_body(roots, &mut memo, item));
+        couplings.iter_mut().for_each(|item| write_coupling(roots, &mut memo, item));
         return;
     }
     order.refresh(&listed);
-    states.iter_many_unique_mut(order.parts.iter()).for_each(|item| write_part(roots, &mut memo, item));
+    for &(part, body) in order.parts.iter() {
+        if body {
+            if let Ok(item) = bodies.get_mut(part) {
+                write_body(roots, &mut memo, item);
+            }
+        } else if let Ok(item) = couplings.get_mut(part) {
+            write_coupling(roots, &mut memo, item);
+        }
+    }
 }
 
 /// Every driveline's parts, driveline by driveline in element order: the order of the
@@ -113,7 +142,8 @@ pub(crate) fn write_back(
 pub(crate) struct PartOrder {
     /// `(root, build generation, parts)` of each driveline when the list was made.
     key: Vec<(Entity, u64, usize)>,
-    parts: bevy_ecs::entity::EntityIndexSet,
+    /// The parts, each with whether it is a body (an inertia or a mass).
+    parts: Vec<(Entity, bool)>,
 }
 
 impl PartOrder {
@@ -124,7 +154,13 @@ impl PartOrder {
             return;
         }
         self.key = roots.iter().map(|(e, c)| (e, c.generation, c.parts.len())).collect();
-        self.parts = roots.iter().flat_map(|(_, c)| c.parts.iter().copied()).collect();
+        self.parts = roots
+            .iter()
+            .flat_map(|(_, c)| {
+                let sim = c.sim.as_ref();
+                c.parts.iter().enumerate().map(move |(k, &e)| (e, sim.is_some_and(|s| s.body_state(k).is_some())))
+            })
+            .collect();
     }
 }
 
@@ -146,19 +182,12 @@ fn root_of<'a>(
     }
 }
 
-/// One part's state written back (see [`write_back`]).
+/// One body's state written back (see [`write_back`]).
 #[inline(always)]
-fn write_part<'a>(
+fn write_body<'a>(
     roots: &'a Query<&DrivelineCache>,
     memo: &mut Option<(Entity, &'a DrivelineCache)>,
-    (entity, part_of, &PartSlot(k), mut body, mut coupling, engagement): (
-        Entity,
-        &PartOf,
-        &PartSlot,
-        Mut<BodyState>,
-        Mut<CouplingState>,
-        Option<Mut<ClutchEngagement>>,
-    ),
+    (entity, part_of, &PartSlot(k), mut body): (Entity, &PartOf, &PartSlot, Mut<BodyState>),
 ) {
     let Some(sim) = root_of(roots, memo, part_of.0).and_then(|c| c.simulation_of(entity, k)) else { return };
     // Compared bit for bit, as the write test does (`-0.0` is not `0.0` there).
@@ -167,6 +196,22 @@ fn write_part<'a>(
     {
         *body = BodyState { angle, speed };
     }
+}
+
+/// One coupling's state written back (see [`write_back`]).
+#[inline(always)]
+fn write_coupling<'a>(
+    roots: &'a Query<&DrivelineCache>,
+    memo: &mut Option<(Entity, &'a DrivelineCache)>,
+    (entity, part_of, &PartSlot(k), mut coupling, engagement): (
+        Entity,
+        &PartOf,
+        &PartSlot,
+        Mut<CouplingState>,
+        Option<Mut<ClutchEngagement>>,
+    ),
+) {
+    let Some(sim) = root_of(roots, memo, part_of.0).and_then(|c| c.simulation_of(entity, k)) else { return };
     if let Some((phi_rel, w_rel)) = sim.element_relative(k) {
         coupling.set_if_neq(CouplingState {
             phi_rel,
