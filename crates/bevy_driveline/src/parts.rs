@@ -218,32 +218,13 @@ macro_rules! element_components {
             $( app.register_type::<$comp>(); )*
         }
 
-        // (The fields are named after the component types; the derive's generated code
-        // follows them.)
-        #[allow(non_snake_case)]
-        mod typed_edits {
-            use super::*;
-
-        /// Every typed part component's changed entities, as one system parameter: one system
-        /// visits them all (a system per type would cost its scheduling overhead 29 times a
-        /// tick). Each query touches only its own component; [`PartElement`] is reached
-        /// through `elements`.
-        #[derive(bevy_ecs::system::SystemParam)]
-        pub(crate) struct TypedEdits<'w, 's> {
-            elements: Query<'w, 's, (Option<&'static bevy_ecs::name::Name>, Option<&'static crate::PartOf>, &'static mut PartElement)>,
-            Clutch: Query<'w, 's, (Entity, &'static mut Clutch), Changed<Clutch>>,
-            $( $comp: Query<'w, 's, (Entity, &'static mut $comp), Changed<$comp>>, )*
+        /// A scan of each typed part component's changes (see [`crate::sync::collect_edits`]).
+        pub(crate) fn typed_scans(world: &mut World) -> Vec<Box<dyn crate::sync::EditScan>> {
+            vec![
+                Box::new(crate::sync::TypedScan::<Clutch>::new(world)),
+                $( Box::new(crate::sync::TypedScan::<$comp>::new(world)), )*
+            ]
         }
-
-        impl TypedEdits<'_, '_> {
-            /// Accepts or refuses every changed typed component (see [`crate::sync::accept`]).
-            pub(crate) fn collect(&mut self, refused: &mut MessageWriter<crate::DrivelineEditRefused>) {
-                crate::sync::accept(&mut self.Clutch, &mut self.elements, refused);
-                $( crate::sync::accept(&mut self.$comp, &mut self.elements, refused); )*
-            }
-        }
-        }
-        pub(crate) use typed_edits::TypedEdits;
     };
 }
 
