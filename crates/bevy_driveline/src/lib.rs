@@ -340,11 +340,9 @@ impl Plugin for DrivelineCorePlugin {
             )
                 .chain(),
         );
-        // The solve runs in a private schedule whose order is fully specified: any ambiguity
-        // between its systems is an error when the schedule is built. Its systems form one
-        // chain, so they run on the calling thread (a multi-threaded executor would only hand
-        // each one to a worker and wait); each system spreads its drivelines over the compute
-        // task pool itself.
+        // Each set's systems form one chain; each system spreads its drivelines over the compute
+        // task pool itself. (A private schedule for `Solve`, run from an exclusive system, cost
+        // its removal from and return to `Schedules` every tick.)
         app.add_systems(
             self.schedule,
             (
@@ -596,8 +594,7 @@ struct LastWriteBack(bevy_ecs::change_detection::Tick);
 struct StatesTaken(bevy_ecs::change_detection::Tick);
 
 /// A part's element index in its driveline's network, set at each build (the build's
-/// commands apply at the solve schedule's first sync point, before the step and the
-/// write-back), so that the write-back finds the element without a search. Checked against
+/// commands apply at the sync point after `Prepare`, before the step and the write-back), so that the write-back finds the element without a search. Checked against
 /// the cache: a part that the last build did not include is skipped.
 #[derive(Component, Debug, Clone, Copy)]
 struct PartSlot(usize);
