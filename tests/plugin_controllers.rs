@@ -264,3 +264,58 @@ fn without_one_hydraulic_piston_an_automatic_element_keeps_the_engagement_you_wr
     assert!(t.elements[1].locked && (1..=5).contains(&t.engaged_gear), "B applied again: {:?}", t.elements);
     assert!(app.world_mut().resource_mut::<Messages<DrivelineStepFailed>>().drain().next().is_none());
 }
+
+#[test]
+fn without_its_shift_linkage_a_dog_keeps_the_engagement_you_write() {
+    // The 350Z pulled away in 1st (a friction-model dog box: each dog is a clutch part whose
+    // engagement the sleeve writes).
+    let mut app = create_app();
+    let root = spawn_vehicle(app.world_mut(), vehicle_spec("nissan_350z.ron"), Road::Body).unwrap();
+    let parts = app.world().get::<VehicleParts>(root).unwrap().clone();
+    assert_eq!(parts.dogs.len(), 7, "six forward gears and reverse");
+    assert!(parts.dogs.iter().all(|&d| app.world().get::<ShiftLinkage>(d).is_some()), "spawned with linkages");
+    let names: Vec<&str> = parts.dogs.iter().map(|&d| app.world().get::<Name>(d).unwrap().as_str()).collect();
+    assert_eq!(names, ["dog1", "dog2", "dog3", "dog4", "dog5", "dog6", "dogr"]);
+    let dog = parts.dogs[0];
+    pulled_away(&mut app, root, 0, 240);
+    let t = app.world().get::<VehicleTelemetry>(root).unwrap().0;
+    assert_eq!(t.engaged_gear, 1);
+    assert_eq!(app.world().get::<ClutchEngagement>(dog).unwrap().0, 1.0, "the sleeve holds the dog in");
+    // With the linkage, a value written once holds for one step: the sleeve's is back in the
+    // next.
+    app.world_mut().get_mut::<ClutchEngagement>(dog).unwrap().0 = 0.0;
+    pulled_away(&mut app, root, 240, 2);
+    assert_eq!(app.world().get::<ClutchEngagement>(dog).unwrap().0, 1.0);
+    assert_eq!(app.world().get::<VehicleTelemetry>(root).unwrap().0.engaged_gear, 1);
+    // Without it, the dog stays out as written: no gear is engaged although 1st is selected
+    // and the sleeve stays in; the engine, clutch in at 30 % throttle and unloaded, runs away
+    // from the wheels, held by its limiter; the clutch's actuator still holds the pedal up.
+    app.world_mut().entity_mut(dog).remove::<ShiftLinkage>();
+    app.world_mut().get_mut::<ClutchEngagement>(dog).unwrap().0 = 0.0;
+    let mut rpm: Vec<f64> = Vec::new();
+    for k in 0..120 {
+        pulled_away(&mut app, root, 242 + k, 1);
+        assert_eq!(app.world().get::<ClutchEngagement>(dog).unwrap().0, 0.0, "tick {k}");
+        let t = app.world().get::<VehicleTelemetry>(root).unwrap().0;
+        assert_eq!(t.engaged_gear, 0, "tick {k}: the dog is out");
+        rpm.push(t.engine_rpm);
+    }
+    let torque = app.world().get::<CouplingState>(dog).unwrap().torque;
+    assert!(torque.abs() < 1e-9, "the open dog carries nothing: {torque} N m");
+    let t = app.world().get::<VehicleTelemetry>(root).unwrap().0;
+    assert!(t.clutch_engagement > 0.99, "the clutch actuator still holds it in: {}", t.clutch_engagement);
+    let peak = rpm.iter().cloned().fold(0.0, f64::max);
+    assert!(peak > rpm[0] + 1000.0, "the unloaded engine revs up: {} to {peak} rpm", rpm[0]);
+    let limit = vehicle_spec("nissan_350z.ron").engine.rev_limiter.rpm;
+    assert!(peak < limit + 300.0, "its limiter ({limit} rpm) holds it: {peak} rpm");
+    // The other gears' linkages still write theirs: the sleeves carrying them stay neutral.
+    for &other in &parts.dogs[1..] {
+        assert_eq!(app.world().get::<ClutchEngagement>(other).unwrap().0, 0.0);
+    }
+    // Handed back: the sleeve, still in, puts the dog in again from the next step.
+    app.world_mut().entity_mut(dog).insert(ShiftLinkage);
+    pulled_away(&mut app, root, 362, 1);
+    assert_eq!(app.world().get::<ClutchEngagement>(dog).unwrap().0, 1.0);
+    assert_eq!(app.world().get::<VehicleTelemetry>(root).unwrap().0.engaged_gear, 1);
+    assert!(app.world_mut().resource_mut::<Messages<DrivelineStepFailed>>().drain().next().is_none());
+}

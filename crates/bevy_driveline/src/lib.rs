@@ -99,7 +99,8 @@
 //!  |                   ClutchActuator, Connections(flange_a -> engine, flange_b -> disc)
 //!  +- "disc", "input_shaft", "idler1".., "output"   Name, Inertia, BodyState
 //!  +- "gear1"..        Name, IdealGear, CouplingState, Connections
-//!  +- "dog1"..         Name, DogClutch, CouplingState, Connections
+//!  +- "dog1"..         Name, Clutch, ClutchEngagement, CouplingState,  <- VehicleParts::dogs
+//!  |                   ShiftLinkage, Connections (a backlash dog: DogClutch, no engagement)
 //!  +- "synchro1"..     Name, Clutch, ClutchEngagement, CouplingState, Connections
 //!  +- "final_drive_r"  Name, IdealGear; "diff_r" Name, IdealPlanetary; "diff_r_lsd" Name, LimitedSlip
 //!  +- "wheel_fl"..     Name, Inertia, BodyState                        <- VehicleParts::wheels
@@ -122,7 +123,7 @@
 //! | edits accepted (one per part type) | `Prepare` | the typed part components | [`PartElement`]; a refused edit set back |
 //! | written states taken | `Prepare`, and `Solve` for those written since | [`BodyState`] | the simulation's state |
 //! | networks in step with their parts | `Prepare` | [`PartElement`], `Name`, [`Connections`], [`PartOf`] | [`DrivelineCache`] (in place, or rebuilt) |
-//! | [`vehicle::control_vehicles`]: controllers built (after a build) and turned on or off; driver input checked; shift controller or TCU; engine controller (idle, limiter, stall, starter, torque reduction) | `Control` | [`vehicle::VehicleDefinition`], [`vehicle::DrivelineRate`], [`vehicle::EngineController`], [`vehicle::TransmissionController`], [`vehicle::ClutchActuator`], [`vehicle::HydraulicPiston`], [`vehicle::VehicleInput`], the simulation's state | [`vehicle::VehicleController`] (gear, shift phase, effective throttle, starter) |
+//! | [`vehicle::control_vehicles`]: controllers built (after a build) and turned on or off; driver input checked; shift controller or TCU; engine controller (idle, limiter, stall, starter, torque reduction) | `Control` | [`vehicle::VehicleDefinition`], [`vehicle::DrivelineRate`], [`vehicle::EngineController`], [`vehicle::TransmissionController`], [`vehicle::ClutchActuator`], [`vehicle::HydraulicPiston`], [`vehicle::ShiftLinkage`], [`vehicle::VehicleInput`], the simulation's state | [`vehicle::VehicleController`] (gear, shift phase, effective throttle, starter) |
 //! | your controllers | `Control` | states, telemetry | [`vehicle::VehicleInput`], [`DrivelineInputs`] |
 //! | `actuate_vehicles`: shift linkages, clutch actuator, hydraulic pistons, brakes, tyre loads | `Actuation` | [`vehicle::VehicleController`] | the simulation's inputs, [`ClutchEngagement`] |
 //! | your actuators | `Actuation` or after it | [`ClutchEngagement`], states | [`ClutchEngagement`], [`DrivelineInputs`] |
@@ -147,7 +148,9 @@
 //!   written over what the controllers and actuators wrote, every step while it is there.
 //! - **Remove its component.** Each sits on the entity it drives:
 //!   [`vehicle::EngineController`] on the engine part; [`vehicle::ClutchActuator`] on a
-//!   manual's clutch part (pedal to normal force); [`vehicle::HydraulicPiston`] on each of an
+//!   manual's clutch part (pedal to normal force); [`vehicle::ShiftLinkage`] on each of a
+//!   manual's dog clutches (the sleeve to the dog's engagement and its synchroniser's force);
+//!   [`vehicle::HydraulicPiston`] on each of an
 //!   automatic's shift elements (the TCU's pressure to normal force);
 //!   [`vehicle::TransmissionController`] on the root (the gear selection, linkages and clutch
 //!   actuator of a manual; an automatic's TCU with its pistons, lock-up and park pawl). Their
@@ -239,9 +242,9 @@ pub mod prelude {
         Spring, SpringDamper, TorqueConverter, TorqueSource, Tyre,
     };
     pub use crate::vehicle::{
-        ClutchActuator, DrivelineRate, EngineController, HydraulicPiston, TransmissionController, VehicleController,
-        VehicleDefinition, VehicleInput, VehicleMessage, VehicleParts, VehicleSnapshotError, VehicleTelemetry,
-        control_vehicles, restore_vehicle, set_road_speed, snapshot_vehicle, spawn_vehicle,
+        ClutchActuator, DrivelineRate, EngineController, HydraulicPiston, ShiftLinkage, TransmissionController,
+        VehicleController, VehicleDefinition, VehicleInput, VehicleMessage, VehicleParts, VehicleSnapshotError,
+        VehicleTelemetry, control_vehicles, restore_vehicle, set_road_speed, snapshot_vehicle, spawn_vehicle,
     };
     pub use crate::{
         BodyState, Connections, CouplingState, Driveline, DrivelineBuildFailed, DrivelineCommandsExt,

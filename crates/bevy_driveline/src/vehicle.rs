@@ -157,6 +157,22 @@ pub struct ClutchActuator;
 #[reflect(Component, Debug, Clone, PartialEq, Default)]
 pub struct HydraulicPiston;
 
+/// A manual or sequential box's built-in shift linkage drives this dog clutch: on each of
+/// [`VehicleParts::dogs`]. The sleeve carrying the dog moves as the gear selection asks (the
+/// hand or actuator's force, the synchroniser's blocker, the dog tips, the detents and end
+/// stops; see `driveline_core::vehicle::linkage`) and writes the dog's `engagement` input and
+/// its synchroniser's `force` input in `Actuation`. Remove it to drive that gear's dog (and
+/// synchroniser) yourself: write the dog's [`crate::ClutchEngagement`] (a friction-model dog is
+/// a [`crate::Clutch`] part; a backlash dog, a [`crate::DogClutch`], takes `<dog>.engagement`
+/// in the root's [`crate::DrivelineInputs`]) and the synchroniser part's; the inputs keep the
+/// value last written, the sleeve still moves, and a shift into the gear completes when its
+/// dog's engagement reaches 1. The other gears' linkages, the clutch
+/// actuator and the engine controller keep working. Insert it again to hand the dog back. See
+/// `driveline_core::vehicle::Controllers::linkages`.
+#[derive(Component, Reflect, Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[reflect(Component, Debug, Clone, PartialEq, Default)]
+pub struct ShiftLinkage;
+
 /// The driveline's own fixed rate, Hz, on a vehicle's root: a fixed tick longer than
 /// `1 / rate` is taken as equal sub-steps of at most that length, each with the whole chain
 /// of controllers, actuators and the coupled solve (the first sub-step's phases run in
@@ -211,23 +227,29 @@ fn apply_rate(
 }
 
 /// The built-in controllers' components a vehicle's parts carry.
-type ControllerComponents<'w, 's> = Query<'w, 's, (Has<EngineController>, Has<ClutchActuator>, Has<HydraulicPiston>)>;
+type ControllerComponents<'w, 's> =
+    Query<'w, 's, (Has<EngineController>, Has<ClutchActuator>, Has<HydraulicPiston>, Has<ShiftLinkage>)>;
 
 /// Which built-in controllers run for a vehicle with `parts`: those whose components are
 /// present ([`TransmissionController`] on the root, the others on the parts they drive).
 fn controllers_of(parts: &VehicleParts, transmission: bool, q: &ControllerComponents) -> Controllers {
-    let has = |e: Entity| q.get(e).unwrap_or((false, false, false));
-    let mut pistons = u64::MAX;
-    for (k, &e) in parts.shift_elements.iter().enumerate().take(64) {
-        if !has(e).2 {
-            pistons &= !(1 << k);
+    let has = |e: Entity| q.get(e).unwrap_or((false, false, false, false));
+    // One bit per entity of `list` whose component (`pick`) is present; beyond 64, all on.
+    let bits = |list: &[Entity], pick: fn((bool, bool, bool, bool)) -> bool| {
+        let mut bits = u64::MAX;
+        for (k, &e) in list.iter().enumerate().take(64) {
+            if !pick(has(e)) {
+                bits &= !(1 << k);
+            }
         }
-    }
+        bits
+    };
     Controllers {
         engine: has(parts.engine).0,
         transmission,
         clutch_actuator: parts.clutch.is_none_or(|c| has(c).1),
-        pistons,
+        pistons: bits(&parts.shift_elements, |h| h.2),
+        linkages: bits(&parts.dogs, |h| h.3),
     }
 }
 
@@ -254,6 +276,9 @@ pub struct VehicleParts {
     pub lockup: Option<Entity>,
     /// An automatic's shift elements, in the gearbox file's order.
     pub shift_elements: Vec<Entity>,
+    /// A manual or sequential box's dog clutches, one per gear: first gear up, reverse last
+    /// (each with its [`ShiftLinkage`]).
+    pub dogs: Vec<Entity>,
     /// The wheels' inertias: front left, front right, rear left, rear right.
     pub wheels: Vec<Entity>,
     /// The tyres, in the order of `wheels`.
@@ -270,7 +295,7 @@ impl MapEntities for VehicleParts {
         for e in [&mut self.clutch, &mut self.lockup, &mut self.body].into_iter().flatten() {
             *e = mapper.get_mapped(*e);
         }
-        for list in [&mut self.shift_elements, &mut self.wheels, &mut self.tyres, &mut self.brakes] {
+        for list in [&mut self.shift_elements, &mut self.dogs, &mut self.wheels, &mut self.tyres, &mut self.brakes] {
             for e in list.iter_mut() {
                 *e = mapper.get_mapped(*e);
             }
@@ -285,6 +310,7 @@ impl Default for VehicleParts {
             clutch: None,
             lockup: None,
             shift_elements: Vec::new(),
+            dogs: Vec::new(),
             wheels: Vec::new(),
             tyres: Vec::new(),
             brakes: Vec::new(),
@@ -328,6 +354,7 @@ pub(crate) fn register_types(app: &mut bevy_app::App) {
         .register_type::<TransmissionController>()
         .register_type::<ClutchActuator>()
         .register_type::<HydraulicPiston>()
+        .register_type::<ShiftLinkage>()
         .register_type::<DrivelineRate>();
 }
 
@@ -369,6 +396,7 @@ pub(crate) fn spawn_vehicle_on(
             .as_ref()
             .map(|a| a.elements.iter().filter_map(|n| by_name(n)).collect())
             .unwrap_or_default(),
+        dogs: layout.gears.iter().filter_map(|g| by_name(&g.dog)).collect(),
         wheels: wheels("wheel"),
         tyres: wheels("tyre"),
         brakes: wheels("brake"),
@@ -382,6 +410,9 @@ pub(crate) fn spawn_vehicle_on(
     }
     for &element in &parts.shift_elements {
         world.entity_mut(element).insert(HydraulicPiston);
+    }
+    for &dog in &parts.dogs {
+        world.entity_mut(dog).insert(ShiftLinkage);
     }
     if road == Road::Chassis {
         // The game writes the contacts; until it does, each wheel carries its static share.

@@ -49,6 +49,15 @@ pub(crate) struct Manual {
     synchros_live: bool,
 }
 
+/// Which of the box's actuators write their inputs (see `Controllers`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Actuators {
+    /// The clutch actuator writes `clutch.force`.
+    pub clutch: bool,
+    /// Bit `k`: gear `k`'s linkage writes its dog's and synchroniser's inputs.
+    pub linkages: u64,
+}
+
 /// What the gear selection hands to the engine controller.
 pub(crate) struct Selection {
     pub throttle: f64,
@@ -194,9 +203,11 @@ impl Manual {
         Selection { throttle, reduction }
     }
 
-    /// Actuation: the shift linkages (dog engagement, synchroniser cone forces) and, with
-    /// `clutch_actuator`, the clutch clamp force from the pedal (auto-clutch, fade). Returns the
-    /// clamp force written (without the actuator: the one the input holds).
+    /// Actuation: the shift linkages (dog engagement, synchroniser cone forces, for the gears
+    /// whose bit `actuators.linkages` sets) and, with `actuators.clutch`, the clutch clamp force
+    /// from the pedal (auto-clutch, fade). Returns the clamp force written (without the
+    /// actuator: the one the input holds). A gear whose linkage does not write takes its dog's
+    /// engagement from the input, as written last.
     #[allow(clippy::too_many_arguments)]
     pub fn actuate(
         &mut self,
@@ -209,7 +220,7 @@ impl Manual {
         t: f64,
         dt: f64,
         w_engine: f64,
-        clutch_actuator: bool,
+        actuators: Actuators,
         push: &mut dyn FnMut(VehicleEventKind),
     ) -> f64 {
         let sel = Self::gear_index(layout, self.selected);
@@ -253,6 +264,10 @@ impl Manual {
                     continue;
                 }
                 let side = if g.side > 0.0 { 0 } else { 1 };
+                if k < 64 && actuators.linkages & 1 << k == 0 {
+                    self.engagement[k] = sim.input_value(self.ids.dog_in[k]);
+                    continue;
+                }
                 self.engagement[k] = o.engagement[side];
                 let _ = sim.set_input_id(self.ids.dog_in[k], o.engagement[side]);
                 if let Some(id) = self.ids.synchro_in[k] {
@@ -283,7 +298,7 @@ impl Manual {
             }
         }
         // Clutch pedal, auto-clutch, fade (without the actuator: the force as written last).
-        if !clutch_actuator {
+        if !actuators.clutch {
             return sim.input_value(self.ids.clutch_force);
         }
         let shifter = gb.shifter;
@@ -310,8 +325,16 @@ impl Manual {
     }
 
     /// Clutch heat after the step: `C dT/dt = P - h (T - T_a)`, implicit in the cooling term;
-    /// the synchronisers' dissipated energy (trapezoidal in their power).
-    pub fn after_step(&mut self, cl: &ClutchSpec, sim: &Simulation, dt: f64) {
+    /// the synchronisers' dissipated energy (trapezoidal in their power). The engagement of a
+    /// dog its linkage does not drive (a clear bit of `linkages`) is the one the step used.
+    pub fn after_step(&mut self, cl: &ClutchSpec, sim: &Simulation, dt: f64, linkages: u64) {
+        if linkages != u64::MAX {
+            for (k, e) in self.engagement.iter_mut().enumerate().take(64) {
+                if linkages & 1 << k == 0 {
+                    *e = sim.input_value(self.ids.dog_in[k]);
+                }
+            }
+        }
         if self.synchros_live {
             let mut live = false;
             let synchros = self.ids.synchros.iter();

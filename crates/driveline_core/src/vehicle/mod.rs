@@ -471,6 +471,15 @@ pub struct Controllers {
     /// its shifts: an element you drive yourself. A manual has none. Default every bit set.
     #[serde(default = "all_pistons")]
     pub pistons: u64,
+    /// A manual or sequential box's shift linkages, part of the transmission controller, one
+    /// bit per gear in the layout's order (`vehicle::build::Layout::gears`: first gear up,
+    /// reverse last; bit `k`: gear `k`). A set bit lets the sleeve carrying gear `k` write its
+    /// dog's `engagement` input and its synchroniser's `force` input; a clear bit leaves both
+    /// at what was written last (a dog you drive yourself) while the sleeve still moves as the
+    /// gear selection asks and the shift completes when the dog's engagement reaches 1. An
+    /// automatic has none. Default every bit set.
+    #[serde(default = "all_pistons")]
+    pub linkages: u64,
 }
 
 /// [`Controllers::clutch_actuator`]'s default.
@@ -478,14 +487,20 @@ fn on() -> bool {
     true
 }
 
-/// [`Controllers::pistons`]'s default.
+/// [`Controllers::pistons`]' and [`Controllers::linkages`]' default.
 fn all_pistons() -> u64 {
     u64::MAX
 }
 
 impl Default for Controllers {
     fn default() -> Self {
-        Self { engine: true, transmission: true, clutch_actuator: true, pistons: all_pistons() }
+        Self {
+            engine: true,
+            transmission: true,
+            clutch_actuator: true,
+            pistons: all_pistons(),
+            linkages: all_pistons(),
+        }
     }
 }
 

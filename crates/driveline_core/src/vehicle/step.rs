@@ -297,8 +297,9 @@ impl VehicleControl {
                 let (cl, gb) =
                     (self.spec.clutch.as_ref().expect("manual"), self.spec.gearbox.as_ref().expect("manual"));
                 let idle = self.spec.engine.idle_rpm;
-                let actuator = self.controllers.clutch_actuator;
-                m.actuate(cl, gb, idle, &self.layout, sim, inp, t, h, w_engine, actuator, &mut push)
+                let c = self.controllers;
+                let actuators = manual::Actuators { clutch: c.clutch_actuator, linkages: c.linkages };
+                m.actuate(cl, gb, idle, &self.layout, sim, inp, t, h, w_engine, actuators, &mut push)
             }
             Trans::Automatic(a) => a.actuate(sim, self.controllers.pistons),
         };
@@ -401,7 +402,7 @@ impl VehicleControl {
         self.now = sim.time();
         // 5. Integrate heat and fuel; telemetry.
         if let Trans::Manual(m) = &mut self.trans {
-            m.after_step(self.spec.clutch.as_ref().expect("manual"), sim, dt);
+            m.after_step(self.spec.clutch.as_ref().expect("manual"), sim, dt, self.controllers.linkages);
         }
         let v1 = self.vehicle_speed(sim);
         self.accel = (v1 - v0) / dt;
