@@ -59,6 +59,10 @@ pub struct VehicleController {
     /// The clutch and brake parts whose engagement inputs the actuators drive, for the
     /// [`crate::ClutchEngagement`] written in `Actuation`.
     engaged: Vec<Engaged>,
+    /// Which built-in controllers run, as their components were when last looked at; `None`
+    /// once a controller's component was added to or removed from a part (see
+    /// [`controllers_changed`]), when they are looked at again.
+    running: Option<Controllers>,
 }
 
 /// A clutch or brake part whose engagement is a run-time input.
@@ -119,6 +123,7 @@ impl VehicleController {
 /// take what you write in the root's [`crate::DrivelineInputs`]. Insert it again to hand the
 /// engine back. See `driveline_core::vehicle::Controllers`.
 #[derive(Component, Reflect, Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[component(on_add = controllers_changed, on_remove = controllers_changed)]
 #[reflect(Component, Debug, Clone, PartialEq, Default)]
 pub struct EngineController;
 
@@ -143,6 +148,7 @@ pub struct TransmissionController;
 /// working. Insert it again to hand the clutch back. See
 /// `driveline_core::vehicle::Controllers::clutch_actuator`.
 #[derive(Component, Reflect, Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[component(on_add = controllers_changed, on_remove = controllers_changed)]
 #[reflect(Component, Debug, Clone, PartialEq, Default)]
 pub struct ClutchActuator;
 
@@ -154,6 +160,7 @@ pub struct ClutchActuator;
 /// elements. Insert it again to hand the element back. See
 /// `driveline_core::vehicle::Controllers::pistons`.
 #[derive(Component, Reflect, Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[component(on_add = controllers_changed, on_remove = controllers_changed)]
 #[reflect(Component, Debug, Clone, PartialEq, Default)]
 pub struct HydraulicPiston;
 
@@ -170,6 +177,7 @@ pub struct HydraulicPiston;
 /// actuator and the engine controller keep working. Insert it again to hand the dog back. See
 /// `driveline_core::vehicle::Controllers::linkages`.
 #[derive(Component, Reflect, Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[component(on_add = controllers_changed, on_remove = controllers_changed)]
 #[reflect(Component, Debug, Clone, PartialEq, Default)]
 pub struct ShiftLinkage;
 
@@ -229,6 +237,34 @@ fn apply_rate(
 /// The built-in controllers' components a vehicle's parts carry.
 type ControllerComponents<'w, 's> =
     Query<'w, 's, (Has<EngineController>, Has<ClutchActuator>, Has<HydraulicPiston>, Has<ShiftLinkage>)>;
+
+/// A built-in controller's component was added to a part or removed from it: its vehicle looks
+/// again at which controllers run, at its next step (a hook, so that a vehicle's tick does not
+/// look up every part that could carry one).
+fn controllers_changed(mut world: bevy_ecs::world::DeferredWorld, ctx: bevy_ecs::lifecycle::HookContext) {
+    let Some(root) = world.get::<crate::PartOf>(ctx.entity).map(|p| p.0) else { return };
+    if let Some(mut vc) = world.get_mut::<VehicleController>(root) {
+        vc.bypass_change_detection().running = None;
+    }
+}
+
+/// Which built-in controllers run for the vehicle of `vc`: as last looked at, unless a
+/// controller's component was added or removed since, or `parts` or `transmission` changed.
+fn running_controllers(
+    vc: &mut VehicleController,
+    parts: &Ref<VehicleParts>,
+    transmission: bool,
+    q: &ControllerComponents,
+) -> Controllers {
+    match vc.running {
+        Some(c) if c.transmission == transmission && !parts.is_changed() => c,
+        _ => {
+            let c = controllers_of(parts, transmission, q);
+            vc.running = Some(c);
+            c
+        }
+    }
+}
 
 /// Which built-in controllers run for a vehicle with `parts`: those whose components are
 /// present ([`TransmissionController`] on the root, the others on the parts they drive).
@@ -597,7 +633,7 @@ pub fn control_vehicles(
         &VehicleInput,
         &mut VehicleController,
         &mut DrivelineCache,
-        &VehicleParts,
+        Ref<VehicleParts>,
         Has<TransmissionController>,
         Option<Ref<DrivelineRate>>,
     )>,
@@ -612,12 +648,12 @@ pub fn control_vehicles(
     for_each_vehicle!(roots, |(root, def, input, mut vc, mut cache, parts, transmission, rate)| {
         let vc = &mut *vc;
         vc.stage = Stage::Idle;
-        let controllers = controllers_of(parts, transmission, components);
+        let controllers = running_controllers(vc, &parts, transmission, components);
         ensure_controllers(def, vc, &mut cache, controllers);
         let (Some(control), Some(sim)) = (vc.control.as_mut(), cache.simulation()) else { return };
         apply_rate(control, root, rate, sink);
         if def.road == Road::Chassis {
-            take_contacts(control, root, parts, contacts, sink);
+            take_contacts(control, root, &parts, contacts, sink);
         }
         if dt <= 0.0 {
             return;
@@ -713,7 +749,7 @@ pub(crate) fn step_vehicles(
         &mut VehicleTelemetry,
         &mut DrivelineCache,
         &mut Overrides,
-        &VehicleParts,
+        Ref<VehicleParts>,
         Has<TransmissionController>,
         Option<Ref<DrivelineRate>>,
     )>,
@@ -743,7 +779,7 @@ pub(crate) fn step_vehicles(
         Mut<VehicleTelemetry>,
         Mut<DrivelineCache>,
         Mut<Overrides>,
-        &VehicleParts,
+        Ref<VehicleParts>,
         bool,
         Option<Ref<DrivelineRate>>,
     )| {
@@ -755,14 +791,14 @@ pub(crate) fn step_vehicles(
         vc.stage = Stage::Idle;
         // Started in `Control` (which built the controllers), or not: then the whole chain here.
         if stage.is_none() {
-            let controllers = controllers_of(parts, transmission, components);
+            let controllers = running_controllers(vc, &parts, transmission, components);
             ensure_controllers(def, vc, &mut cache, controllers);
         }
         let (Some(control), Some(sim)) = (vc.control.as_mut(), cache.sim.as_mut()) else { return };
         if stage.is_none() {
             apply_rate(control, root, rate, refusal_sink);
             if def.road == Road::Chassis {
-                take_contacts(control, root, parts, contacts, refusal_sink);
+                take_contacts(control, root, &parts, contacts, refusal_sink);
             }
         }
         if dt <= 0.0 {
