@@ -156,10 +156,8 @@ pub(crate) fn accept<T: ElementComponent>(world: &mut World, entity: Entity, ref
 pub(crate) fn sync_networks(
     mut roots: Query<(Entity, &Driveline, &DrivelineParts, &mut DrivelineCache)>,
     changed_roots: Query<(), Or<(Changed<DrivelineParts>, Changed<Driveline>)>>,
-    changed: Query<
-        (&PartOf, Ref<PartElement>, Option<Ref<Name>>, Option<Ref<Connections>>),
-        Or<(Changed<Name>, Changed<Connections>, Changed<PartElement>)>,
-    >,
+    changed: Query<Entity, (Or<(Changed<Name>, Changed<Connections>, Changed<PartElement>)>, With<PartElement>)>,
+    changes: Query<(&PartOf, Ref<PartElement>, Option<Ref<Name>>, Option<Ref<Connections>>)>,
     parts: Query<(Option<&Name>, &PartElement, Option<&Connections>)>,
     mut removed: RemovedComponents<PartElement>,
     mut detached: RemovedComponents<PartOf>,
@@ -176,7 +174,9 @@ pub(crate) fn sync_networks(
     let (structure, edits) = &mut *touched;
     structure.clear();
     edits.clear();
-    for (part_of, element, name, joints) in &changed {
+    // (The scan fetches nothing but the entity: every tick it goes over every part, and a
+    // part's components are read only once it changed.)
+    for (part_of, element, name, joints) in changes.iter_many(&changed) {
         let moved =
             element.is_added() || name.is_some_and(|n| n.is_changed()) || joints.is_some_and(|j| j.is_changed());
         if moved {
@@ -405,10 +405,11 @@ pub(crate) fn write_states(
     last: Res<crate::LastWriteBack>,
     mut taken: ResMut<crate::StatesTaken>,
     mut roots: Query<&mut DrivelineCache>,
-    parts: Query<
-        (Entity, &PartOf, &PartSlot, Ref<BodyState>),
+    written: Query<
+        (Entity, Ref<BodyState>),
         (Changed<BodyState>, Or<(With<crate::Inertia>, With<crate::parts::Mass>)>),
     >,
+    parts: Query<(&PartOf, &PartSlot)>,
     fresh: Query<(), Added<PartSlot>>,
     mut adjusted: MessageWriter<StateWriteAdjusted>,
     mut refused: MessageWriter<DrivelineEditRefused>,
@@ -416,15 +417,17 @@ pub(crate) fn write_states(
 ) {
     writes.clear();
     let (now, since) = (ticks.this_run(), std::mem::replace(&mut taken.0, ticks.this_run()));
-    for (entity, part_of, &PartSlot(k), state) in &parts {
+    for (entity, state) in &written {
         // Changed after the last write-back: a user wrote it (the write-back's own writes
         // carry its tick); and not taken yet (`Prepare` takes what was written before it,
         // `Solve` what was written since). Parts just built start from their components'
-        // start values.
+        // start values. (The part's slot is read only then: the write-back changes every
+        // moving body's state each tick.)
         let changed = state.last_changed();
         if !changed.is_newer_than(last.0, now) || !changed.is_newer_than(since, now) || fresh.contains(entity) {
             continue;
         }
+        let Ok((part_of, &PartSlot(k))) = parts.get(entity) else { continue };
         let Ok(cache) = roots.get(part_of.0) else { continue };
         if cache.parts.get(k) != Some(&entity) {
             continue;
