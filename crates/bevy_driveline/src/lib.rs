@@ -561,6 +561,10 @@ pub struct DrivelineCache {
     parts: Vec<Entity>,
     /// Number of builds so far (controllers that resolved element indices rebuild on change).
     generation: u64,
+    /// A part's element was accepted in place since the last sync: parameters to update.
+    edited: bool,
+    /// A part's element was inserted since the last sync: the network to rebuild.
+    restructured: bool,
 }
 
 impl DrivelineCache {

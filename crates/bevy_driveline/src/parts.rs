@@ -37,7 +37,19 @@ pub trait ElementComponent: Component<Mutability = bevy_ecs::component::Mutable>
 /// A part spawned from a vehicle description refers to the element in the description's layout,
 /// which the vehicles of one description share, until its typed component is edited.
 #[derive(Component, Debug, Clone, Default)]
+#[component(on_insert = element_inserted)]
 pub struct PartElement(Accepted);
+
+/// A part's [`PartElement`] was inserted (a part spawned, or its element replaced): its
+/// driveline is rebuilt at the next sync. (The plugin's own edits of an element in place mark
+/// the driveline in `sync::accept`; the sync then need not scan every part's element for a
+/// change every tick.)
+fn element_inserted(mut world: bevy_ecs::world::DeferredWorld, ctx: bevy_ecs::lifecycle::HookContext) {
+    let Some(root) = world.get::<crate::PartOf>(ctx.entity).map(|p| p.0) else { return };
+    if let Some(mut cache) = world.get_mut::<crate::DrivelineCache>(root) {
+        cache.bypass_change_detection().restructured = true;
+    }
+}
 
 /// Where a part's accepted element is kept.
 #[derive(Debug, Clone, Default)]

@@ -127,6 +127,11 @@ pub(crate) fn accept<T: ElementComponent>(world: &mut World, entity: Entity, ref
             if let Some(mut element) = world.get_mut::<PartElement>(entity) {
                 element.set(kind);
             }
+            // The sync updates this driveline's parameters (it does not scan the elements).
+            let root = world.get::<PartOf>(entity).map(|p| p.0);
+            if let Some(mut cache) = root.and_then(|r| world.get_mut::<DrivelineCache>(r)) {
+                cache.bypass_change_detection().edited = true;
+            }
         }
         Err(e) => {
             let mut message = e.to_string();
@@ -156,45 +161,33 @@ pub(crate) fn accept<T: ElementComponent>(world: &mut World, entity: Entity, ref
 pub(crate) fn sync_networks(
     mut roots: Query<(Entity, &Driveline, &DrivelineParts, &mut DrivelineCache)>,
     changed_roots: Query<(), Or<(Changed<DrivelineParts>, Changed<Driveline>)>>,
-    changed: Query<Entity, (Or<(Changed<Name>, Changed<Connections>, Changed<PartElement>)>, With<PartElement>)>,
-    changes: Query<(&PartOf, Ref<PartElement>, Option<Ref<Name>>, Option<Ref<Connections>>)>,
+    changed: Query<&PartOf, (Or<(Changed<Name>, Changed<Connections>)>, With<PartElement>)>,
     parts: Query<(Option<&Name>, &PartElement, Option<&Connections>)>,
     mut removed: RemovedComponents<PartElement>,
     mut detached: RemovedComponents<PartOf>,
     mut failed: MessageWriter<DrivelineBuildFailed>,
     mut rebuilt: MessageWriter<DrivelineRebuilt>,
-    mut touched: Local<(Vec<Entity>, Vec<Entity>)>,
+    mut touched: Local<Vec<Entity>>,
     mut commands: Commands,
 ) {
     let any_removed = removed.read().count() + detached.read().count() > 0;
-    // The roots of changed parts, gathered in one pass over the parts (asking each root
-    // "is one of the changed parts mine?" would scan every part once per root).
-    // One pass over the changed parts: a new part, a new name or new joints are structural,
-    // a new element alone is a parameter edit.
-    let (structure, edits) = &mut *touched;
+    // The roots of parts renamed or joined anew (structural), gathered in one pass over the
+    // parts (asking each root "is one of the changed parts mine?" would scan every part once
+    // per root). An element inserted (a new part) or accepted in place (a parameter edit)
+    // marks its driveline's cache instead: see `PartElement` and `accept`.
+    let structure = &mut *touched;
     structure.clear();
-    edits.clear();
-    // (The scan fetches nothing but the entity: every tick it goes over every part, and a
-    // part's components are read only once it changed.)
-    for (part_of, element, name, joints) in changes.iter_many(&changed) {
-        let moved =
-            element.is_added() || name.is_some_and(|n| n.is_changed()) || joints.is_some_and(|j| j.is_changed());
-        if moved {
-            structure.push(part_of.0);
-        } else {
-            edits.push(part_of.0);
-        }
-    }
-    for list in [&mut *structure, &mut *edits] {
-        list.sort_unstable();
-        list.dedup();
-    }
+    structure.extend(changed.iter().map(|p| p.0));
+    structure.sort_unstable();
+    structure.dedup();
     for (root, driveline, members, mut cache) in &mut roots {
+        let marks = cache.bypass_change_detection();
+        let (is_edited, restructured) = (std::mem::take(&mut marks.edited), std::mem::take(&mut marks.restructured));
         let is_structural = cache.sim.is_none()
             || any_removed
+            || restructured
             || changed_roots.contains(root)
-            || touched.0.binary_search(&root).is_ok();
-        let is_edited = touched.1.binary_search(&root).is_ok();
+            || touched.binary_search(&root).is_ok();
         if !(is_structural || is_edited) || members.0.is_empty() {
             continue;
         }
