@@ -173,8 +173,8 @@ pub struct HydraulicPiston;
 /// a [`crate::Clutch`] part; a backlash dog, a [`crate::DogClutch`], takes `<dog>.engagement`
 /// in the root's [`crate::DrivelineInputs`]) and the synchroniser part's; the inputs keep the
 /// value last written, the sleeve still moves, and a shift into the gear completes when its
-/// dog's engagement reaches 1. The other gears' linkages, the clutch
-/// actuator and the engine controller keep working. Insert it again to hand the dog back. See
+/// dog's engagement reaches 1. The other gears' linkages, the clutch actuator and the engine
+/// controller keep working. Insert it again to hand the dog back. See
 /// `driveline_core::vehicle::Controllers::linkages`.
 #[derive(Component, Reflect, Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[component(on_add = controllers_changed, on_remove = controllers_changed)]
