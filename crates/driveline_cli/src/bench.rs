@@ -67,9 +67,8 @@ fn drive(
         t.time = (t.time + d.offset) % cycle.0.duration();
         input.0 = d.driver.input(&cycle.0, &t, dt);
     };
-    // A few drivers on the calling thread: a hand-off to the pool costs more than they do (one
-    // sedan with two threads measured 24 to 27 us per vehicle-step against 10 to 11 with one),
-    // and the bench measures the plugin, not its own drivers.
+    // A few drivers on the calling thread: a hand-off to the pool costs more than they do, and
+    // the bench measures the plugin, not its own drivers.
     if q.iter().len() < PARALLEL_DRIVERS {
         q.iter_mut().for_each(drive);
     } else {
