@@ -67,16 +67,16 @@ impl Simulation {
     pub(super) fn factor_newton(&mut self, slot: usize, h: f64, scratch: bool) {
         let set = self.newton_of(slot);
         let m = self.slots[slot].m;
-        if self.ws.newton_inv.len() < 4 * m * m {
+        if self.sc.newton_inv.len() < 4 * m * m {
             // (A mode with more free coordinates than the base mode: a rank decision at
             // rounding level. Once.)
-            self.ws.size_newton(m);
+            self.sc.size_newton(m);
         }
         let s = &mut self.slots[slot];
         let c = &*s.mode;
         let m = c.m;
         let mm = 2 * m;
-        let Work { newton_inv, newton_piv, newton_tmp, singular, .. } = &mut self.ws;
+        let Scratch { newton_inv, newton_piv, newton_tmp, singular, .. } = &mut *self.sc;
         let NewtonFactors { dr, kr, newton_inv: own_inv, newton_piv: own_piv, .. } = &mut self.newton.sets[set];
         let (lu, piv) = if scratch {
             (newton_inv, newton_piv)
@@ -116,7 +116,7 @@ impl Simulation {
     /// One Gauss step of size `h` from the current state in the current mode, into
     /// `ws.phi1/w1` (end) and `ws.phi_st/w_st` (stages). Does not change the state.
     pub(super) fn integrate(&mut self, h: f64, full_step: bool) {
-        self.ws.newton_failed = false;
+        self.sc.newton_failed = false;
         let slot = self.cur;
         let t0 = self.t;
         let jump = std::mem::take(&mut self.inputs.jump);
@@ -293,7 +293,7 @@ impl Simulation {
             let watched = !linear && iter > 1;
             if watched {
                 let m2 = 2 * m;
-                self.ws.q_last[..m2].copy_from_slice(&self.ws.q[..m2]);
+                self.sc.q_last[..m2].copy_from_slice(&self.ws.q[..m2]);
             }
             // From the guess Q_i = q0, Mr (Q_i - q0) is +0.0 (a row's diagonal term is +0.0,
             // so the sum is too) and subtracting it changes nothing: skipped.
@@ -316,7 +316,7 @@ impl Simulation {
                 // correction throws a light load as far past its terminal speed at any sub-step
                 // length.)
                 let m2 = 2 * m;
-                self.ws.q[..m2].copy_from_slice(&self.ws.q_last[..m2]);
+                self.ws.q[..m2].copy_from_slice(&self.sc.q_last[..m2]);
                 if reused {
                     reused = false;
                     last_dq = f64::INFINITY;
@@ -330,7 +330,7 @@ impl Simulation {
             // once: its relative tolerance may be infinite too.)
             if norm_dq == f64::INFINITY {
                 self.stats.newton_failures += 1;
-                self.ws.newton_failed = true;
+                self.sc.newton_failed = true;
                 break;
             }
             let tol = self.params.newton_tolerance * (1.0 + norm_q);
@@ -366,7 +366,7 @@ impl Simulation {
             }
             if iter >= self.params.max_newton_iterations {
                 self.stats.newton_failures += 1;
-                self.ws.newton_failed = true;
+                self.sc.newton_failed = true;
                 break;
             }
             if reused && iter >= slow {
@@ -417,7 +417,8 @@ impl Simulation {
         self.reduced_stage_forces(slot, prescribed);
         let s = &self.slots[slot];
         let c = &*s.mode;
-        let Work { newton_inv, res, q, q0, stage_g: gq, .. } = &mut self.ws;
+        let Work { q, q0, stage_g: gq, .. } = &mut self.ws;
+        let Scratch { newton_inv, res, .. } = &mut *self.sc;
         let inv = if scratch { &newton_inv[..] } else { &self.newton.sets[s.newton].newton_inv[..] };
         Correction { residual, h, mr: &c.mr, gq, q0, inv }.apply(c.m, q, res)
     }
@@ -437,7 +438,7 @@ impl Simulation {
         let outcome = 'newton: loop {
             // The Jacobian at x, the full correction dq (x in `q_last`, dq in `q_dir`).
             self.refresh_jacobian(slot, h, scratch, true);
-            self.ws.q_last[..m2].copy_from_slice(&self.ws.q[..m2]);
+            self.sc.q_last[..m2].copy_from_slice(&self.ws.q[..m2]);
             let (norm_dq, norm_q) = self.newton_correction(slot, h, scratch, prescribed, Residual::Full, false);
             iters += 1;
             if norm_dq == f64::INFINITY {
@@ -447,7 +448,8 @@ impl Simulation {
                 break true;
             }
             {
-                let Work { q, q_last, q_dir, .. } = &mut self.ws;
+                let Work { q, .. } = &mut self.ws;
+                let Scratch { q_last, q_dir, .. } = &mut *self.sc;
                 for ((d, q), x) in q_dir[..m2].iter_mut().zip(&q[..m2]).zip(&q_last[..m2]) {
                     *d = q - x;
                 }
@@ -457,7 +459,8 @@ impl Simulation {
                     break 'newton false;
                 }
                 {
-                    let Work { q, q_last, q_dir, .. } = &mut self.ws;
+                    let Work { q, .. } = &mut self.ws;
+                    let Scratch { q_last, q_dir, .. } = &mut *self.sc;
                     for ((q, x), d) in q[..m2].iter_mut().zip(&q_last[..m2]).zip(&q_dir[..m2]) {
                         *q = x + lambda * d;
                     }
@@ -479,7 +482,7 @@ impl Simulation {
             self.ws.cached.insert(Cached::STAGE_FORCES);
         } else {
             self.stats.newton_failures += 1;
-            self.ws.newton_failed = true;
+            self.sc.newton_failed = true;
             // The last Jacobian was taken wherever the iteration ended, perhaps far past any
             // motion: a simplified iteration on it would take its huge matrix's tiny
             // corrections for convergence. The next sub-step takes its own.
@@ -496,7 +499,7 @@ impl Simulation {
         if at_start {
             // The starting guess Q_i = q0 is the current motion: W_i = w, Phi_i = phi + h c_i w.
             for i in 0..2 {
-                let Work { w_st, phi_st, .. } = &mut self.ws;
+                let Scratch { w_st, phi_st, .. } = &mut *self.sc;
                 w_st[i][..n].copy_from_slice(&self.w[..n]);
                 for k in 0..n {
                     phi_st[i][k] = self.phi[k] + h * C[i] * self.w[k];
@@ -522,7 +525,8 @@ impl Simulation {
             self.stage_force(j);
             // g_j = N^T f_j (prescribed rows: the reduced force loses N^T M P rho').
             let s = &self.slots[slot];
-            let Work { stage_g: gq, f_st, presc_acc: ud, acc, .. } = &mut self.ws;
+            let Work { presc_acc: ud, stage_g: gq, .. } = &mut self.ws;
+            let Scratch { f_st, acc, .. } = &mut *self.sc;
             let gq = &mut gq[j * m..(j + 1) * m];
             let x = if prescribed {
                 for k in 0..n {
@@ -544,13 +548,15 @@ impl Simulation {
         let m = s.m;
         // q1 = q0 + sum_j D_j (Q_j - q0), kept in res (free now).
         {
-            let Work { q0, q, res, .. } = &mut self.ws;
+            let Work { q0, q, .. } = &mut self.ws;
+            let Scratch { res, .. } = &mut *self.sc;
             let (q1, q2) = q[..2 * m].split_at(m);
             for (((r, &q0), q1), q2) in res[..m].iter_mut().zip(&q0[..m]).zip(q1).zip(q2) {
                 *r = q0 + D[0] * (q1 - q0) + D[1] * (q2 - q0);
             }
         }
-        let Work { res, w1, presc_speed: wp, phi1, w_st, .. } = &mut self.ws;
+        let Work { presc_speed: wp, .. } = &mut self.ws;
+        let Scratch { res, w1, phi1, w_st, .. } = &mut *self.sc;
         s.n_times(&res[..m], &mut w1[..n]);
         if prescribed {
             for (w, p) in w1[..n].iter_mut().zip(&wp[2][..n]) {
@@ -573,7 +579,8 @@ impl Simulation {
         let n = self.model.n_dof;
         let s = &self.slots[self.cur];
         let m = s.m;
-        let Work { q, w_st, presc_speed: wp, .. } = &mut self.ws;
+        let Work { presc_speed: wp, q, .. } = &mut self.ws;
+        let Scratch { w_st, .. } = &mut *self.sc;
         let [w0, w1] = w_st;
         s.n_times_each([&q[..m], &q[m..2 * m]], [&mut w0[..n], &mut w1[..n]]);
         if !s.rhs.is_empty() {
@@ -588,7 +595,7 @@ impl Simulation {
     /// Stage angles `Phi_i = phi0 + h sum_j a_ij W_j` from the stage speeds in `ws.w_st`.
     pub(super) fn stage_angles(&mut self, h: f64) {
         let n = self.model.n_dof;
-        let Work { w_st, phi_st, .. } = &mut self.ws;
+        let Scratch { w_st, phi_st, .. } = &mut *self.sc;
         let (w0, w1) = (&w_st[0][..n], &w_st[1][..n]);
         for (i, pi) in phi_st.iter_mut().enumerate() {
             let (a0, a1) = (h * A[i][0], h * A[i][1]);
@@ -604,8 +611,8 @@ impl Simulation {
         if self.params.track_energy || self.thermal.is_some() {
             self.stage_forces();
             for (k, law) in self.model.net.laws.iter().enumerate() {
-                let p = h * (B[0] * self.ws.law_power[0][k] + B[1] * self.ws.law_power[1][k]);
-                let d = h * (B[0] * self.ws.law_diss[0][k] + B[1] * self.ws.law_diss[1][k]);
+                let p = h * (B[0] * self.sc.law_power[0][k] + B[1] * self.sc.law_power[1][k]);
+                let d = h * (B[0] * self.sc.law_diss[0][k] + B[1] * self.sc.law_diss[1][k]);
                 match law {
                     Law::Source { .. }
                     | Law::Feedback { .. }
@@ -617,7 +624,7 @@ impl Simulation {
             }
             // Only sliding elements dissipate (the others' powers are zero).
             for i in bits(self.friction.sliding) {
-                self.energy.dissipated += h * (B[0] * self.ws.fric_power[0][i] + B[1] * self.ws.fric_power[1][i]);
+                self.energy.dissipated += h * (B[0] * self.sc.fric_power[0][i] + B[1] * self.sc.fric_power[1][i]);
             }
             if self.thermal.is_some() {
                 self.book_heat(h);
@@ -630,7 +637,7 @@ impl Simulation {
                 for &(ra, src) in s.rhs.iter() {
                     let work = h
                         * (0..2)
-                            .map(|i| B[i] * src.rate(&self.model.signals, self.t + C[i] * h).0 * self.ws.lam_st[i][ra])
+                            .map(|i| B[i] * src.rate(&self.model.signals, self.t + C[i] * h).0 * self.sc.lam_st[i][ra])
                             .sum::<f64>();
                     match src {
                         Rhs::Source(_) => self.energy.input += work,
@@ -647,8 +654,8 @@ impl Simulation {
                 }
             }
         }
-        self.phi.copy_from_slice(&self.ws.phi1);
-        self.w.copy_from_slice(&self.ws.w1);
+        self.phi.copy_from_slice(&self.sc.phi1);
+        self.w.copy_from_slice(&self.sc.w1);
         self.friction.zero_slips = None;
         self.t += h;
         if !self.slots[self.cur].linear {
@@ -673,8 +680,8 @@ impl Simulation {
     pub(super) fn dense(&mut self, theta: f64) {
         let [l0, l1, l2] = lagrange(theta);
         for k in 0..self.w.len() {
-            self.ws.w_e[k] = l0 * self.w[k] + l1 * self.ws.w_st[0][k] + l2 * self.ws.w_st[1][k];
-            self.ws.phi_e[k] = l0 * self.phi[k] + l1 * self.ws.phi_st[0][k] + l2 * self.ws.phi_st[1][k];
+            self.sc.w_e[k] = l0 * self.w[k] + l1 * self.sc.w_st[0][k] + l2 * self.sc.w_st[1][k];
+            self.sc.phi_e[k] = l0 * self.phi[k] + l1 * self.sc.phi_st[0][k] + l2 * self.sc.phi_st[1][k];
         }
     }
 }

@@ -152,6 +152,18 @@ impl Simulation {
         writes: &[StateWrite],
         follow: Follow,
     ) -> Result<Vec<StateAdjustment>, StateWriteError> {
+        let took = self.take_scratch();
+        let written = self.write_state_leased(writes, follow);
+        self.give_back_scratch(took);
+        written
+    }
+
+    /// [`Simulation::write_state_following`] with the thread's scratch borrowed.
+    fn write_state_leased(
+        &mut self,
+        writes: &[StateWrite],
+        follow: Follow,
+    ) -> Result<Vec<StateAdjustment>, StateWriteError> {
         let mut speed = Vec::new();
         let mut angle = Vec::new();
         for w in writes {
@@ -307,6 +319,13 @@ impl Simulation {
     /// After an edit: the present mode compiled, the speeds on its constraints, the modes
     /// selected again, a fresh ledger and outputs. The edit is not a mode event of a step.
     fn settle(&mut self) {
+        let took = self.take_scratch();
+        self.settle_leased();
+        self.give_back_scratch(took);
+    }
+
+    /// [`Simulation::settle`] with the thread's scratch borrowed.
+    fn settle_leased(&mut self) {
         let key = Self::lock_key(&self.modes, &self.kin_engaged);
         self.cur = self.slot_for(key);
         self.fill_signals(2, self.t, false);

@@ -17,9 +17,9 @@ impl Simulation {
         match ev {
             Ev::Slip(i) => {
                 let w = match at {
-                    At::Stage(k) => &self.ws.w_st[k],
-                    At::End => &self.ws.w1,
-                    At::Dense => &self.ws.w_e,
+                    At::Stage(k) => &self.sc.w_st[k],
+                    At::End => &self.sc.w1,
+                    At::Dense => &self.sc.w_e,
                 };
                 self.slip_g(i, w)
             }
@@ -37,7 +37,7 @@ impl Simulation {
                 let (lam, sig) = match at {
                     At::Stage(k) => {
                         self.stage_torques();
-                        (&self.ws.lam_st[k], &self.ws.sig[k])
+                        (&self.sc.lam_st[k], &self.ws.sig[k])
                     }
                     At::End => {
                         self.end_torques();
@@ -61,9 +61,9 @@ impl Simulation {
                     self.fill_signals(2, t, false);
                 }
                 let (phi, w) = match at {
-                    At::Stage(j) => (&self.ws.phi_st[j], &self.ws.w_st[j]),
-                    At::End => (&self.ws.phi1, &self.ws.w1),
-                    At::Dense => (&self.ws.phi_e, &self.ws.w_e),
+                    At::Stage(j) => (&self.sc.phi_st[j], &self.sc.w_st[j]),
+                    At::End => (&self.sc.phi1, &self.sc.w1),
+                    At::Dense => (&self.sc.phi_e, &self.sc.w_e),
                 };
                 let sig = match at {
                     At::Stage(j) => &self.ws.sig[j],
@@ -115,7 +115,7 @@ impl Simulation {
                     if self.may_trigger(Ev::Slip(i))
                         && let Some(th) = consider(self, Ev::Slip(i), &mut best)
                     {
-                        self.ws.slip_theta[i] = th;
+                        self.sc.slip_theta[i] = th;
                         slipped |= 1 << i;
                     }
                     if watched && self.may_trigger(Ev::Release(i)) {
@@ -137,7 +137,7 @@ impl Simulation {
                         && !self.slots[self.cur].redundant
                         && let Some(th) = consider(self, Ev::Breakaway(i), &mut best)
                     {
-                        self.ws.slip_theta[i] = th;
+                        self.sc.slip_theta[i] = th;
                         breaking_at |= 1 << i;
                     }
                 }
@@ -157,7 +157,7 @@ impl Simulation {
         let at_theta = |mask: u64| {
             let mut out = 0;
             for i in bits(mask) {
-                if self.ws.slip_theta[i] <= theta + tol {
+                if self.sc.slip_theta[i] <= theta + tol {
                     out |= 1 << i;
                 }
             }
@@ -215,7 +215,8 @@ impl Simulation {
             }
         }
         self.stage_torques();
-        let Work { lam_st, lam_end, sig, sig_end, .. } = &self.ws;
+        let Work { lam_end, sig, sig_end, .. } = &self.ws;
+        let Scratch { lam_st, .. } = &*self.sc;
         let samples = [(&lam_st[0], &sig[0]), (&lam_st[1], &sig[1]), (lam_end, sig_end)];
         if redundant {
             let all_inside = samples.iter().all(|&(lam, sig)| self.min_norm_inside(lam, |i| self.capacity(i, sig)));
@@ -244,7 +245,7 @@ impl Simulation {
             Ev::Slip(i) => {
                 // `slip_g` at the three samples, in one pass over the row.
                 let d = -self.modes[i].dir();
-                let g = self.model.net.friction[i].row.dot3([&self.ws.w_st[0], &self.ws.w_st[1], &self.ws.w1]);
+                let g = self.model.net.friction[i].row.dot3([&self.sc.w_st[0], &self.sc.w_st[1], &self.sc.w1]);
                 g.iter().any(|&g| d * g > 0.0)
             }
             Ev::Engage(i) | Ev::Release(i) => {

@@ -14,7 +14,8 @@ impl Simulation {
         self.stats.jacobian_updates += 1;
         let n = self.model.n_dof;
         let set = self.newton_of(slot);
-        let Work { jac_phi: jphi, jac_w: jw, f, sig, phi1, w1, .. } = &mut self.ws;
+        let Work { f, sig, .. } = &mut self.ws;
+        let Scratch { jac_phi: jphi, jac_w: jw, phi1, w1, .. } = &mut *self.sc;
         let (phi, w): (&[f64], &[f64]) = if at_scratch { (phi1, w1) } else { (&self.phi, &self.w) };
         jphi[..n * n].fill(0.0);
         jw[..n * n].fill(0.0);
@@ -71,7 +72,7 @@ impl Simulation {
         }
         // ||Mr^-1 Kr||_inf bounds every eigenvalue -omega^2 of the undamped motion, column by
         // column of Mr^-1 Kr (once per Jacobian: m solves of size m).
-        let Work { scratch_n: col, acc: rows, .. } = &mut self.ws;
+        let Scratch { scratch_n: col, acc: rows, .. } = &mut *self.sc;
         rows[..m].fill(0.0);
         for b in 0..m {
             for a in 0..m {
@@ -93,7 +94,7 @@ impl Simulation {
     pub(super) fn jacobians_at_iterate(&mut self, slot: usize, h: f64) {
         self.stage_states(h);
         let n = self.model.n_dof;
-        let Work { phi_st, w_st, phi1, w1, .. } = &mut self.ws;
+        let Scratch { phi_st, w_st, phi1, w1, .. } = &mut *self.sc;
         for k in 0..n {
             phi1[k] = 0.5 * (phi_st[0][k] + phi_st[1][k]);
             w1[k] = 0.5 * (w_st[0][k] + w_st[1][k]);
@@ -306,7 +307,8 @@ impl Simulation {
     /// and signals), into the stage-force cache, torque-dependent friction corrected.
     #[inline(always)]
     pub(super) fn stage_force(&mut self, i: usize) {
-        let Work { phi_st, w_st, sig, f_st, law_power, law_diss, fric_power, fric_tau, .. } = &mut self.ws;
+        let Work { sig, fric_tau, .. } = &mut self.ws;
+        let Scratch { phi_st, w_st, f_st, law_power, law_diss, fric_power, .. } = &mut *self.sc;
         Self::forces(
             &self.model.net,
             &self.modes,
@@ -319,7 +321,8 @@ impl Simulation {
             Record::Powers(&mut law_power[i], &mut law_diss[i], &mut fric_power[i], &mut fric_tau[i]),
         );
         if self.model.torque_dependent & self.friction.sliding != 0 {
-            let Work { w_st, f_st, dep_scratch: ls_a, dep_tau, fric_power, .. } = &mut self.ws;
+            let Work { dep_tau, .. } = &mut self.ws;
+            let Scratch { w_st, f_st, dep_scratch: ls_a, fric_power, .. } = &mut *self.sc;
             Self::torque_dependent_correct(
                 &self.model.net,
                 &self.slots[self.cur],
@@ -345,7 +348,8 @@ impl Simulation {
         let n = self.model.n_dof;
         let s = &*self.slots[self.cur].mode;
         for i in 0..2 {
-            let Work { f_st, acc, xnz, lam_st, presc_acc: ud, .. } = &mut self.ws;
+            let Work { presc_acc: ud, .. } = &mut self.ws;
+            let Scratch { f_st, acc, xnz, lam_st, .. } = &mut *self.sc;
             if s.stage_rows_all {
                 Self::constraint_torques(&self.model.net, s, &f_st[i], &ud[i], acc, xnz, &mut lam_st[i], n);
                 continue;
@@ -370,15 +374,10 @@ impl Simulation {
         }
         let n = self.model.n_dof;
         let Work {
-            phi1,
-            w1,
+            presc_acc: ud,
             sig_end,
             f_end,
-            acc,
-            xnz,
             lam_end,
-            presc_acc: ud,
-            dep_scratch: ls_a,
             dep_tau_end,
             fric_power_end,
             law_tau_end,
@@ -386,6 +385,7 @@ impl Simulation {
             fric_tau_end,
             ..
         } = &mut self.ws;
+        let Scratch { phi1, w1, acc, xnz, dep_scratch: ls_a, .. } = &mut *self.sc;
         let record = Record::Torques(law_tau_end, law_diss_end, fric_tau_end, fric_power_end);
         Self::forces(
             &self.model.net,
@@ -419,7 +419,8 @@ impl Simulation {
     pub(super) fn constraint_torques_at_e(&mut self, t: f64) {
         let n = self.model.n_dof;
         self.prescribed(t, 3);
-        let Work { phi_e, w_e, sig, f, acc, lam, xnz, presc_acc: ud, dep_scratch: ls_a, dep_tau, .. } = &mut self.ws;
+        let Work { presc_acc: ud, sig, f, lam, dep_tau, .. } = &mut self.ws;
+        let Scratch { phi_e, w_e, acc, xnz, dep_scratch: ls_a, .. } = &mut *self.sc;
         Self::forces(
             &self.model.net,
             &self.modes,

@@ -305,8 +305,15 @@ pub struct Simulation {
     qp: QpBase,
     /// The last committed sub-step, where the next one's Newton iteration starts.
     pred: Predictor,
-    /// Buffers a step writes and reads back within itself.
+    /// The buffers a sub-step leaves for the next one.
     ws: Work,
+    /// The thread's scratch while a step runs, an empty placeholder between steps
+    /// ([`Simulation::take_scratch`]).
+    sc: Box<Scratch>,
+    /// The shape of scratch this simulation borrows.
+    scratch_shape: ScratchShape,
+    /// The lending of the scratch this simulation had last.
+    lease: ScratchLease,
 
     // What a step reports.
     /// Mode changes located so far.

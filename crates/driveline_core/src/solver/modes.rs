@@ -17,7 +17,7 @@ impl Simulation {
         }
         self.qp.tag = Some(tag);
         let m = s.m;
-        let col = &mut self.ws.scratch_n;
+        let col = &mut self.sc.scratch_n;
         // B row i = (R_i N) Mr^-1 N^T; friction rows have at most three entries.
         for i in 0..nf {
             let row = self.model.net.friction[i].row;
@@ -116,19 +116,19 @@ impl Simulation {
             let cap = fe.law.capacity(&self.ws.sig[2]);
             self.ws.caps[i] = cap;
             let wr = fe.row.dot(&self.w);
-            self.ws.qp.candidate[i] = false;
-            self.ws.qp.new_modes[i] = if cap.free {
+            self.sc.qp.candidate[i] = false;
+            self.sc.qp.new_modes[i] = if cap.free {
                 FrictionMode::Free
             } else if forced & (1 << i) != 0 || wr.abs() <= tol_w || (self.modes[i] == FrictionMode::Stuck && !initial)
             {
-                self.ws.qp.candidate[i] = true;
+                self.sc.qp.candidate[i] = true;
                 any_candidate = true;
                 FrictionMode::Stuck
             } else if wr > 0.0 {
                 FrictionMode::Forward
             } else if cap.one_way {
                 // A freewheel never slides backwards: it locks (the projection is the impact).
-                self.ws.qp.candidate[i] = true;
+                self.sc.qp.candidate[i] = true;
                 any_candidate = true;
                 FrictionMode::Stuck
             } else {
@@ -140,9 +140,10 @@ impl Simulation {
         if any_candidate {
             // Forces with the sliding torques of the non-candidates, none from candidates.
             let saved = std::mem::take(&mut self.modes);
-            let mut tmp_modes = std::mem::take(&mut self.ws.qp.new_modes);
+            let mut tmp_modes = std::mem::take(&mut self.sc.qp.new_modes);
             {
-                let Work { sig, f, qp: QpWork { candidate, .. }, .. } = &mut self.ws;
+                let Work { sig, f, .. } = &mut self.ws;
+                let Scratch { qp: QpScratch { candidate, .. }, .. } = &mut *self.sc;
                 // Candidates carry no torque in b: give them Free for the force evaluation.
                 for i in 0..nf {
                     if candidate[i] {
@@ -167,15 +168,16 @@ impl Simulation {
                     }
                 }
             }
-            self.ws.qp.new_modes = tmp_modes;
+            self.sc.qp.new_modes = tmp_modes;
             self.modes = saved;
             // The problem is posed under the base constraints: permanent rows and engaged
             // kinematic clutches (with their prescribed accelerations).
             let base_key = Self::lock_key(&[], &self.kin_engaged) << self.model.net.friction.len();
             let base = self.slot_for(base_key);
-            let dependent = self.model.torque_dependent & sliding_mask(&self.ws.qp.new_modes);
+            let dependent = self.model.torque_dependent & sliding_mask(&self.sc.qp.new_modes);
             if dependent != 0 {
-                let Work { f, dep_scratch: ls_a, dep_tau, qp: QpWork { new_modes, .. }, .. } = &mut self.ws;
+                let Work { f, dep_tau, .. } = &mut self.ws;
+                let Scratch { dep_scratch: ls_a, qp: QpScratch { new_modes, .. }, .. } = &mut *self.sc;
                 Self::torque_dependent_correct(
                     &self.model.net,
                     &self.slots[base],
@@ -195,7 +197,7 @@ impl Simulation {
         // A selection that the motion contradicted at once (see `FrictionSets::flip`).
         let (flip, hold) = (std::mem::take(&mut self.friction.flip), std::mem::take(&mut self.friction.hold));
         for i in bits((flip | hold) & low_bits(nf)) {
-            let m = &mut self.ws.qp.new_modes[i];
+            let m = &mut self.sc.qp.new_modes[i];
             *m = match *m {
                 _ if hold & 1 << i != 0 && *m != FrictionMode::Free => FrictionMode::Stuck,
                 FrictionMode::Forward => FrictionMode::Backward,
@@ -204,7 +206,7 @@ impl Simulation {
             };
         }
         // Apply: compile/fetch the mode, project speeds onto new locks, record events.
-        let new_key = Self::lock_key(&self.ws.qp.new_modes, &self.kin_engaged);
+        let new_key = Self::lock_key(&self.sc.qp.new_modes, &self.kin_engaged);
         let old_key = if self.slots[self.cur].valid { self.slots[self.cur].key } else { 0 };
         if new_key != self.slots[self.cur].key || !self.slots[self.cur].valid || initial {
             self.cur = self.slot_for(new_key);
@@ -221,7 +223,7 @@ impl Simulation {
         // 350Z's braked rear tyre near standstill at 1/60 s ran away so).
         let mut against = 0u64;
         for i in 0..nf {
-            let dir = self.ws.qp.new_modes[i].dir();
+            let dir = self.sc.qp.new_modes[i].dir();
             if dir != 0.0 && dir * self.model.net.friction[i].row.dot(&self.w) < 0.0 {
                 against |= 1 << i;
             }
@@ -232,7 +234,7 @@ impl Simulation {
             self.cur = self.slot_for(new_key);
         }
         for i in 0..nf {
-            let (from, to) = (self.modes[i], self.ws.qp.new_modes[i]);
+            let (from, to) = (self.modes[i], self.sc.qp.new_modes[i]);
             if from != to || initial {
                 if !initial && self.events.has_room() {
                     self.events.push(ModeEvent { time: self.t, element: self.model.net.friction[i].element, from, to });
@@ -410,8 +412,8 @@ impl Simulation {
             lam_start[..r].copy_from_slice(&lam_end[..r]);
             map_columns_onto(&s.tmap, rs, &df[..len], 0, &mut lam_start[..r]);
         } else {
-            self.ws.phi_e.copy_from_slice(&self.phi);
-            self.ws.w_e.copy_from_slice(&self.w);
+            self.sc.phi_e.copy_from_slice(&self.phi);
+            self.sc.w_e.copy_from_slice(&self.w);
             self.constraint_torques_at_e(self.t);
             let Work { lam_start, lam, .. } = &mut self.ws;
             lam_start[..r].copy_from_slice(&lam[..r]);
@@ -427,7 +429,8 @@ impl Simulation {
             // The capacity-weighted split is the second certificate (as at the samples); the
             // complementarity solve of the mode selection decides the rest.
             if exact {
-                let Work { f, f_end, w_e, .. } = &mut self.ws;
+                let Work { f, f_end, .. } = &mut self.ws;
+                let Scratch { w_e, .. } = &mut *self.sc;
                 f.copy_from_slice(f_end);
                 for &(node, v) in &df[..len] {
                     f[node as usize] += v;
@@ -463,8 +466,8 @@ impl Simulation {
                 changed = true;
             } else if !cmd && self.kin_engaged[j] {
                 // The torque it carried just before: its constraint torque now.
-                self.ws.phi_e.copy_from_slice(&self.phi);
-                self.ws.w_e.copy_from_slice(&self.w);
+                self.sc.phi_e.copy_from_slice(&self.phi);
+                self.sc.w_e.copy_from_slice(&self.w);
                 self.constraint_torques_at_e(t);
                 let s = &self.slots[self.cur];
                 let pos = s.kin.iter().position(|&k| k == j).map(|p| self.model.net.rows.len() + s.locked.len() + p);
@@ -517,7 +520,7 @@ impl Simulation {
         let m = s.m;
         let rhs = !s.rhs.is_empty();
         let wp = &self.ws.presc_speed[3];
-        let q = &mut self.ws.scratch_n;
+        let q = &mut self.sc.scratch_n;
         for a in 0..m {
             q[a] = (0..n)
                 .map(|k| {
@@ -539,36 +542,36 @@ impl Simulation {
     pub(super) fn qp_solve(&mut self, base: usize, k: usize) -> f64 {
         let n = self.model.n_dof;
         let nf = self.model.net.friction.len();
-        let dependent_candidates = (0..k).any(|a| self.model.torque_dependent & 1 << self.ws.qp.idx[a] != 0);
+        let dependent_candidates = (0..k).any(|a| self.model.torque_dependent & 1 << self.sc.qp.idx[a] != 0);
         // LossyGear bounds depend on the transmitted torque, which depends on the solution:
         // first solve with them open, then iterate bounds <- torque to a fixed point.
         let passes = if dependent_candidates { 10 } else { 1 };
         // The matrix W (with its Tikhonov term) is rebuilt, and its free-block factors dropped,
         // only when the base mode or the candidate set change.
-        let mask = (0..k).fold(0u64, |m, a| m | 1 << self.ws.qp.idx[a]);
+        let mask = (0..k).fold(0u64, |m, a| m | 1 << self.sc.qp.idx[a]);
         let id = (self.slots[base].key, self.slots[base].generation, mask);
-        if self.ws.qp.matrix != id {
-            self.ws.qp.matrix = id;
-            self.ws.qp.factored = u64::MAX;
+        if self.sc.qp.matrix != id {
+            self.sc.qp.matrix = id;
+            self.sc.qp.factored = u64::MAX;
             let mut dmax: f64 = 0.0;
             for a in 0..k {
-                let ia = self.ws.qp.idx[a];
+                let ia = self.sc.qp.idx[a];
                 for b in 0..k {
-                    let ib = self.ws.qp.idx[b];
-                    self.ws.qp.w[a * k + b] = self.qp.w[ia * nf + ib];
+                    let ib = self.sc.qp.idx[b];
+                    self.sc.qp.w[a * k + b] = self.qp.w[ia * nf + ib];
                 }
                 dmax = dmax.max(self.qp.w[ia * nf + ia]);
             }
-            self.ws.qp.eps = 1e-12 * dmax.max(1e-300);
+            self.sc.qp.eps = 1e-12 * dmax.max(1e-300);
             for a in 0..k {
-                self.ws.qp.w[a * k + a] += self.ws.qp.eps;
+                self.sc.qp.w[a * k + a] += self.sc.qp.eps;
             }
         }
-        let eps = self.ws.qp.eps;
+        let eps = self.sc.qp.eps;
         for pass in 0..passes {
             for a in 0..k {
-                let ia = self.ws.qp.idx[a];
-                self.ws.qp.rhs[a] = self.ws.qp.b[ia];
+                let ia = self.sc.qp.idx[a];
+                self.sc.qp.rhs[a] = self.sc.qp.b[ia];
                 let (lo, hi) = match &self.model.net.friction[ia].law {
                     crate::elements::FrictionLaw::Lossy { table, .. } => {
                         if pass == 0 {
@@ -589,37 +592,37 @@ impl Simulation {
                         (-tm, if self.ws.caps[ia].one_way { f64::INFINITY } else { tm })
                     }
                 };
-                self.ws.qp.lo[a] = lo;
-                self.ws.qp.hi[a] = hi;
+                self.sc.qp.lo[a] = lo;
+                self.sc.qp.hi[a] = hi;
             }
             // Warm start from the last solution when every candidate has one (the active set
             // rarely changes from one solve to the next); the optimum is unique either way.
-            let warm = (0..k).all(|a| self.ws.qp.warm_ok[self.ws.qp.idx[a]]);
+            let warm = (0..k).all(|a| self.ws.qp.warm_ok[self.sc.qp.idx[a]]);
             if warm {
                 for a in 0..k {
-                    let ia = self.ws.qp.idx[a];
-                    self.ws.qp.x[a] = self.ws.qp.warm_x[ia];
-                    self.ws.qp.state[a] = self.ws.qp.warm_state[ia];
+                    let ia = self.sc.qp.idx[a];
+                    self.sc.qp.x[a] = self.ws.qp.warm_x[ia];
+                    self.sc.qp.state[a] = self.ws.qp.warm_state[ia];
                 }
             }
             box_qp(
                 k,
-                &self.ws.qp.w,
-                &self.ws.qp.rhs,
-                &self.ws.qp.lo,
-                &self.ws.qp.hi,
-                &mut self.ws.qp.x,
-                &mut self.ws.qp.state,
-                &mut self.ws.qp.fact,
-                &mut self.ws.qp.piv,
-                &mut self.ws.qp.factored,
+                &self.sc.qp.w,
+                &self.sc.qp.rhs,
+                &self.sc.qp.lo,
+                &self.sc.qp.hi,
+                &mut self.sc.qp.x,
+                &mut self.sc.qp.state,
+                &mut self.sc.qp.fact,
+                &mut self.sc.qp.piv,
+                &mut self.sc.qp.factored,
                 &mut self.ws.lam,
                 warm,
             );
             for a in 0..k {
-                let ia = self.ws.qp.idx[a];
-                self.ws.qp.warm_x[ia] = self.ws.qp.x[a];
-                self.ws.qp.warm_state[ia] = self.ws.qp.state[a];
+                let ia = self.sc.qp.idx[a];
+                self.ws.qp.warm_x[ia] = self.sc.qp.x[a];
+                self.ws.qp.warm_state[ia] = self.sc.qp.state[a];
                 self.ws.qp.warm_ok[ia] = true;
             }
             if !dependent_candidates {
@@ -627,17 +630,8 @@ impl Simulation {
             }
             // Transmitted torques tau_a = -lambda_L - lambda_G under the base constraints
             // with the candidate torques applied.
-            let Work {
-                f,
-                qp: QpWork { extra: qp_extra, x: qp_x, idx: qp_idx, .. },
-                dep_scratch: ls_a,
-                acc,
-                xnz,
-                lam,
-                presc_acc: ud,
-                dependent_input,
-                ..
-            } = &mut self.ws;
+            let Work { presc_acc: ud, qp: QpWork { extra: qp_extra, .. }, f, lam, dependent_input, .. } = &mut self.ws;
+            let Scratch { qp: QpScratch { x: qp_x, idx: qp_idx, .. }, dep_scratch: ls_a, acc, xnz, .. } = &mut *self.sc;
             for kk in 0..n {
                 ls_a[kk] = f[kk] + qp_extra[kk];
             }
@@ -682,7 +676,7 @@ impl Simulation {
                 b += self.model.net.friction[i].row.dot(u)
                     - (0..n).map(|k| self.qp.bmap[i * n + k] * self.model.net.mass[k] * u[k]).sum::<f64>();
             }
-            self.ws.qp.b[i] = b;
+            self.sc.qp.b[i] = b;
         }
     }
 
@@ -703,7 +697,8 @@ impl Simulation {
     /// redundant group overloads one element.
     pub(super) fn weighted_split_inside(&mut self, at: At) -> bool {
         let n = self.model.n_dof;
-        let Work { f_st, presc_acc: ud, f_end, f, acc, scratch_r: lam, caps, xnz, .. } = &mut self.ws;
+        let Work { presc_acc: ud, f_end, f, caps, .. } = &mut self.ws;
+        let Scratch { f_st, acc, scratch_r: lam, xnz, .. } = &mut *self.sc;
         let (f, ud) = match at {
             At::Stage(i) => (&f_st[i], &ud[i]),
             At::End => (&*f_end, &ud[2]),
@@ -749,7 +744,8 @@ impl Simulation {
             At::Stage(i) => {
                 self.stage_forces();
                 self.stage_torques();
-                let Work { f, f_st, sig, caps, .. } = &mut self.ws;
+                let Work { f, sig, caps, .. } = &mut self.ws;
+                let Scratch { f_st, .. } = &mut *self.sc;
                 f.copy_from_slice(&f_st[i]);
                 if !caps_valid {
                     Self::stuck_capacities(&self.model.net, &self.modes, &sig[i], caps);
@@ -779,7 +775,7 @@ impl Simulation {
         // limit, the group holds and the complementarity solve below would say so too.
         {
             let lam = match at {
-                At::Stage(i) => &self.ws.lam_st[i],
+                At::Stage(i) => &self.sc.lam_st[i],
                 At::End => &self.ws.lam_end,
                 At::Dense => &self.ws.lam,
             };
@@ -799,7 +795,7 @@ impl Simulation {
         let mut k = 0;
         for i in 0..nf {
             if self.modes[i] == FrictionMode::Stuck {
-                self.ws.qp.idx[k] = i;
+                self.sc.qp.idx[k] = i;
                 k += 1;
             }
         }
@@ -812,12 +808,12 @@ impl Simulation {
         let mut xmax: f64 = 0.0;
         for a in 0..k {
             let acc: f64 = (0..k)
-                .map(|b| (self.ws.qp.w[a * k + b] - if a == b { eps } else { 0.0 }) * self.ws.qp.x[b])
+                .map(|b| (self.sc.qp.w[a * k + b] - if a == b { eps } else { 0.0 }) * self.sc.qp.x[b])
                 .sum::<f64>()
-                + self.ws.qp.rhs[a];
+                + self.sc.qp.rhs[a];
             worst = worst.max(acc.abs());
-            bscale = bscale.max(self.ws.qp.rhs[a].abs());
-            xmax = xmax.max(self.ws.qp.x[a].abs());
+            bscale = bscale.max(self.sc.qp.rhs[a].abs());
+            xmax = xmax.max(self.sc.qp.x[a].abs());
         }
         // The minimum-norm split leaves each relative acceleration `eps x` short of zero (the
         // Tikhonov term); that is not a violation.
@@ -837,8 +833,8 @@ impl Simulation {
             // Gather the candidate subproblem.
             let mut k = 0;
             for i in 0..nf {
-                if self.ws.qp.candidate[i] {
-                    self.ws.qp.idx[k] = i;
+                if self.sc.qp.candidate[i] {
+                    self.sc.qp.idx[k] = i;
                     k += 1;
                 }
             }
@@ -847,47 +843,47 @@ impl Simulation {
             }
             let eps = self.qp_solve(base, k);
             // Relative accelerations and break-away.
-            let bscale = (0..k).fold(1e-300f64, |s, a| s.max(self.ws.qp.rhs[a].abs()));
+            let bscale = (0..k).fold(1e-300f64, |s, a| s.max(self.sc.qp.rhs[a].abs()));
             let tol_a = 1e-9 * bscale + 1e-12;
             let mut released = false;
             for a in 0..k {
-                let i = self.ws.qp.idx[a];
-                let x = self.ws.qp.x[a];
+                let i = self.sc.qp.idx[a];
+                let x = self.sc.qp.x[a];
                 // A break-away located by the event search: the excess over the static limit is
                 // of rounding size here, so the element goes when its torque is at the limit to
                 // within 1e-6, whatever side of it rounding put the complementarity solution
                 // (the state here is the re-integrated one, not the dense output the search
                 // sampled: they differ by about 1e-7 of the limit).
                 let at_located_breakaway = self.friction.breaking & (1 << i) != 0
-                    && (self.ws.qp.state[a] != 0 || x.abs() >= (1.0 - 1e-6) * self.ws.caps[i].tau_max);
+                    && (self.sc.qp.state[a] != 0 || x.abs() >= (1.0 - 1e-6) * self.ws.caps[i].tau_max);
                 // A slip the kinematics prescribe (a friction element on a Position or Speed
                 // source's flange, MSL's TestFrictionPosition): no torque changes its
                 // acceleration, so the lock holds only while the prescribed acceleration is zero,
                 // and the element otherwise slides the way that acceleration turns its slip. (The
                 // complementarity solve cannot tell: its torque has no effect, any value solves it.)
                 let row = &self.model.net.friction[i].row;
-                let prescribed_slip = self.ws.qp.w[a * k + a] <= 1e-12 * row.norm2() / jmax;
-                if prescribed_slip && self.ws.qp.rhs[a].abs() <= tol_a {
+                let prescribed_slip = self.sc.qp.w[a * k + a] <= 1e-12 * row.norm2() / jmax;
+                if prescribed_slip && self.sc.qp.rhs[a].abs() <= tol_a {
                     continue;
                 }
-                if self.ws.qp.state[a] == 0 && !at_located_breakaway && !prescribed_slip {
+                if self.sc.qp.state[a] == 0 && !at_located_breakaway && !prescribed_slip {
                     continue;
                 }
                 let acc: f64 = (0..k)
-                    .map(|b| (self.ws.qp.w[a * k + b] - if a == b { eps } else { 0.0 }) * self.ws.qp.x[b])
+                    .map(|b| (self.sc.qp.w[a * k + b] - if a == b { eps } else { 0.0 }) * self.sc.qp.x[b])
                     .sum::<f64>()
-                    + self.ws.qp.rhs[a];
+                    + self.sc.qp.rhs[a];
                 if acc.abs() > tol_a || at_located_breakaway {
                     // At the bound the acceleration points against the torque's sign.
                     let dir = if acc.abs() > tol_a {
                         acc.signum()
-                    } else if self.ws.qp.state[a] != 0 {
-                        -(self.ws.qp.state[a] as f64)
+                    } else if self.sc.qp.state[a] != 0 {
+                        -(self.sc.qp.state[a] as f64)
                     } else {
                         -x.signum()
                     };
-                    self.ws.qp.candidate[i] = false;
-                    self.ws.qp.new_modes[i] = if dir > 0.0 { FrictionMode::Forward } else { FrictionMode::Backward };
+                    self.sc.qp.candidate[i] = false;
+                    self.sc.qp.new_modes[i] = if dir > 0.0 { FrictionMode::Forward } else { FrictionMode::Backward };
                     // Kinetic torque at zero slip acts from now on: lambda = -dir tau0.
                     // A lossy gear starts rolling with the loss at its standstill bound.
                     let lam = match &self.model.net.friction[i].law {
@@ -895,7 +891,7 @@ impl Simulation {
                         _ => -dir * self.ws.caps[i].tau0,
                     };
                     for j in 0..nf {
-                        self.ws.qp.b[j] += self.qp.w[j * nf + i] * lam;
+                        self.sc.qp.b[j] += self.qp.w[j * nf + i] * lam;
                     }
                     self.model.net.friction[i].row.add_scaled(&mut self.ws.qp.extra, lam);
                     released = true;

@@ -174,8 +174,8 @@ impl Simulation {
 
     /// Recomputes telemetry torques at the current state.
     pub(super) fn update_outputs(&mut self) {
-        self.ws.phi_e.copy_from_slice(&self.phi);
-        self.ws.w_e.copy_from_slice(&self.w);
+        self.sc.phi_e.copy_from_slice(&self.phi);
+        self.sc.w_e.copy_from_slice(&self.w);
         self.fill_signals(2, self.t, false);
         self.constraint_torques_at_e(self.t);
         self.update_torques(false);
@@ -212,7 +212,8 @@ impl Simulation {
         // forces).
         let dependent = self.model.torque_dependent & self.friction.sliding;
         if dependent != 0 && !at_end {
-            let Work { f, sig, fric_power, dep_scratch: ls_a, dep_tau, .. } = &mut self.ws;
+            let Work { f, sig, dep_tau, .. } = &mut self.ws;
+            let Scratch { fric_power, dep_scratch: ls_a, .. } = &mut *self.sc;
             Self::forces(
                 &self.model.net,
                 &self.modes,
@@ -283,7 +284,7 @@ impl Simulation {
                 let (dep_tau, fric_power) = if at_end {
                     (&self.ws.dep_tau_end, &self.ws.fric_power_end)
                 } else {
-                    (&self.ws.dep_tau, &self.ws.fric_power[0])
+                    (&self.ws.dep_tau, &self.sc.fric_power[0])
                 };
                 if lossy { (0.0, fric_power[i]) } else { (dep_tau[i], dep_tau[i] * fe.row.dot(&self.w)) }
             } else if at_end {

@@ -273,6 +273,14 @@ impl Simulation {
     /// Reads back what [`Simulation::save_state`] wrote, into a simulation of the same
     /// network. On an error the simulation is partly written: the caller restores a backup.
     pub(crate) fn load_state(&mut self, r: &mut StateReader) -> Result<(), SnapshotError> {
+        let took = self.take_scratch();
+        let loaded = self.load_state_leased(r);
+        self.give_back_scratch(took);
+        loaded
+    }
+
+    /// [`Simulation::load_state`] with the thread's scratch borrowed.
+    fn load_state_leased(&mut self, r: &mut StateReader) -> Result<(), SnapshotError> {
         self.t.load(r)?;
         self.started.load(r)?;
         self.next_time_event.load(r)?;

@@ -57,7 +57,8 @@ impl Simulation {
     /// scratch one).
     pub(super) fn newton_response(&mut self, slot: usize, h: f64, scratch: bool, residual: Residual) {
         let s = &self.slots[slot];
-        let Work { stage_g: gq, res, q, q0, newton_inv, .. } = &mut self.ws;
+        let Work { stage_g: gq, q, q0, .. } = &mut self.ws;
+        let Scratch { res, newton_inv, .. } = &mut *self.sc;
         let inv = if scratch { &newton_inv[..] } else { &self.newton.sets[s.newton].newton_inv[..] };
         Correction { residual, h, mr: &s.mr, gq, q0, inv }.apply(s.m, q, res);
     }

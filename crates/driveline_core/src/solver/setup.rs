@@ -54,6 +54,10 @@ impl Simulation {
             started: false,
             pred: Predictor::new(n),
             ws: Work::new(net),
+            sc: Box::new(Scratch::placeholder()),
+            // (Sized for every coordinate free until the base mode is compiled.)
+            scratch_shape: ScratchShape::of(net, n),
+            lease: (0, 0),
             events: CapVec::new(4 * (nf + nl) + 8),
             stats: StepStats::default(),
             energy: EnergyLedger::default(),
@@ -82,9 +86,11 @@ impl Simulation {
         let live = Arc::strong_count(&sim.model.modes).min(LIBRARY_ROOM);
         sim.model.modes.reserve((more + 1) * live, mmax);
         sim.newton = NewtonPool::new(NEWTON_SETS.min(more + 1), mmax);
-        sim.ws.size_newton(mmax);
+        sim.scratch_shape = ScratchShape::of(&sim.model.net, mmax);
         sim.resize_slots(more + 1);
+        let took = sim.take_scratch();
         sim.start(if t0.is_finite() { t0 } else { 0.0 });
+        sim.give_back_scratch(took);
         sim
     }
 
@@ -149,17 +155,21 @@ impl Simulation {
         self.update_outputs();
         // (The temperatures' slopes from the losses now: the first step's law sees them move.)
         self.thermal_inputs_now(true);
-        // Ground entries of the stage and end states never change: written once here, equal
-        // to the state's (the time-only kernel commits a sub-step by trading the state's
-        // buffers with the end's). Ground nodes do not turn.
+        self.ground_scratch();
+        self.started = true;
+    }
+
+    /// Writes the ground entries of the scratch's stage and end states. They never change: equal
+    /// to the state's, written when the simulation starts and when it borrows a scratch another
+    /// simulation used (the time-only kernel commits a sub-step by trading the state's buffers
+    /// with the end's). Ground nodes do not turn.
+    pub(super) fn ground_scratch(&mut self) {
         let n = self.model.n_dof;
-        self.w[n..].fill(0.0);
-        let Work { phi_st, w_st, phi1, w1, .. } = &mut self.ws;
+        let Scratch { phi_st, w_st, phi1, w1, .. } = &mut *self.sc;
         for (phi, w) in phi_st.iter_mut().zip(w_st.iter_mut()).chain([(phi1, w1)]) {
             w[n..].fill(0.0);
             phi[n..].copy_from_slice(&self.phi[n..]);
         }
-        self.started = true;
     }
 
     pub(super) fn compute_next_time_event(&self, t: f64) -> f64 {

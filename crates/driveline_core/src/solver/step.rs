@@ -21,6 +21,14 @@ impl Simulation {
     ///
     /// Non-finite or non-positive `dt` is rejected with an error and changes nothing.
     pub fn step(&mut self, dt: f64) -> Result<(), StepError> {
+        let took = self.take_scratch();
+        let r = self.step_leased(dt);
+        self.give_back_scratch(took);
+        r
+    }
+
+    /// [`Simulation::step`] with the thread's scratch borrowed.
+    fn step_leased(&mut self, dt: f64) -> Result<(), StepError> {
         if !(dt.is_finite() && dt > 0.0) {
             return Err(StepError::BadStep(dt));
         }
@@ -86,9 +94,9 @@ impl Simulation {
     pub(super) fn general_step(&mut self, t_end: f64, dt: f64) -> Result<(), StepError> {
         // The state at the step start, restored if the step produces a non-finite value.
         let t_start = self.t;
-        self.ws.phi_save.copy_from_slice(&self.phi);
-        self.ws.singular = None;
-        self.ws.w_save.copy_from_slice(&self.w);
+        self.sc.phi_save.copy_from_slice(&self.phi);
+        self.sc.singular = None;
+        self.sc.w_save.copy_from_slice(&self.w);
         let energy_start = self.energy;
         if self.inputs.changed {
             self.after_input_change();
@@ -130,11 +138,11 @@ impl Simulation {
                 self.stats.zeno_guards += 1;
                 let (mut h, mut time_event) = if h > cap { (cap, false) } else { (h, time_event) };
                 self.integrate(h, false);
-                let cut = self.ws.newton_failed;
+                let cut = self.sc.newton_failed;
                 if cut {
                     (h, time_event) = (self.cut_until_converged(h), false);
                 }
-                if self.ws.newton_failed || substeps > self.params.max_substeps + MAX_GUARDED {
+                if self.sc.newton_failed || substeps > self.params.max_substeps + MAX_GUARDED {
                     unconverged = Some((self.cur, self.worst_coordinate(), h));
                     break;
                 }
@@ -162,10 +170,10 @@ impl Simulation {
             // tyre or brake near standstill at a game step); the sub-steps after it start from
             // four times the converged length (`cap`). When none converges the step is refused.
             let (mut h, mut time_event) = (h, time_event);
-            let cut = self.ws.newton_failed;
+            let cut = self.sc.newton_failed;
             if cut {
                 (h, time_event) = (self.cut_until_converged(h), false);
-                if self.ws.newton_failed {
+                if self.sc.newton_failed {
                     unconverged = Some((self.cur, self.worst_coordinate(), h));
                     break;
                 }
@@ -181,12 +189,12 @@ impl Simulation {
                     let he = h * theta;
                     if he > 0.0 {
                         self.integrate(he, false);
-                        if self.ws.newton_failed {
+                        if self.sc.newton_failed {
                             // The way to the event did not converge (from another start than the
                             // sub-step that found it): a quarter of it, and less, is taken
                             // instead, event-free, and the loop goes on from there.
                             let hc = self.cut_until_converged(he);
-                            if self.ws.newton_failed {
+                            if self.sc.newton_failed {
                                 unconverged = Some((self.cur, self.worst_coordinate(), hc));
                                 break;
                             }
@@ -247,7 +255,7 @@ impl Simulation {
             // to the step start and report.
             // (A singular matrix met on the way is the cause to name; else the coordinate where
             // Newton failed worst.)
-            let met_singular = self.ws.singular.take();
+            let met_singular = self.sc.singular.take();
             let singular = met_singular.or(unconverged.map(|(slot, a, _)| (slot, a)));
             let bad: Vec<&str> = (0..self.model.net.elements.len())
                 .filter(|&e| {
@@ -263,8 +271,8 @@ impl Simulation {
                 .take(4)
                 .collect();
             let elements = if bad.is_empty() { "the network's coordinates".to_string() } else { bad.join(", ") };
-            self.phi.copy_from_slice(&self.ws.phi_save);
-            self.w.copy_from_slice(&self.ws.w_save);
+            self.phi.copy_from_slice(&self.sc.phi_save);
+            self.w.copy_from_slice(&self.sc.w_save);
             // (The ledger too: the failed sub-steps booked their non-finite work in it, and the
             // heat they sent to the heat ports.)
             self.energy = energy_start;
@@ -291,7 +299,7 @@ impl Simulation {
         let mut worst = (0, -1.0f64);
         for a in 0..m {
             let scale = s.mr[a * m + a].abs().max(f64::MIN_POSITIVE);
-            let r = self.ws.res[a].abs().max(self.ws.res[m + a].abs()) / scale;
+            let r = self.sc.res[a].abs().max(self.sc.res[m + a].abs()) / scale;
             // (NaN compares false: a NaN residual is the worst.)
             let better = r <= worst.1;
             if !better {
@@ -309,7 +317,7 @@ impl Simulation {
         for _ in 0..MAX_CUTS {
             h *= 0.25;
             self.integrate(h, false);
-            if !self.ws.newton_failed {
+            if !self.sc.newton_failed {
                 break;
             }
         }

@@ -240,11 +240,11 @@ impl Simulation {
                     | Law::SpeedTorque { .. }
                     | Law::Engine { .. }
             ) {
-                th.book_law(k, h * (B[0] * self.ws.law_diss[0][k] + B[1] * self.ws.law_diss[1][k]));
+                th.book_law(k, h * (B[0] * self.sc.law_diss[0][k] + B[1] * self.sc.law_diss[1][k]));
             }
         }
         for i in bits(self.friction.sliding) {
-            th.book_friction(i, h * (B[0] * self.ws.fric_power[0][i] + B[1] * self.ws.fric_power[1][i]));
+            th.book_friction(i, h * (B[0] * self.sc.fric_power[0][i] + B[1] * self.sc.fric_power[1][i]));
         }
     }
 

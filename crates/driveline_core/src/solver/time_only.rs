@@ -209,8 +209,9 @@ impl Simulation {
         self.stage_angles(h);
         let n = self.model.n_dof;
         let ws = &mut self.ws;
-        let (w0, w1) = (&ws.w_st[0][..n], &ws.w_st[1][..n]);
-        for (((p, phi), x0), x1) in ws.phi1[..n].iter_mut().zip(&self.phi[..n]).zip(w0).zip(w1) {
+        let sc = &mut *self.sc;
+        let (w0, w1) = (&sc.w_st[0][..n], &sc.w_st[1][..n]);
+        for (((p, phi), x0), x1) in sc.phi1[..n].iter_mut().zip(&self.phi[..n]).zip(w0).zip(w1) {
             *p = phi + h * (B[0] * x0 + B[1] * x1);
         }
         // The constraint torques at the stages are valid (every row); forces are evaluated on
@@ -222,8 +223,8 @@ impl Simulation {
 
     /// The motion over a sub-step of size `h` from the current state in the current (time-only,
     /// built) mode: the source magnitudes at the three samples (`kernel.tau`), the stages
-    /// (`ws.q`, `ws.w_st`), the end (`ws.res` reduced, `ws.w1`) and the constraint torques at
-    /// the stages and the end (`ws.lam_st`, `ws.lam_end`). The stage signals must be filled.
+    /// (`ws.q`, `sc.w_st`), the end (`sc.res` reduced, `sc.w1`) and the constraint torques at
+    /// the stages and the end (`sc.lam_st`, `ws.lam_end`). The stage signals must be filled.
     #[inline(always)]
     fn time_only_motion(&mut self, h: f64) {
         let n = self.model.n_dof;
@@ -232,6 +233,7 @@ impl Simulation {
         let k = &mut self.kernel;
         let ns = k.src.len();
         let ws = &mut self.ws;
+        let sc = &mut *self.sc;
         // Magnitudes at the samples: each law's own torque, each sliding element's kinetic
         // torque (time-only: read at any slip speed).
         let samples: [&[f64]; 3] = [&ws.sig[0], &ws.sig[1], &ws.sig_end];
@@ -243,7 +245,7 @@ impl Simulation {
         // q1 = q0 + h sum_j b_j acc_j; constraint-torque rows the torques at the samples.
         // (A few sources: the row length is a constant of the instance, its loops unrolled.)
         let rows = Rows { map: &k.map, tau: &k.tau[..ns], ns, m, r, h };
-        let out = (&mut ws.q[..2 * m], &mut ws.res[..m], &mut ws.lam_st, &mut ws.lam_end[..r]);
+        let out = (&mut ws.q[..2 * m], &mut sc.res[..m], &mut sc.lam_st, &mut ws.lam_end[..r]);
         match ns {
             1 => rows.apply::<1>(&s.basis.free_cols[..m], &self.w, out),
             2 => rows.apply::<2>(&s.basis.free_cols[..m], &self.w, out),
@@ -252,8 +254,8 @@ impl Simulation {
             _ => rows.apply::<0>(&s.basis.free_cols[..m], &self.w, out),
         }
         let (q0, q1) = ws.q[..2 * m].split_at(m);
-        let [w0, w1] = &mut ws.w_st;
-        s.n_times3([q0, q1, &ws.res[..m]], [&mut w0[..n], &mut w1[..n], &mut ws.w1[..n]]);
+        let [w0, w1] = &mut sc.w_st;
+        s.n_times3([q0, q1, &sc.res[..m]], [&mut w0[..n], &mut w1[..n], &mut sc.w1[..n]]);
     }
 
     /// Integrates a sub-step of size `h` with the time-only kernel and commits it when no event
@@ -272,7 +274,7 @@ impl Simulation {
         // (A slip reverses where `-dir w_rel > 0`, as `Simulation::slip_g` reads it; its three
         // samples in one pass over the row, kept for the end records and the ledger.)
         for i in bits(self.friction.sliding) {
-            let g = self.model.net.friction[i].row.dot3([&self.ws.w_st[0], &self.ws.w_st[1], &self.ws.w1]);
+            let g = self.model.net.friction[i].row.dot3([&self.sc.w_st[0], &self.sc.w_st[1], &self.sc.w1]);
             let d = -self.modes[i].dir();
             if d * g[0] > 0.0 || d * g[1] > 0.0 || d * g[2] > 0.0 {
                 return false;
@@ -297,7 +299,8 @@ impl Simulation {
         // Every lock's break-away margin ([`FrictionLaw::hold_excess`]; no law of a time-only
         // network reads constraint torques for its limit).
         let ws = &self.ws;
-        let samples = [(&ws.lam_st[0][..], s0), (&ws.lam_st[1][..], s1), (&ws.lam_end[..], se)];
+        let sc = &*self.sc;
+        let samples = [(&sc.lam_st[0][..], s0), (&sc.lam_st[1][..], s1), (&ws.lam_end[..], se)];
         for &(row, cap) in self.kernel.locks.iter() {
             for &(lam, sig) in &samples {
                 if cap.eval(sig).excess(lam[row]).0 > 0.0 {
@@ -307,13 +310,13 @@ impl Simulation {
         }
         // A non-finite state is the general path's to report: `x * 0` is 0 for a finite `x`
         // and NaN otherwise. The largest speed sets the zero-slip tolerance below.
-        let ws = &mut self.ws;
+        let sc = &mut *self.sc;
         let (mut bad, mut w_max) = (0.0, 1.0f64);
-        for (((phi1, phi), (w0, w1)), v) in ws.phi1[..n]
+        for (((phi1, phi), (w0, w1)), v) in sc.phi1[..n]
             .iter_mut()
             .zip(&self.phi[..n])
-            .zip(ws.w_st[0][..n].iter().zip(&ws.w_st[1][..n]))
-            .zip(&ws.w1[..n])
+            .zip(sc.w_st[0][..n].iter().zip(&sc.w_st[1][..n]))
+            .zip(&sc.w1[..n])
         {
             *phi1 = phi + h * (B[0] * w0 + B[1] * w1);
             bad += *phi1 * 0.0 + v * 0.0;
@@ -330,6 +333,7 @@ impl Simulation {
         self.stats.time_only_substeps += 1;
         let k = &self.kernel;
         let ws = &mut self.ws;
+        let sc = &mut *self.sc;
         // The sliding elements whose slip ends at zero (to rounding), as
         // [`Simulation::slips_at_zero`] finds them at the committed state.
         let tol = zero_slip_tolerance(w_max);
@@ -345,7 +349,7 @@ impl Simulation {
                         // A state-free law is a source: its power is input.
                         // (The speed across it summed from -0.0 as `Iterator::sum` sums.)
                         let [(a, ca), (b, cb)] = self.model.net.laws[l].state_free_nodes().expect("a state-free law");
-                        let [w0, w1] = &ws.w_st;
+                        let [w0, w1] = &sc.w_st;
                         let p0 = tau[0] * (-0.0 + ca * w0[a] + cb * w0[b]);
                         let p1 = tau[1] * (-0.0 + ca * w1[a] + cb * w1[b]);
                         self.energy.input += h * (B[0] * p0 + B[1] * p1);
@@ -376,8 +380,8 @@ impl Simulation {
         // The end state becomes the state: the buffers trade places (their ground entries are
         // equal, written once at the start, see `Simulation::start`); nothing reads the end
         // buffers before the next sub-step writes them.
-        std::mem::swap(&mut self.phi, &mut ws.phi1);
-        std::mem::swap(&mut self.w, &mut ws.w1);
+        std::mem::swap(&mut self.phi, &mut sc.phi1);
+        std::mem::swap(&mut self.w, &mut sc.w1);
         self.friction.zero_slips = Some(zero);
         self.t += h;
         true

@@ -1,8 +1,13 @@
-//! The per-simulation workspaces: buffers a step writes and reads back within itself.
+//! The per-simulation workspaces: what a sub-step leaves for the next one to read ([`Work`],
+//! the simulation's own), and the buffers a step writes before it reads them ([`Scratch`],
+//! held by the thread that steps: a simulation borrows one for the length of a step, so that a
+//! fleet keeps one set per thread instead of one per vehicle, and the set stays in the cache
+//! from one vehicle's step to the next).
 
 use super::*;
+use std::cell::RefCell;
 
-impl Work {
+impl Scratch {
     /// Cuts (or grows) the sub-step's own Newton buffers to modes of `m` free coordinates.
     pub(super) fn size_newton(&mut self, m: usize) {
         if self.newton_inv.len() != 4 * m * m {
@@ -11,7 +16,9 @@ impl Work {
             self.newton_piv = vec![0; 2 * m];
         }
     }
+}
 
+impl Work {
     /// The signal buffers `sig[0]`, `sig[1]`, `sig[2]`, `sig_end`, by index 0 to 3.
     pub(super) fn signal_buffers(&mut self) -> [&mut Vec<f64>; 4] {
         let [s0, s1, s2] = &mut self.sig;
@@ -24,7 +31,8 @@ impl Work {
     }
 }
 
-/// Preallocated scratch buffers.
+/// The buffers of a sub-step that the next one reads (what a snapshot saves of the workspaces),
+/// and the complementarity warm start: the simulation's own.
 #[derive(Debug, Clone)]
 pub(super) struct Work {
     // Signals.
@@ -34,26 +42,72 @@ pub(super) struct Work {
     /// Left-limit signal values at the end of the integrated sub-step.
     pub(super) sig_end: Vec<f64>,
     /// Prescribed-motion parts of the speeds (`P rho`) and accelerations (`P rho'`) at the two
-    /// stages and the end of the sub-step, and at a dense/now point (index 3).
+    /// stages and the end of the sub-step, and at a dense/now point (index 3). Carried: a
+    /// mode without prescribed motion leaves them as they are, and the next one reads them.
     pub(super) presc_speed: [Vec<f64>; 4],
     pub(super) presc_acc: [Vec<f64>; 4],
+    /// Reduced speeds at the sub-step start (`m`), the stage unknowns `Q1 Q2` (`2m`), and the
+    /// Newton residual or correction (`2m`).
+    pub(super) q0: Vec<f64>,
+    pub(super) q: Vec<f64>,
+    /// Reduced stage forces `N^T f` at the two stages (`2m`).
+    pub(super) stage_g: Vec<f64>,
+
+    // Forces and constraint torques.
+    /// Node forces of the evaluation at hand.
+    pub(super) f: Vec<f64>,
+    /// Constraint torques (`r`), a row-sized scratch vector, and the constraint torques at a
+    /// step start right after an input change.
+    pub(super) lam: Vec<f64>,
+    pub(super) lam_start: Vec<f64>,
+    pub(super) dep_tau: Vec<f64>,
+    pub(super) dependent_input: Vec<f64>,
+    /// Each friction element's capacity (static and kinetic limits) under the signals at hand.
+    pub(super) caps: Vec<Capacity>,
+
+    // The integrated sub-step's force caches (valid while `cached` says so).
+    /// Which of the per-sub-step caches are filled.
+    pub(super) cached: Cached,
+    pub(super) f_end: Vec<f64>,
+    pub(super) lam_end: Vec<f64>,
+    /// Sliding friction torques at the stages of the last force evaluation (the stage
+    /// predictor scales them when their signal steps).
+    pub(super) fric_tau: [Vec<f64>; 2],
+    /// Friction powers and torque-dependent friction torques at the sub-step end (from
+    /// [`Simulation::end_torques`]; `dep_tau` is scratch that stage evaluations overwrite).
+    pub(super) fric_power_end: Vec<f64>,
+    pub(super) dep_tau_end: Vec<f64>,
+    /// Law torques and dissipations and sliding friction torques at the sub-step end (from
+    /// [`Simulation::end_torques`]): the telemetry of a clean step end, not evaluated twice.
+    pub(super) law_tau_end: Vec<f64>,
+    pub(super) law_diss_end: Vec<f64>,
+    pub(super) fric_tau_end: Vec<f64>,
+
+    /// The complementarity problem's warm start.
+    pub(super) qp: QpWork,
+}
+
+/// The buffers a step writes before it reads them (every workspace a snapshot does not save),
+/// and the complementarity problem's matrix and factors, which a selection reuses only when
+/// this simulation formed them (see [`ScratchLease`]). Sized for one network shape
+/// ([`ScratchShape`]); a simulation holds an empty one between its steps.
+#[derive(Debug)]
+pub(super) struct Scratch {
+    /// The network shape the buffers are sized for (`None`: the empty placeholder).
+    shape: Option<ScratchShape>,
+    /// The lease this scratch last served (see [`ScratchLease`]).
+    lease: ScratchLease,
 
     // The Gauss stage solve (`n` free coordinates at the most, `m` in the current mode).
     /// Node angles and speeds at the two stages.
     pub(super) phi_st: [Vec<f64>; 2],
     pub(super) w_st: [Vec<f64>; 2],
-    /// Reduced speeds at the sub-step start (`m`), the stage unknowns `Q1 Q2` (`2m`), and the
-    /// Newton residual or correction (`2m`).
-    pub(super) q0: Vec<f64>,
-    pub(super) q: Vec<f64>,
     pub(super) res: Vec<f64>,
     /// The stages before the last correction on a fresh Jacobian (`2m`): where Newton goes
     /// back to when that correction diverged.
     pub(super) q_last: Vec<f64>,
     /// A damped Newton iteration's full correction (`2m`).
     pub(super) q_dir: Vec<f64>,
-    /// Reduced stage forces `N^T f` at the two stages (`2m`).
-    pub(super) stage_g: Vec<f64>,
     /// Node angles and speeds at the sub-step end, and at an event or dense point.
     pub(super) phi1: Vec<f64>,
     pub(super) w1: Vec<f64>,
@@ -71,36 +125,20 @@ pub(super) struct Work {
     /// The inverse of a Newton matrix being formed, then a column of the identity
     /// (`4 n^2 + 2 n`).
     pub(super) newton_tmp: Vec<f64>,
-
-    // Forces and constraint torques.
-    /// Node forces of the evaluation at hand.
-    pub(super) f: Vec<f64>,
     /// Node accelerations, or a force-sized scratch vector.
     pub(super) acc: Vec<f64>,
     /// The non-zero entries of a force vector, `(node, value)` ascending (`n` slots).
     pub(super) xnz: Vec<(u32, f64)>,
-    /// Constraint torques (`r`), a row-sized scratch vector, and the constraint torques at a
-    /// step start right after an input change.
-    pub(super) lam: Vec<f64>,
     pub(super) scratch_r: Vec<f64>,
-    pub(super) lam_start: Vec<f64>,
     /// A coordinate-sized scratch vector.
     pub(super) scratch_n: Vec<f64>,
     /// Scratch of the torque-dependent correction (LossyGear, limited slip), the friction torque
     /// it solved per element, and the estimates of the torque each limit depends on (a lossy
     /// gear's transmitted torque, a limited-slip pack's input torque), per friction element.
     pub(super) dep_scratch: Vec<f64>,
-    pub(super) dep_tau: Vec<f64>,
-    pub(super) dependent_input: Vec<f64>,
-    /// Each friction element's capacity (static and kinetic limits) under the signals at hand.
-    pub(super) caps: Vec<Capacity>,
     /// Located slip-reversal and break-away thetas of the sub-step being searched (valid where
     /// its masks say).
     pub(super) slip_theta: Vec<f64>,
-
-    // The integrated sub-step's force caches (valid while `cached` says so).
-    /// Which of the per-sub-step caches are filled.
-    pub(super) cached: Cached,
     /// The last sub-step's Newton iteration stopped at its iteration limit without converging
     /// (the sub-step is then cut, not committed).
     pub(super) newton_failed: bool,
@@ -110,36 +148,122 @@ pub(super) struct Work {
     pub(super) singular: Option<(usize, usize)>,
     /// Forces at the converged stages and at the sub-step end.
     pub(super) f_st: [Vec<f64>; 2],
-    pub(super) f_end: Vec<f64>,
     /// Constraint torques at the stages and the end.
     pub(super) lam_st: [Vec<f64>; 2],
-    pub(super) lam_end: Vec<f64>,
     /// Per law at the stages: power and dissipation, W; per friction element: power, W.
     pub(super) law_power: [Vec<f64>; 2],
     pub(super) law_diss: [Vec<f64>; 2],
     pub(super) fric_power: [Vec<f64>; 2],
-    /// Sliding friction torques at the stages of the last force evaluation (the stage
-    /// predictor scales them when their signal steps).
-    pub(super) fric_tau: [Vec<f64>; 2],
-    /// Friction powers and torque-dependent friction torques at the sub-step end (from
-    /// [`Simulation::end_torques`]; `dep_tau` is scratch that stage evaluations overwrite).
-    pub(super) fric_power_end: Vec<f64>,
-    pub(super) dep_tau_end: Vec<f64>,
-    /// Law torques and dissipations and sliding friction torques at the sub-step end (from
-    /// [`Simulation::end_torques`]): the telemetry of a clean step end, not evaluated twice.
-    pub(super) law_tau_end: Vec<f64>,
-    pub(super) law_diss_end: Vec<f64>,
-    pub(super) fric_tau_end: Vec<f64>,
+    /// The mode selection's complementarity problem and the reuse of its factors.
+    pub(super) qp: QpScratch,
+}
 
-    /// The mode selection's complementarity problem and its warm start.
-    pub(super) qp: QpWork,
+impl Scratch {
+    /// Overwrites every buffer with NaN, every index with `usize::MAX`, every flag with
+    /// garbage (the `scratch-poison` feature).
+    #[cfg(feature = "scratch-poison")]
+    fn poison(&mut self) {
+        static MASK: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+        let mask =
+            *MASK.get_or_init(|| std::env::var("POISON_MASK").ok().and_then(|s| s.parse().ok()).unwrap_or(u64::MAX));
+        let mut bit = 0;
+        let mut nan = |v: &mut Vec<f64>| {
+            if mask & (1 << bit) != 0 {
+                v.fill(f64::NAN);
+            }
+            bit += 1;
+        };
+        for v in self.phi_st.iter_mut().chain(&mut self.w_st) {
+            nan(v);
+        }
+        for v in self.f_st.iter_mut().chain(&mut self.lam_st).chain(&mut self.law_power).chain(&mut self.law_diss) {
+            nan(v);
+        }
+        for v in self.fric_power.iter_mut() {
+            nan(v);
+        }
+        for v in [
+            &mut self.res,
+            &mut self.q_last,
+            &mut self.q_dir,
+            &mut self.phi1,
+            &mut self.w1,
+            &mut self.phi_e,
+            &mut self.w_e,
+            &mut self.phi_save,
+            &mut self.w_save,
+            &mut self.jac_phi,
+            &mut self.jac_w,
+            &mut self.newton_inv,
+            &mut self.newton_tmp,
+            &mut self.acc,
+            &mut self.scratch_r,
+            &mut self.scratch_n,
+            &mut self.dep_scratch,
+            &mut self.slip_theta,
+            &mut self.qp.w,
+            &mut self.qp.b,
+            &mut self.qp.x,
+            &mut self.qp.lo,
+            &mut self.qp.hi,
+            &mut self.qp.fact,
+            &mut self.qp.rhs,
+        ] {
+            nan(v);
+        }
+        if mask & (1 << 62) != 0 {
+            self.newton_piv.fill(usize::MAX);
+            self.qp.idx.fill(usize::MAX);
+            self.qp.piv.fill(usize::MAX);
+            self.qp.state.fill(7);
+            self.qp.eps = f64::NAN;
+            self.qp.candidate.fill(true);
+            self.qp.new_modes.fill(FrictionMode::Stuck);
+            self.xnz.fill((u32::MAX, f64::NAN));
+            self.newton_failed = true;
+            self.singular = Some((usize::MAX, usize::MAX));
+        }
+    }
+}
+
+impl Clone for Scratch {
+    /// The empty placeholder: a clone of a simulation borrows its own scratch when it steps.
+    fn clone(&self) -> Self {
+        Scratch::placeholder()
+    }
+}
+
+/// The sizes a [`Scratch`] is allocated for: networks of one shape share a thread's scratch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct ScratchShape {
+    n: usize,
+    nodes: usize,
+    friction: usize,
+    laws: usize,
+    rows: usize,
+    /// The free coordinates of the base mode (the Newton buffers' size).
+    m: usize,
+}
+
+impl ScratchShape {
+    /// The shape of `net`, whose base mode has `m` free coordinates.
+    pub(super) fn of(net: &Network, m: usize) -> Self {
+        ScratchShape {
+            n: net.n_dof,
+            nodes: net.nodes.len(),
+            friction: net.friction.len(),
+            laws: net.laws.len(),
+            rows: net.rows.len() + net.friction.len() + net.kinematic.len(),
+            m,
+        }
+    }
 }
 
 impl Work {
-    /// Workspaces sized for `net`: every buffer a step uses is allocated here, once.
+    /// The carried buffers sized for `net`.
     pub(super) fn new(net: &Network) -> Self {
-        let n = net.n_dof;
         let nn = net.nodes.len();
+        let n = net.n_dof;
         let nf = net.friction.len();
         let nl = net.laws.len();
         let nk = net.kinematic.len();
@@ -148,13 +272,82 @@ impl Work {
         Work {
             sig: [v(net.signals.len()), v(net.signals.len()), v(net.signals.len())],
             f: v(nn),
+            q0: v(n),
+            q: v(2 * n),
+            stage_g: v(2 * n),
+            lam_start: v(rmax),
+            lam: v(rmax),
+            caps: vec![Capacity { free: true, tau0: 0.0, tau_max: 0.0, one_way: false }; nf],
+            sig_end: v(net.signals.len()),
+            dep_tau: v(n.max(nf)),
+            dependent_input: v(nf),
+            f_end: v(nn),
+            lam_end: v(rmax),
+            cached: Cached::NONE,
+            qp: QpWork::new(nf, nn),
+            presc_speed: [v(nn), v(nn), v(nn), v(nn)],
+            presc_acc: [v(nn), v(nn), v(nn), v(nn)],
+            fric_tau: [v(nf), v(nf)],
+            fric_power_end: v(nf),
+            dep_tau_end: v(nf),
+            law_tau_end: v(nl),
+            law_diss_end: v(nl),
+            fric_tau_end: v(nf),
+        }
+    }
+}
+
+impl Scratch {
+    /// The empty scratch a simulation holds between its steps.
+    pub(super) fn placeholder() -> Self {
+        Scratch {
+            shape: None,
+            lease: (0, 0),
+            phi_st: Default::default(),
+            w_st: Default::default(),
+            res: Vec::new(),
+            q_last: Vec::new(),
+            q_dir: Vec::new(),
+            phi1: Vec::new(),
+            w1: Vec::new(),
+            phi_e: Vec::new(),
+            w_e: Vec::new(),
+            phi_save: Vec::new(),
+            w_save: Vec::new(),
+            jac_phi: Vec::new(),
+            jac_w: Vec::new(),
+            newton_inv: Vec::new(),
+            newton_piv: Vec::new(),
+            newton_tmp: Vec::new(),
+            acc: Vec::new(),
+            xnz: Vec::new(),
+            scratch_r: Vec::new(),
+            scratch_n: Vec::new(),
+            dep_scratch: Vec::new(),
+            slip_theta: Vec::new(),
+            newton_failed: false,
+            singular: None,
+            f_st: Default::default(),
+            lam_st: Default::default(),
+            law_power: Default::default(),
+            law_diss: Default::default(),
+            fric_power: Default::default(),
+            qp: QpScratch::new(0),
+        }
+    }
+
+    /// Buffers for networks of `shape`.
+    fn new(shape: ScratchShape) -> Self {
+        let ScratchShape { n, nodes: nn, friction: nf, laws: nl, rows: rmax, m } = shape;
+        let v = |k: usize| vec![0.0; k];
+        let mut s = Scratch {
+            shape: Some(shape),
+            lease: (0, 0),
             scratch_n: v(n),
             xnz: vec![(0, 0.0); n],
             slip_theta: v(nf),
             phi_st: [v(nn), v(nn)],
             w_st: [v(nn), v(nn)],
-            q0: v(n),
-            q: v(2 * n),
             res: v(2 * n),
             q_last: v(2 * n),
             q_dir: v(2 * n),
@@ -163,27 +356,15 @@ impl Work {
             phi_e: v(nn),
             w_e: v(nn),
             acc: v(nn),
-            stage_g: v(2 * n),
             jac_phi: v(n * n),
             jac_w: v(n * n),
             scratch_r: v(rmax),
-            lam_start: v(rmax),
-            lam: v(rmax),
-            caps: vec![Capacity { free: true, tau0: 0.0, tau_max: 0.0, one_way: false }; nf],
-            sig_end: v(net.signals.len()),
-            presc_speed: [v(nn), v(nn), v(nn), v(nn)],
-            presc_acc: [v(nn), v(nn), v(nn), v(nn)],
             dep_scratch: v(nn),
-            dep_tau: v(n.max(nf)),
-            dependent_input: v(nf),
             f_st: [v(nn), v(nn)],
-            f_end: v(nn),
             lam_st: [v(rmax), v(rmax)],
-            lam_end: v(rmax),
-            cached: Cached::NONE,
             newton_failed: false,
             singular: None,
-            qp: QpWork::new(nf, nn),
+            qp: QpScratch::new(nf),
             newton_inv: v(4 * n * n),
             newton_tmp: v(4 * n * n + 2 * n),
             newton_piv: vec![0; 2 * n],
@@ -192,13 +373,9 @@ impl Work {
             law_power: [v(nl), v(nl)],
             law_diss: [v(nl), v(nl)],
             fric_power: [v(nf), v(nf)],
-            fric_tau: [v(nf), v(nf)],
-            fric_power_end: v(nf),
-            dep_tau_end: v(nf),
-            law_tau_end: v(nl),
-            law_diss_end: v(nl),
-            fric_tau_end: v(nf),
-        }
+        };
+        s.size_newton(m);
+        s
     }
 }
 
@@ -254,20 +431,35 @@ impl BufferSet {
     }
 }
 
-/// The box QP of a mode selection (`k` candidates of `nf` friction elements), its warm start
-/// and the reuse of its factors.
+/// The warm start of a mode selection's box QP: the simulation's own.
 #[derive(Debug, Clone)]
 pub(super) struct QpWork {
+    /// Last complementarity solution per friction element (warm start of the next solve).
+    pub(super) warm_x: Vec<f64>,
+    pub(super) warm_state: Vec<i8>,
+    pub(super) warm_ok: Vec<bool>,
+    /// Generalised forces of the elements released during the last mode selection (a lock
+    /// group's check reads them as that selection left them).
+    pub(super) extra: Vec<f64>,
+}
+
+impl QpWork {
+    /// The warm start for `nf` friction elements in a network of `nn` nodes.
+    fn new(nf: usize, nn: usize) -> Self {
+        QpWork { warm_x: vec![0.0; nf], warm_state: vec![0; nf], warm_ok: vec![false; nf], extra: vec![0.0; nn] }
+    }
+}
+
+/// The box QP of a mode selection (`k` candidates of `nf` friction elements) and the reuse of
+/// its factors: part of the thread's [`Scratch`].
+#[derive(Debug)]
+pub(super) struct QpScratch {
     pub(super) w: Vec<f64>,
     pub(super) b: Vec<f64>,
     pub(super) x: Vec<f64>,
     pub(super) lo: Vec<f64>,
     pub(super) hi: Vec<f64>,
     pub(super) state: Vec<i8>,
-    /// Last complementarity solution per friction element (warm start of the next solve).
-    pub(super) warm_x: Vec<f64>,
-    pub(super) warm_state: Vec<i8>,
-    pub(super) warm_ok: Vec<bool>,
     pub(super) idx: Vec<usize>,
     pub(super) fact: Vec<f64>,
     pub(super) rhs: Vec<f64>,
@@ -275,31 +467,27 @@ pub(super) struct QpWork {
     /// What `qp_fact`/`qp_piv` hold: the LU factors of the free block (mask over positions in
     /// `qp_idx`, `u64::MAX` when none) of the matrix identified by `qp_matrix`
     /// (base slot key, its generation, candidate mask). A solve on the same matrix and free set
-    /// reuses them: bitwise the factors a fresh factorisation would give.
+    /// reuses them: bitwise the factors a fresh factorisation would give. Valid only for the
+    /// simulation that formed them ([`ScratchLease`]).
     pub(super) factored: u64,
     pub(super) matrix: (u64, u64, u64),
     /// The Tikhonov term on the diagonal of `qp_w`.
     pub(super) eps: f64,
     pub(super) new_modes: Vec<FrictionMode>,
     pub(super) candidate: Vec<bool>,
-    /// Generalised forces of the elements released during one mode selection.
-    pub(super) extra: Vec<f64>,
 }
 
-impl QpWork {
-    /// Buffers for `nf` friction elements in a network of `nn` nodes.
-    fn new(nf: usize, nn: usize) -> Self {
+impl QpScratch {
+    /// Buffers for `nf` friction elements.
+    fn new(nf: usize) -> Self {
         let v = |k: usize| vec![0.0; k];
-        QpWork {
+        QpScratch {
             w: v(nf * nf),
             b: v(nf),
             x: v(nf),
             lo: v(nf),
             hi: v(nf),
             state: vec![0; nf],
-            warm_x: vec![0.0; nf],
-            warm_state: vec![0; nf],
-            warm_ok: vec![false; nf],
             idx: vec![0; nf],
             fact: v(nf * nf),
             rhs: v(nf),
@@ -307,10 +495,15 @@ impl QpWork {
             factored: u64::MAX,
             matrix: (u64::MAX, 0, 0),
             eps: 0.0,
-            extra: v(nn),
             new_modes: vec![FrictionMode::Free; nf],
             candidate: vec![false; nf],
         }
+    }
+
+    /// Forgets the matrix and factors held: they were another simulation's.
+    fn forget(&mut self) {
+        self.factored = u64::MAX;
+        self.matrix = (u64::MAX, 0, 0);
     }
 }
 
@@ -364,5 +557,81 @@ impl CompileWork {
             acc: v(n),
             scratch_r: v(rmax),
         }
+    }
+}
+
+/// The scratch sets a thread lends to the simulations it steps: one per network shape, taken
+/// for the length of a step and given back after it (no allocation once every shape the
+/// thread steps has its set), and the placeholders the simulations left with it meanwhile.
+struct ScratchPool {
+    /// This thread's number (see [`ScratchLease`]).
+    thread: u64,
+    /// The leases this thread has made.
+    count: u64,
+    free: Vec<Box<Scratch>>,
+    placeholders: Vec<Box<Scratch>>,
+}
+
+/// Numbers the threads that lend scratch.
+static THREADS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+thread_local! {
+    static POOL: RefCell<ScratchPool> = RefCell::new(ScratchPool {
+        thread: THREADS.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+        count: 0,
+        free: Vec::new(),
+        placeholders: Vec::new(),
+    });
+}
+
+/// Which lending of a scratch set a simulation had last, `(thread, lease on that thread)`:
+/// when the set it borrows next was last lent to it, the complementarity factors and the
+/// stage forces the set holds are still this simulation's; else they are forgotten (and
+/// formed again, to the same bits, when needed).
+pub(super) type ScratchLease = (u64, u64);
+
+impl Simulation {
+    /// Borrows this thread's scratch for the simulation's network shape (see [`Scratch`]).
+    /// Returns false when the simulation holds one already (a nested call): only the call
+    /// that took it gives it back.
+    #[inline]
+    pub(super) fn take_scratch(&mut self) -> bool {
+        if self.sc.shape.is_some() {
+            return false;
+        }
+        let shape = self.scratch_shape;
+        POOL.with_borrow_mut(|pool| {
+            let mut taken = match pool.free.iter().position(|s| s.shape == Some(shape)) {
+                Some(i) => pool.free.swap_remove(i),
+                None => Box::new(Scratch::new(shape)),
+            };
+            let foreign = taken.lease != self.lease || cfg!(feature = "scratch-poison");
+            #[cfg(feature = "scratch-poison")]
+            taken.poison();
+            if foreign {
+                taken.qp.forget();
+                self.ws.cached.remove(Cached::STAGE_FORCES);
+                self.ws.cached.remove(Cached::STAGE_TORQUES);
+            }
+            pool.count += 1;
+            taken.lease = (pool.thread, pool.count);
+            self.lease = taken.lease;
+            pool.placeholders.push(std::mem::replace(&mut self.sc, taken));
+            foreign
+        })
+        .then(|| self.ground_scratch());
+        true
+    }
+
+    /// Gives the scratch taken by [`Simulation::take_scratch`] back to the thread (when `took`).
+    #[inline]
+    pub(super) fn give_back_scratch(&mut self, took: bool) {
+        if !took {
+            return;
+        }
+        POOL.with_borrow_mut(|pool| {
+            let placeholder = pool.placeholders.pop().unwrap_or_else(|| Box::new(Scratch::placeholder()));
+            pool.free.push(std::mem::replace(&mut self.sc, placeholder));
+        });
     }
 }
