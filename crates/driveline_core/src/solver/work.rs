@@ -562,26 +562,31 @@ impl CompileWork {
 
 /// The scratch sets a thread lends to the simulations it steps: one per network shape, taken
 /// for the length of a step and given back after it (no allocation once every shape the
-/// thread steps has its set), and the placeholders the simulations left with it meanwhile.
+/// thread steps has its set). A simulation that borrows a set leaves its empty placeholder in
+/// the set's place meanwhile.
 struct ScratchPool {
-    /// This thread's number (see [`ScratchLease`]).
+    /// This thread's number, from 1 (0: not numbered yet; see [`ScratchLease`]).
     thread: u64,
     /// The leases this thread has made.
     count: u64,
-    free: Vec<Box<Scratch>>,
-    placeholders: Vec<Box<Scratch>>,
+    sets: Vec<Box<Scratch>>,
+}
+
+impl ScratchPool {
+    /// A set for `shape` added (the first step of a shape on this thread); returns its index.
+    #[cold]
+    #[inline(never)]
+    fn add(&mut self, shape: ScratchShape) -> usize {
+        self.sets.push(Box::new(Scratch::new(shape)));
+        self.sets.len() - 1
+    }
 }
 
 /// Numbers the threads that lend scratch.
 static THREADS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 thread_local! {
-    static POOL: RefCell<ScratchPool> = RefCell::new(ScratchPool {
-        thread: THREADS.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
-        count: 0,
-        free: Vec::new(),
-        placeholders: Vec::new(),
-    });
+    static POOL: RefCell<ScratchPool> = const { RefCell::new(ScratchPool { thread: 0, count: 0, sets: Vec::new() }) };
 }
 
 /// Which lending of a scratch set a simulation had last, `(thread, lease on that thread)`:
@@ -594,44 +599,54 @@ impl Simulation {
     /// Borrows this thread's scratch for the simulation's network shape (see [`Scratch`]).
     /// Returns false when the simulation holds one already (a nested call): only the call
     /// that took it gives it back.
-    #[inline]
     pub(super) fn take_scratch(&mut self) -> bool {
         if self.sc.shape.is_some() {
             return false;
         }
-        let shape = self.scratch_shape;
-        POOL.with_borrow_mut(|pool| {
-            let mut taken = match pool.free.iter().position(|s| s.shape == Some(shape)) {
-                Some(i) => pool.free.swap_remove(i),
-                None => Box::new(Scratch::new(shape)),
-            };
-            let foreign = taken.lease != self.lease || cfg!(feature = "scratch-poison");
-            #[cfg(feature = "scratch-poison")]
-            taken.poison();
-            if foreign {
-                taken.qp.forget();
-                self.ws.cached.remove(Cached::STAGE_FORCES);
-                self.ws.cached.remove(Cached::STAGE_TORQUES);
+        let shape = Some(self.scratch_shape);
+        let foreign = POOL.with_borrow_mut(|pool| {
+            if pool.thread == 0 {
+                pool.thread = THREADS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             }
+            // (A thread mostly steps simulations of one shape: its set is the last one.)
+            let i = match pool.sets.iter().rposition(|s| s.shape == shape) {
+                Some(i) => i,
+                None => pool.add(self.scratch_shape),
+            };
             pool.count += 1;
-            taken.lease = (pool.thread, pool.count);
-            self.lease = taken.lease;
-            pool.placeholders.push(std::mem::replace(&mut self.sc, taken));
+            let lease = (pool.thread, pool.count);
+            let set = &mut pool.sets[i];
+            let foreign = set.lease != self.lease || cfg!(feature = "scratch-poison");
+            set.lease = lease;
+            self.lease = lease;
+            std::mem::swap(&mut self.sc, set);
             foreign
-        })
-        .then(|| self.ground_scratch());
+        });
+        if foreign {
+            #[cfg(feature = "scratch-poison")]
+            self.sc.poison();
+            self.sc.qp.forget();
+            self.ws.cached.remove(Cached::STAGE_FORCES);
+            self.ws.cached.remove(Cached::STAGE_TORQUES);
+            self.ground_scratch();
+        }
         true
     }
 
-    /// Gives the scratch taken by [`Simulation::take_scratch`] back to the thread (when `took`).
-    #[inline]
+    /// Gives the scratch taken by [`Simulation::take_scratch`] back to the thread (when `took`),
+    /// into the place where the simulation's placeholder waits.
     pub(super) fn give_back_scratch(&mut self, took: bool) {
         if !took {
             return;
         }
         POOL.with_borrow_mut(|pool| {
-            let placeholder = pool.placeholders.pop().unwrap_or_else(|| Box::new(Scratch::placeholder()));
-            pool.free.push(std::mem::replace(&mut self.sc, placeholder));
+            let shape = self.sc.shape;
+            match pool.sets.iter_mut().rev().find(|s| s.shape.is_none()) {
+                Some(place) => std::mem::swap(&mut self.sc, place),
+                // (Not reached: the placeholder waits in the pool while the set is out.)
+                None => pool.sets.push(std::mem::replace(&mut self.sc, Box::new(Scratch::placeholder()))),
+            }
+            debug_assert!(self.sc.shape.is_none() && pool.sets.iter().any(|s| s.shape == shape));
         });
     }
 }
