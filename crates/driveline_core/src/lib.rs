@@ -201,6 +201,12 @@
 //! [`Simulation::step`] is synchronous and allocation-free after the first step; call it from
 //! any fixed-rate loop. The Bevy plugin runs it in a fixed schedule.
 //!
+//! A simulation is `Send`: step a fleet on as many threads as you like, each simulation on one
+//! thread at a time. The scratch a step writes before it reads it is the thread's, one set per
+//! network shape, lent to each simulation for the length of its step: a thread's first step of
+//! a shape allocates that set, later steps of any simulation of that shape on the thread do not.
+//! Results do not depend on which thread steps a simulation or what it stepped before.
+//!
 //! ## FAQ
 //! - *Why does my clutch not lock?* Its slip must reach zero while the torque it would need
 //!   stays within `peak * tau0`. Check `fn_max`, `cgeo`, `mu_pos` and the normal-force signal.

@@ -569,6 +569,9 @@ struct ScratchPool {
     thread: u64,
     /// The leases this thread has made.
     count: u64,
+    /// (Boxed: a lending swaps a pointer with the simulation's, not the set's some hundred
+    /// bytes of vector headers.)
+    #[allow(clippy::vec_box)]
     sets: Vec<Box<Scratch>>,
 }
 
