@@ -563,6 +563,13 @@ fn a_chassis_car_rolls_back_bit_for_bit_and_refuses_non_finite_contacts() {
     let second = run(&mut car, &mut body);
     assert_eq!(first.0, second.0, "the driveline's state differs after the rollback");
     assert_eq!(first.1, second.1);
+    // Restored into a car just built (nothing of the run left in it): the same bits again.
+    let mut fresh = drive(&spec);
+    fresh.restore(&snap).expect("restores into a new car");
+    (body.p, body.q, body.v, body.w) = (p, q, v, w);
+    let third = run(&mut fresh, &mut body);
+    assert_eq!(first.0, third.0, "the driveline's state differs restored into a new car");
+    assert_eq!(first.1, third.1);
 
     // A NaN speed is refused by name, the last valid value kept, the step unharmed.
     let good = car.wheel_contact(0);
