@@ -155,6 +155,9 @@ impl Simulation {
         self.update_outputs();
         // (The temperatures' slopes from the losses now: the first step's law sees them move.)
         self.thermal_inputs_now(true);
+        // Ground nodes do not turn: their speeds are zero, in the state and in the scratch.
+        let n = self.model.n_dof;
+        self.w[n..].fill(0.0);
         self.ground_scratch();
         self.started = true;
     }

@@ -46,8 +46,7 @@ pub(super) struct Work {
     /// mode without prescribed motion leaves them as they are, and the next one reads them.
     pub(super) presc_speed: [Vec<f64>; 4],
     pub(super) presc_acc: [Vec<f64>; 4],
-    /// Reduced speeds at the sub-step start (`m`), the stage unknowns `Q1 Q2` (`2m`), and the
-    /// Newton residual or correction (`2m`).
+    /// Reduced speeds at the sub-step start (`m`) and the stage unknowns `Q1 Q2` (`2m`).
     pub(super) q0: Vec<f64>,
     pub(super) q: Vec<f64>,
     /// Reduced stage forces `N^T f` at the two stages (`2m`).
@@ -56,10 +55,13 @@ pub(super) struct Work {
     // Forces and constraint torques.
     /// Node forces of the evaluation at hand.
     pub(super) f: Vec<f64>,
-    /// Constraint torques (`r`), a row-sized scratch vector, and the constraint torques at a
-    /// step start right after an input change.
+    /// Constraint torques (`r`), and the constraint torques at a step start right after an
+    /// input change.
     pub(super) lam: Vec<f64>,
     pub(super) lam_start: Vec<f64>,
+    /// The friction torque the torque-dependent correction solved per element, and the
+    /// estimates of the torque each limit depends on (a lossy gear's transmitted torque, a
+    /// limited-slip pack's input torque), per friction element.
     pub(super) dep_tau: Vec<f64>,
     pub(super) dependent_input: Vec<f64>,
     /// Each friction element's capacity (static and kinetic limits) under the signals at hand.
@@ -102,6 +104,7 @@ pub(super) struct Scratch {
     /// Node angles and speeds at the two stages.
     pub(super) phi_st: [Vec<f64>; 2],
     pub(super) w_st: [Vec<f64>; 2],
+    /// The Newton residual or correction (`2m`).
     pub(super) res: Vec<f64>,
     /// The stages before the last correction on a fresh Jacobian (`2m`): where Newton goes
     /// back to when that correction diverged.
@@ -129,12 +132,11 @@ pub(super) struct Scratch {
     pub(super) acc: Vec<f64>,
     /// The non-zero entries of a force vector, `(node, value)` ascending (`n` slots).
     pub(super) xnz: Vec<(u32, f64)>,
+    /// A row-sized scratch vector.
     pub(super) scratch_r: Vec<f64>,
     /// A coordinate-sized scratch vector.
     pub(super) scratch_n: Vec<f64>,
-    /// Scratch of the torque-dependent correction (LossyGear, limited slip), the friction torque
-    /// it solved per element, and the estimates of the torque each limit depends on (a lossy
-    /// gear's transmitted torque, a limited-slip pack's input torque), per friction element.
+    /// Scratch of the torque-dependent correction (LossyGear, limited slip).
     pub(super) dep_scratch: Vec<f64>,
     /// Located slip-reversal and break-away thetas of the sub-step being searched (valid where
     /// its masks say).
@@ -163,16 +165,7 @@ impl Scratch {
     /// garbage (the `scratch-poison` feature).
     #[cfg(feature = "scratch-poison")]
     fn poison(&mut self) {
-        static MASK: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
-        let mask =
-            *MASK.get_or_init(|| std::env::var("POISON_MASK").ok().and_then(|s| s.parse().ok()).unwrap_or(u64::MAX));
-        let mut bit = 0;
-        let mut nan = |v: &mut Vec<f64>| {
-            if mask & (1 << bit) != 0 {
-                v.fill(f64::NAN);
-            }
-            bit += 1;
-        };
+        let nan = |v: &mut Vec<f64>| v.fill(f64::NAN);
         for v in self.phi_st.iter_mut().chain(&mut self.w_st) {
             nan(v);
         }
@@ -211,18 +204,16 @@ impl Scratch {
         ] {
             nan(v);
         }
-        if mask & (1 << 62) != 0 {
-            self.newton_piv.fill(usize::MAX);
-            self.qp.idx.fill(usize::MAX);
-            self.qp.piv.fill(usize::MAX);
-            self.qp.state.fill(7);
-            self.qp.eps = f64::NAN;
-            self.qp.candidate.fill(true);
-            self.qp.new_modes.fill(FrictionMode::Stuck);
-            self.xnz.fill((u32::MAX, f64::NAN));
-            self.newton_failed = true;
-            self.singular = Some((usize::MAX, usize::MAX));
-        }
+        self.newton_piv.fill(usize::MAX);
+        self.qp.idx.fill(usize::MAX);
+        self.qp.piv.fill(usize::MAX);
+        self.qp.state.fill(7);
+        self.qp.eps = f64::NAN;
+        self.qp.candidate.fill(true);
+        self.qp.new_modes.fill(FrictionMode::Stuck);
+        self.xnz.fill((u32::MAX, f64::NAN));
+        self.newton_failed = true;
+        self.singular = Some((usize::MAX, usize::MAX));
     }
 }
 
@@ -300,40 +291,8 @@ impl Work {
 impl Scratch {
     /// The empty scratch a simulation holds between its steps.
     pub(super) fn placeholder() -> Self {
-        Scratch {
-            shape: None,
-            lease: (0, 0),
-            phi_st: Default::default(),
-            w_st: Default::default(),
-            res: Vec::new(),
-            q_last: Vec::new(),
-            q_dir: Vec::new(),
-            phi1: Vec::new(),
-            w1: Vec::new(),
-            phi_e: Vec::new(),
-            w_e: Vec::new(),
-            phi_save: Vec::new(),
-            w_save: Vec::new(),
-            jac_phi: Vec::new(),
-            jac_w: Vec::new(),
-            newton_inv: Vec::new(),
-            newton_piv: Vec::new(),
-            newton_tmp: Vec::new(),
-            acc: Vec::new(),
-            xnz: Vec::new(),
-            scratch_r: Vec::new(),
-            scratch_n: Vec::new(),
-            dep_scratch: Vec::new(),
-            slip_theta: Vec::new(),
-            newton_failed: false,
-            singular: None,
-            f_st: Default::default(),
-            lam_st: Default::default(),
-            law_power: Default::default(),
-            law_diss: Default::default(),
-            fric_power: Default::default(),
-            qp: QpScratch::new(0),
-        }
+        let none = ScratchShape { n: 0, nodes: 0, friction: 0, laws: 0, rows: 0, m: 0 };
+        Scratch { shape: None, ..Scratch::new(none) }
     }
 
     /// Buffers for networks of `shape`.
