@@ -213,6 +213,7 @@
 #![warn(missing_docs)]
 
 pub mod chassis;
+mod names;
 pub mod parts;
 mod solve;
 mod sync;
@@ -230,6 +231,7 @@ use driveline_core::{
 };
 pub use parts::*;
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 
 /// Common imports.
 pub mod prelude {
@@ -432,11 +434,11 @@ impl DrivelineParts {
 #[reflect(Debug, Clone, PartialEq)]
 pub struct Connection {
     /// Flange of this part, e.g. `"flange_a"`.
-    pub flange: String,
+    pub flange: Cow<'static, str>,
     /// The other part.
     pub to: Entity,
     /// Flange of the other part.
-    pub to_flange: String,
+    pub to_flange: Cow<'static, str>,
 }
 
 /// Flange joints declared by this part: the relations to the parts its flanges join. Changing
@@ -452,7 +454,7 @@ impl Connections {
     }
     /// Adds a joint of this part's `flange` to `to_flange` of `to`.
     pub fn with(mut self, flange: &str, to: Entity, to_flange: &str) -> Self {
-        self.0.push(Connection { flange: flange.into(), to, to_flange: to_flange.into() });
+        self.0.push(Connection { flange: names::interned(flange), to, to_flange: names::interned(to_flange) });
         self
     }
 }
@@ -601,8 +603,10 @@ struct LastWriteBack(bevy_ecs::change_detection::Tick);
 struct StatesTaken(bevy_ecs::change_detection::Tick);
 
 /// A part's element index in its driveline's network, set at each build (the build's
-/// commands apply at the sync point after `Prepare`, before the step and the write-back), so that the write-back finds the element without a search. Checked against
-/// the cache: a part that the last build did not include is skipped.
+/// commands apply at the sync point after `Prepare`, before the step and the write-back), so
+/// that the write-back finds the element without a search; parts spawned from a description
+/// carry it from their spawn. Checked against the cache: a part that the last build did not
+/// include is skipped.
 #[derive(Component, Debug, Clone, Copy)]
 struct PartSlot(usize);
 
@@ -736,10 +740,10 @@ fn spawn_scenario_on(world: &mut World, root: Entity, scenario: &Scenario) -> Re
 /// Spawns one part entity per element of a built `spec` under `root`, with their joints. The
 /// parts of a vehicle (`spec` the network of `layout`) refer to the elements of its shared
 /// layout.
-pub(crate) fn spawn_network(
+pub(crate) fn spawn_network<'a>(
     world: &mut World,
     root: Entity,
-    spec: &NetworkSpec,
+    spec: &'a NetworkSpec,
     layout: Option<&std::sync::Arc<driveline_core::vehicle::build::Layout>>,
 ) -> Vec<Entity> {
     let ids: Vec<Entity> = spec
@@ -747,7 +751,9 @@ pub(crate) fn spawn_network(
         .iter()
         .enumerate()
         .map(|(k, e)| {
-            let mut part = world.spawn((Name::new(e.name.clone()), PartOf(root)));
+            // (The slot the first build gives it, in the spawn: set later, every part of a fleet
+            // would move tables at once, and the tables they left keep their room.)
+            let mut part = world.spawn((Name::new(names::interned(&e.name)), PartOf(root), PartSlot(k)));
             insert_typed(&mut part, &e.kind);
             if let Some(layout) = layout {
                 part.insert(PartElement::shared(layout.clone(), k));
@@ -756,9 +762,9 @@ pub(crate) fn spawn_network(
         })
         .collect();
     // The spec was built: every connection names an element and a flange.
-    let find = |s: &str| {
+    let find = |s: &'a str| {
         let (el, fl) = s.split_once('.').unwrap_or((s, ""));
-        spec.elements.iter().position(|e| e.name == el).map(|i| (ids[i], fl.to_string()))
+        spec.elements.iter().position(|e| e.name == el).map(|i| (i, fl))
     };
     for (i, e) in spec.elements.iter().enumerate() {
         let ports = e.kind.heat_ports();
@@ -769,16 +775,16 @@ pub(crate) fn spawn_network(
             world.entity_mut(ids[i]).insert(HeatPortState::default());
         }
     }
-    for (a, b) in &spec.connections {
-        let (Some((ea, fa)), Some((eb, fb))) = (find(a), find(b)) else { continue };
-        let mut e = world.entity_mut(ea);
-        let joint = Connection { flange: fa, to: eb, to_flange: fb };
-        match e.get_mut::<Connections>() {
-            Some(mut c) => c.0.push(joint),
-            None => {
-                e.insert(Connections(vec![joint]));
-            }
+    // Each part's joints in one list of their number, in the order of the description.
+    let joints: Vec<_> = spec.connections.iter().filter_map(|(a, b)| Some((find(a)?, find(b)?))).collect();
+    let mut count = vec![0usize; ids.len()];
+    joints.iter().for_each(|((i, _), _)| count[*i] += 1);
+    for (i, &n) in count.iter().enumerate().filter(|(_, n)| **n > 0) {
+        let mut list = Vec::with_capacity(n);
+        for &((_, fa), (j, fb)) in joints.iter().filter(|((a, _), _)| *a == i) {
+            list.push(Connection { flange: names::interned(fa), to: ids[j], to_flange: names::interned(fb) });
         }
+        world.entity_mut(ids[i]).insert(Connections(list));
     }
     ids
 }

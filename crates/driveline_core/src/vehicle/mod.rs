@@ -182,7 +182,17 @@ pub enum VehicleEventKind {
         /// The value used.
         used: f64,
     },
+    /// The step raised more events than a step's buffer holds ([`EVENTS_PER_STEP`]): the last
+    /// `count` of them are not reported. (The buffer is sized once so that a step never
+    /// allocates; the shipped vehicles raise at most three events in a 1/60 s step.)
+    EventsDropped {
+        /// Events not reported.
+        count: u32,
+    },
 }
+
+/// Events a step reports at most, [`VehicleEventKind::EventsDropped`] included: 16.
+pub const EVENTS_PER_STEP: usize = 16;
 
 /// The numeric driver inputs, as [`VehicleEventKind::InputRejected`] names them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -265,6 +275,7 @@ impl std::fmt::Display for VehicleEventKind {
             VehicleEventKind::InputRejected { input, value, used } => {
                 write!(f, "driver input {} = {value} is out of range; {used} used", input.as_str())
             }
+            VehicleEventKind::EventsDropped { count } => write!(f, "{count} more events in this step not reported"),
         }
     }
 }
@@ -791,7 +802,7 @@ impl VehicleControl {
             accel: 0.0,
             fuel: 0.0,
             telemetry: Telemetry::default(),
-            events: Vec::with_capacity(64),
+            events: Vec::with_capacity(EVENTS_PER_STEP),
             last_loads: [0.0; 4],
             slope: (0.0, 0.0, 1.0),
             surface: [1.0; 4],
@@ -1089,10 +1100,15 @@ impl VehicleControl {
     }
 }
 
-/// Records an event unless the step's event buffer is full (it never grows while stepping).
+/// Records an event; its step's buffer never grows: the last of its [`EVENTS_PER_STEP`] places
+/// counts the events past the others ([`VehicleEventKind::EventsDropped`]).
 fn push_event(events: &mut Vec<VehicleEvent>, time: f64, kind: VehicleEventKind) {
-    if events.len() < events.capacity() {
+    if events.len() + 1 < EVENTS_PER_STEP {
         events.push(VehicleEvent { time, kind });
+    } else if let Some(VehicleEvent { kind: VehicleEventKind::EventsDropped { count }, .. }) = events.last_mut() {
+        *count = count.saturating_add(1);
+    } else {
+        events.push(VehicleEvent { time, kind: VehicleEventKind::EventsDropped { count: 1 } });
     }
 }
 
@@ -1107,4 +1123,23 @@ fn locate(text: &str, path: &[&str]) -> (usize, usize) {
         }
     }
     pos
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_step_buffer_counts_what_it_drops_and_never_grows() {
+        let mut events = Vec::with_capacity(EVENTS_PER_STEP);
+        let room = events.capacity();
+        for k in 0..EVENTS_PER_STEP + 4 {
+            push_event(&mut events, k as f64, VehicleEventKind::ShiftRefused { gear: k as i32 });
+        }
+        assert_eq!(events.len(), EVENTS_PER_STEP);
+        assert_eq!(events.capacity(), room, "the buffer grew");
+        // The first EVENTS_PER_STEP - 1 are kept in order; the 5 after them are counted.
+        assert!(events[..EVENTS_PER_STEP - 1].iter().enumerate().all(|(k, e)| e.time == k as f64));
+        assert_eq!(events[EVENTS_PER_STEP - 1].kind, VehicleEventKind::EventsDropped { count: 5 });
+    }
 }

@@ -1,7 +1,8 @@
 //! Where a vehicle's memory goes: heap bytes of each piece of one vehicle, measured with a
 //! counting global allocator (every allocation and free of the process goes through it), and
 //! how the piece grows over a drive cycle. `cargo run --release -p driveline_tools --bin
-//! mem_vehicle -- [vehicle file] [seconds of UDDS]` (defaults: the 8HP sedan, 600 s).
+//! mem_vehicle -- [vehicle file] [seconds of UDDS] [vehicles]` (defaults: the 8HP sedan, 600 s,
+//! 20 vehicles in the plugin after 20 others).
 
 use driveline_core::vehicle::driver::{Cycle, Driver, DriverParams};
 use driveline_core::vehicle::{Road, VehicleControl, build};
@@ -127,14 +128,14 @@ fn main() {
     drop((sim, control, first, first_net, first_layout, shared_spec, layout));
 
     // The same vehicles in the Bevy plugin: a world of `N` of them, built by one fixed step.
-    const N: usize = 20;
+    let n_plugin: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(20);
     let e0 = in_use();
     let mut app = bevy_app::App::new();
     app.add_plugins(bevy_driveline::DrivelinePlugins::default());
     let e1 = in_use();
     // The first N build the shared library and its room; the next N are what a fleet adds.
     let spawn = |app: &mut bevy_app::App| {
-        for _ in 0..N {
+        for _ in 0..n_plugin {
             bevy_driveline::vehicle::spawn_vehicle(app.world_mut(), spec.clone(), Road::Body).expect("spawns");
         }
         app.world_mut().resource_mut::<bevy_time::Time>().advance_by(std::time::Duration::from_millis(1));
@@ -144,9 +145,45 @@ fn main() {
     let e2 = in_use();
     spawn(&mut app);
     let e3 = in_use();
-    let per = (e3 - e2) / N;
-    println!("in the Bevy plugin ({N} vehicles more than {N}, built, one step): {per} bytes per vehicle");
+    let per = (e3 - e2) / n_plugin;
+    println!("in the Bevy plugin ({n_plugin} vehicles more than {n_plugin}, built, one step): {per} bytes per vehicle");
     println!("  of which the entities, components and caches of the plugin: {}", per as i64 - built as i64);
     println!("  (the plugin's own resources and schedules: {} bytes once)", e1 - e0);
     println!("process peak: {} bytes", PEAK.load(Relaxed));
+    tables(app.world(), 2 * n_plugin);
+}
+
+/// The world's tables: for each, its rows, the rows it has room for, and the bytes a row takes
+/// (the components' values and their two change ticks, the entity), per vehicle of `vehicles`.
+fn tables(world: &bevy_ecs::world::World, vehicles: usize) {
+    let (mut used, mut room) = (0usize, 0usize);
+    println!("the world's tables, per vehicle: rows, bytes in use, bytes held (room included)");
+    for a in world.archetypes().iter() {
+        let Some(t) = world.storages().tables.get(a.table_id()) else { continue };
+        if a.len() as usize != t.entity_count() as usize {
+            continue; // (a table shared by several archetypes: counted once, with the first)
+        }
+        let row: usize = 8 + a
+            .table_components()
+            .map(|c| world.components().get_info(c).map_or(0, |i| i.layout().size()) + 8)
+            .sum::<usize>();
+        let names: Vec<String> = a
+            .table_components()
+            .filter_map(|c| world.components().get_info(c))
+            .map(|i| i.name().to_string().rsplit("::").next().unwrap_or("").to_string())
+            .collect();
+        let (u, r) = (row * t.entity_count() as usize, row * t.capacity());
+        used += u;
+        room += r;
+        if r / vehicles >= 64 {
+            println!(
+                "  {:7.1} rows {:6} B {:6} B  [{}]",
+                t.entity_count() as f64 / vehicles as f64,
+                u / vehicles,
+                r / vehicles,
+                names.join(", ")
+            );
+        }
+    }
+    println!("  all tables: {} B in use, {} B held per vehicle", used / vehicles, room / vehicles);
 }
