@@ -429,7 +429,10 @@ impl DrivelineParts {
     }
 }
 
-/// One flange joint: this part's `flange` to `to_flange` of the part entity `to`.
+/// One flange joint: this part's `flange` to `to_flange` of the part entity `to`. The flange
+/// names of parts spawned from a description, and those [`Connections::with`] is given, are
+/// stored once per process (borrowed, within a budget of 64 KiB of distinct names), as are the
+/// parts' [`Name`]s.
 #[derive(Reflect, Debug, Clone, PartialEq, Eq)]
 #[reflect(Debug, Clone, PartialEq)]
 pub struct Connection {

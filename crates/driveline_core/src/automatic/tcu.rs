@@ -384,6 +384,8 @@ impl Tcu {
             });
             gears.len() - 1
         });
+        // (Listed by pushes: the room beyond the gears would be held by every controller.)
+        gears.shrink_to_fit();
         let n = gb.elements.len();
         let mut pistons = vec![Piston::default(); n];
         for &k in &gears[neutral].closed {

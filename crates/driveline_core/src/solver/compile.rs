@@ -58,6 +58,12 @@ pub(super) struct CompiledMode {
     /// Some active rows repeat others (two locks on one relative motion): the lock torques are
     /// then checked by the complementarity problem, not per element.
     pub(super) redundant: bool,
+    /// A base mode's (no friction element locked) complementarity data, derived when it is
+    /// compiled (see [`CompiledMode::derive_qp`]): `W = R A R^T` (`nf x nf`) and `B = R A`
+    /// (`nf x n`), `A = N Mr^-1 N^T` the acceleration response to generalised forces under the
+    /// base constraints, `R` the friction rows. Zero in the other modes.
+    pub(super) qp_w: Vec<f64>,
+    pub(super) qp_b: Vec<f64>,
 }
 
 /// A simulation's entry in its mode cache: a compiled mode (shared) and what this simulation
@@ -246,6 +252,8 @@ impl CompiledMode {
             pmat: vec![0.0; nrhs * n],
             linear: false,
             redundant: false,
+            qp_w: vec![0.0; nf * nf],
+            qp_b: vec![0.0; nf * n],
         }
     }
 
@@ -265,9 +273,16 @@ impl CompiledMode {
         b.nz_single = false;
         b.gather.fill((u32::MAX, 0.0));
         b.free_cols.fill(0);
-        for v in
-            [&mut self.mr, &mut self.mr_lu, &mut self.tmap, &mut self.tmap_w, &mut self.weight_caps, &mut self.pmat]
-        {
+        for v in [
+            &mut self.mr,
+            &mut self.mr_lu,
+            &mut self.tmap,
+            &mut self.tmap_w,
+            &mut self.weight_caps,
+            &mut self.pmat,
+            &mut self.qp_w,
+            &mut self.qp_b,
+        ] {
             v.fill(0.0);
         }
         self.mr_piv.fill(0);
@@ -303,7 +318,44 @@ impl CompiledMode {
         self.select_stage_rows(net);
         self.linear = net.laws.iter().all(Law::is_linear)
             && net.friction.iter().enumerate().all(|(i, fe)| key & (1 << i) != 0 || fe.law.is_speed_independent());
+        if key & low_bits(net.friction.len()) == 0 {
+            self.derive_qp(net, &mut cw.acc);
+        }
         self.compiled = true;
+    }
+
+    /// Derives [`CompiledMode::qp_w`] and [`CompiledMode::qp_b`] of a base mode, `col` an
+    /// `n`-vector of scratch. Derived once per mode for every simulation of the network that
+    /// shares it (each simulation of a fleet derived its own copy before).
+    fn derive_qp(&mut self, net: &Network, col: &mut [f64]) {
+        let n = net.n_dof;
+        let nf = net.friction.len();
+        let m = self.m;
+        // B row i = (R_i N) Mr^-1 N^T; friction rows have at most three entries.
+        for i in 0..nf {
+            let row = net.friction[i].row;
+            for j in 0..m {
+                col[j] = row
+                    .entries
+                    .iter()
+                    .map(|&(k, c)| if c != 0.0 && k < n { c * self.basis.nmat[k * n + j] } else { 0.0 })
+                    .sum();
+            }
+            linalg::lu_solve(&self.mr_lu, m, &self.mr_piv, &mut col[..m]); // symmetric: row vector
+            for k in 0..n {
+                self.qp_b[i * n + k] = (0..m).map(|j| col[j] * self.basis.nmat[k * n + j]).sum();
+            }
+        }
+        for i in 0..nf {
+            for j in 0..nf {
+                let rj = net.friction[j].row;
+                self.qp_w[i * nf + j] = rj
+                    .entries
+                    .iter()
+                    .map(|&(k, c)| if c != 0.0 && k < n { c * self.qp_b[i * n + k] } else { 0.0 })
+                    .sum();
+            }
+        }
     }
 }
 

@@ -301,8 +301,9 @@ pub struct Simulation {
     friction: FrictionSets,
     /// What the capacities held in the workspace are valid for.
     capacities: CapacityCache,
-    /// The complementarity problem under the base constraints.
-    qp: QpBase,
+    /// The mode whose complementarity data (under the base constraints) the last mode
+    /// selection with candidates used: the base slot's, held until the base changes.
+    qp: Arc<CompiledMode>,
     /// The last committed sub-step, where the next one's Newton iteration starts.
     pred: Predictor,
     /// The buffers a sub-step leaves for the next one.

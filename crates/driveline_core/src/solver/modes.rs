@@ -3,45 +3,12 @@
 use super::*;
 
 impl Simulation {
-    /// Derives `W = R A R^T` and `B = R A` for the base slot, `A = N Mr^-1 N^T` being the
-    /// acceleration response to generalised forces under the base constraints.
-    /// Kept while the base slot stays the same (its key and compile generation), so a network
-    /// that sits in one base mode derives it once.
+    /// Holds the base slot's mode for its complementarity data (`W` and `B`, derived when the
+    /// mode was compiled: [`CompiledMode::qp_w`]), until the base changes.
+    #[inline]
     pub(super) fn compute_qp(&mut self, base: usize) {
-        let n = self.model.n_dof;
-        let nf = self.model.net.friction.len();
-        let s = &self.slots[base];
-        let tag = (s.key, s.generation);
-        if self.qp.tag == Some(tag) {
-            return;
-        }
-        self.qp.tag = Some(tag);
-        let m = s.m;
-        let col = &mut self.sc.scratch_n;
-        // B row i = (R_i N) Mr^-1 N^T; friction rows have at most three entries.
-        for i in 0..nf {
-            let row = self.model.net.friction[i].row;
-            for j in 0..m {
-                col[j] = row
-                    .entries
-                    .iter()
-                    .map(|&(k, c)| if c != 0.0 && k < n { c * s.basis.nmat[k * n + j] } else { 0.0 })
-                    .sum();
-            }
-            linalg::lu_solve(&s.mr_lu, m, &s.mr_piv, &mut col[..m]); // symmetric: row vector
-            for k in 0..n {
-                self.qp.bmap[i * n + k] = (0..m).map(|j| col[j] * s.basis.nmat[k * n + j]).sum();
-            }
-        }
-        for i in 0..nf {
-            for j in 0..nf {
-                let rj = self.model.net.friction[j].row;
-                self.qp.w[i * nf + j] = rj
-                    .entries
-                    .iter()
-                    .map(|&(k, c)| if c != 0.0 && k < n { c * self.qp.bmap[i * n + k] } else { 0.0 })
-                    .sum();
-            }
+        if !Arc::ptr_eq(&self.qp, &self.slots[base].mode) {
+            self.qp = self.slots[base].mode.clone();
         }
     }
 
@@ -558,9 +525,9 @@ impl Simulation {
                 let ia = self.sc.qp.idx[a];
                 for b in 0..k {
                     let ib = self.sc.qp.idx[b];
-                    self.sc.qp.w[a * k + b] = self.qp.w[ia * nf + ib];
+                    self.sc.qp.w[a * k + b] = self.qp.qp_w[ia * nf + ib];
                 }
-                dmax = dmax.max(self.qp.w[ia * nf + ia]);
+                dmax = dmax.max(self.qp.qp_w[ia * nf + ia]);
             }
             self.sc.qp.eps = 1e-12 * dmax.max(1e-300);
             for a in 0..k {
@@ -670,11 +637,11 @@ impl Simulation {
             if stuck_only && self.modes[i] != FrictionMode::Stuck {
                 continue;
             }
-            let mut b: f64 = (0..n).map(|k| self.qp.bmap[i * n + k] * self.ws.f[k]).sum();
+            let mut b: f64 = (0..n).map(|k| self.qp.qp_b[i * n + k] * self.ws.f[k]).sum();
             if prescribed {
                 let u = &self.ws.presc_acc[3];
                 b += self.model.net.friction[i].row.dot(u)
-                    - (0..n).map(|k| self.qp.bmap[i * n + k] * self.model.net.mass[k] * u[k]).sum::<f64>();
+                    - (0..n).map(|k| self.qp.qp_b[i * n + k] * self.model.net.mass[k] * u[k]).sum::<f64>();
             }
             self.sc.qp.b[i] = b;
         }
@@ -891,7 +858,7 @@ impl Simulation {
                         _ => -dir * self.ws.caps[i].tau0,
                     };
                     for j in 0..nf {
-                        self.sc.qp.b[j] += self.qp.w[j * nf + i] * lam;
+                        self.sc.qp.b[j] += self.qp.qp_w[j * nf + i] * lam;
                     }
                     self.model.net.friction[i].row.add_scaled(&mut self.ws.qp.extra, lam);
                     released = true;
@@ -965,18 +932,6 @@ pub(super) struct CapacityCache {
     pub(super) stale: Option<u64>,
 }
 
-/// The complementarity problem's data under the base constraints (permanent rows and engaged
-/// kinematic clutches), rebuilt at a mode selection with candidates.
-#[derive(Debug, Clone)]
-pub(super) struct QpBase {
-    /// Complementarity data under the base constraints (permanent rows and engaged kinematic
-    /// clutches): `W` (nf x nf) and `B` (nf x n), rebuilt at each mode selection with candidates.
-    pub(super) w: Vec<f64>,
-    pub(super) bmap: Vec<f64>,
-    /// `(key, generation)` of the base slot `qp_full` and `qp_bmap` were derived from.
-    pub(super) tag: Option<(u64, u64)>,
-}
-
 impl FrictionSets {
     /// Every one of `nf` friction elements in no set (the first mode selection sorts them).
     pub(super) fn new(nf: usize) -> Self {
@@ -1000,12 +955,5 @@ impl CapacityCache {
     /// Nothing cached.
     pub(super) fn new() -> Self {
         CapacityCache { stuck_key: (u64::MAX, 0), all_generation: u64::MAX, stale: None }
-    }
-}
-
-impl QpBase {
-    /// Empty data for `nf` friction elements and `n` coordinates.
-    pub(super) fn new(nf: usize, n: usize) -> Self {
-        QpBase { w: vec![0.0; nf * nf], bmap: vec![0.0; nf * n], tag: None }
     }
 }

@@ -70,7 +70,7 @@ impl Simulation {
             inputs: InputSteps::new(&model.signals, nl + nf),
             friction: FrictionSets::new(nf),
             capacities: CapacityCache::new(),
-            qp: QpBase::new(nf, n),
+            qp: model.modes.empty(),
             thermal: net.thermal.as_ref().map(|th| Box::new(thermal::Thermal::new(net, &model.signals, th, t0))),
             accel: accel::Accelerations::for_network(net),
             model,
@@ -81,10 +81,11 @@ impl Simulation {
         let mmax = sim.slots[0].m;
         let more = sim.params.mode_cache_slots.max(3) - 1;
         // Room in the library for the modes of up to four simulations of the network alive
-        // at once, each holding other modes: their steps do not allocate. Beyond, a fleet's
+        // at once, each holding other modes (one per slot and the last base mode the
+        // complementarity problem read): their steps do not allocate. Beyond, a fleet's
         // library grows by an entry when all are held (once per compiled mode it adds).
         let live = Arc::strong_count(&sim.model.modes).min(LIBRARY_ROOM);
-        sim.model.modes.reserve((more + 1) * live, mmax);
+        sim.model.modes.reserve((more + 2) * live, mmax);
         sim.newton = NewtonPool::new(NEWTON_SETS.min(more + 1), mmax);
         sim.scratch_shape = ScratchShape::of(&sim.model.net, mmax);
         sim.resize_slots(more + 1);
@@ -286,7 +287,13 @@ impl Model {
             fastest_rate: 0.0,
             integrals: false,
             modes,
-            signals: net.signals,
+            signals: {
+                // (Assembled by pushes: its room beyond its length would be held for the life
+                // of every simulation of the network.)
+                let mut signals = net.signals;
+                signals.shrink_to_fit();
+                signals
+            },
         }
     }
 }

@@ -221,6 +221,11 @@ impl Simulation {
                 self.signals.unsteady.push(k as u32);
                 if let Signal::Sine { amplitude, offset, start_time, .. } = *s {
                     self.signals.sines.push(k as u32);
+                    if self.signals.sine_state.len() <= k {
+                        // (Sized to the last sine: a network without sines holds none. It grows
+                        // only when an edit makes a signal a sine, never while stepping.)
+                        self.signals.sine_state.resize(k + 1, SineState::default());
+                    }
                     let st = &mut self.signals.sine_state[k];
                     (st.amplitude, st.offset, st.start_time) = (amplitude, offset, start_time);
                 } else if matches!(s, Signal::Step { .. } | Signal::Pulse { .. }) {
@@ -274,7 +279,8 @@ pub(super) struct SignalCache {
     pub(super) held_in: BufferSet,
     /// Time events passed so far.
     pub(super) time_events: u64,
-    /// Per signal (used by the sines): where its sine stands, see [`SineState`].
+    /// Per signal up to the last sine (used by the sines): where its sine stands, see
+    /// [`SineState`].
     pub(super) sine_state: Vec<SineState>,
     /// Bumped at every change of a signal's definition or value (what depends on the signals,
     /// such as the cached capacities, is stale).
@@ -307,7 +313,7 @@ impl SignalCache {
             held_events: u64::MAX,
             held_in: BufferSet::NONE,
             time_events: 0,
-            sine_state: vec![SineState::default(); ns],
+            sine_state: Vec::new(),
             generation: 0,
             buffer_generation: 0,
             filled: [u64::MAX; 4],
