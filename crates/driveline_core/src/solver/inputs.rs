@@ -38,12 +38,12 @@ pub(super) fn record_input_step(steps: &mut CapVec<(u32, f64, f64)>, pos: &mut [
 impl Simulation {
     /// Names of the run-time inputs ([`crate::Signal::Input`]) of the network, each once.
     pub fn input_names(&self) -> Vec<String> {
-        self.inputs.policy.names.clone()
+        self.model.input_names.clone()
     }
 
     /// The name of input `k` (its index in [`Simulation::input_names`]).
     pub fn input_name(&self, k: usize) -> Option<&str> {
-        self.inputs.policy.names.get(k).map(String::as_str)
+        self.model.input_names.get(k).map(String::as_str)
     }
 
     /// The input values the input policy did not take as given since the step before the
@@ -62,7 +62,7 @@ impl Simulation {
     /// the input is next given a valid value), readable from [`Simulation::input_rejections`]
     /// after the next step.
     pub fn set_input(&mut self, name: &str, value: f64) -> Result<(), InputError> {
-        let Some(k) = self.inputs.policy.names.iter().position(|n| n == name) else {
+        let Some(k) = self.model.input_names.iter().position(|n| n == name) else {
             return Err(InputError::Unknown(name.to_string()));
         };
         let last = self.model.signals.iter().find_map(|s| s.input_value(name, self.t)).unwrap_or(0.0);
@@ -164,12 +164,12 @@ impl Simulation {
         let now = self.t;
         // (The value now, a ramp's included: what a step starts from.)
         let before = self.model.signals[id.0].eval(now);
-        let k = self.inputs.policy.signal_name.get(id.0).copied().unwrap_or(u32::MAX) as usize;
+        let k = self.model.signal_name.get(id.0).copied().unwrap_or(u32::MAX) as usize;
         let max_rate = crate::limits::SIGNAL * crate::limits::FREQUENCY;
         let (value, rate) = match (self.inputs.policy.filter(k, value, before), rate.is_nan()) {
             (Some(v), false) => (v, rate.clamp(-max_rate, max_rate)),
             (v, _) => {
-                let name = self.inputs.policy.names.get(k).cloned().unwrap_or_default();
+                let name = self.model.input_names.get(k).cloned().unwrap_or_default();
                 return Err(InputError::NotFinite { name, value: if v.is_none() { value } else { rate } });
             }
         };
@@ -362,13 +362,10 @@ impl InputSteps {
 }
 
 /// The run-time input policy's state: which inputs are in a rejection episode, and the
-/// rejections raised since the last step.
+/// rejections raised since the last step. (The input names are the network's, shared:
+/// `Derived::input_names`.)
 #[derive(Debug, Clone)]
 pub(super) struct InputPolicy {
-    /// The input names, each once, in [`Simulation::input_names`] order.
-    pub(super) names: Vec<String>,
-    /// Per signal that is a whole input, its name's index (`u32::MAX`: not an input).
-    pub(super) signal_name: Vec<u32>,
     /// Per input name, whether its last value was rejected (an episode is open).
     pub(super) rejecting: Vec<bool>,
     /// The rejections raised since the last step began (one per input at most).
@@ -379,6 +376,13 @@ pub(super) struct InputPolicy {
 
 impl InputPolicy {
     fn new(signals: &[Signal]) -> Self {
+        let n = Self::names_of(signals).0.len();
+        InputPolicy { rejecting: vec![false; n], raised: CapVec::new(n), stale: false }
+    }
+
+    /// The input names of `signals`, each once, and per signal that is a whole input its
+    /// name's index (`u32::MAX`: not an input).
+    pub(super) fn names_of(signals: &[Signal]) -> (Vec<String>, Vec<u32>) {
         let mut names = Vec::new();
         signals.iter().for_each(|s| s.input_names(&mut names));
         let signal_name = signals
@@ -388,8 +392,7 @@ impl InputPolicy {
                 _ => u32::MAX,
             })
             .collect();
-        let n = names.len();
-        InputPolicy { names, signal_name, rejecting: vec![false; n], raised: CapVec::new(n), stale: false }
+        (names, signal_name)
     }
 
     /// Applies the policy to `value` for input `k`: the value to use (`None`: keep the last

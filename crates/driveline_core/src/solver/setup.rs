@@ -228,6 +228,10 @@ pub(super) struct Derived {
     /// Each clutch's or brake's normalised normal-force signal, likewise (the ECS writes the
     /// engagement of every clutch part back after every step).
     pub(super) out_engagement: Vec<Option<u32>>,
+    /// The run-time input names, each once, in [`Simulation::input_names`] order, and per
+    /// signal that is a whole input its name's index (`u32::MAX`: not an input).
+    pub(super) input_names: Vec<String>,
+    pub(super) signal_name: Vec<u32>,
 }
 
 /// What a simulation runs: the shared network and its derived data (through the mode library,
@@ -302,7 +306,10 @@ impl Derived {
     /// Derives what the solver reads of `net` from it once.
     pub(super) fn new(net: Network) -> Self {
         let (input_law_start, input_laws) = input_law_index(&net);
+        let (input_names, signal_name) = inputs::InputPolicy::names_of(&net.signals);
         Derived {
+            input_names,
+            signal_name,
             readers: (0..net.signals.len())
                 .map(|k| mask_where(&net.friction, |fe| fe.law.free_signal() == Some(k)))
                 .collect(),
