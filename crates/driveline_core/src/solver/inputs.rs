@@ -346,9 +346,9 @@ pub(super) struct InputSteps {
 }
 
 impl InputSteps {
-    /// No steps recorded, with room for one per signal and `nchanges` force changes.
-    pub(super) fn new(signals: &[Signal], nchanges: usize) -> Self {
-        let ns = signals.len();
+    /// No steps recorded, with room for one step for each of `ns` signals and `nchanges` force
+    /// changes, and a policy for `ninputs` input names.
+    pub(super) fn new(ns: usize, ninputs: usize, nchanges: usize) -> Self {
         InputSteps {
             changed: false,
             changes: CapVec::new(nchanges),
@@ -356,7 +356,7 @@ impl InputSteps {
             steps: CapVec::new(ns),
             step_pos: vec![u32::MAX; ns],
             jump: false,
-            policy: InputPolicy::new(signals),
+            policy: InputPolicy::new(ninputs),
         }
     }
 }
@@ -375,8 +375,7 @@ pub(super) struct InputPolicy {
 }
 
 impl InputPolicy {
-    fn new(signals: &[Signal]) -> Self {
-        let n = Self::names_of(signals).0.len();
+    fn new(n: usize) -> Self {
         InputPolicy { rejecting: vec![false; n], raised: CapVec::new(n), stale: false }
     }
 

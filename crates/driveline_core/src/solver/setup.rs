@@ -67,7 +67,7 @@ impl Simulation {
             params,
             signals: SignalCache::new(ns),
             // (A law reads at most one input, a friction element one normal force or load.)
-            inputs: InputSteps::new(&model.signals, nl + nf),
+            inputs: InputSteps::new(ns, model.input_names.len(), nl + nf),
             friction: FrictionSets::new(nf),
             capacities: CapacityCache::new(),
             qp: model.modes.empty(),
