@@ -97,6 +97,7 @@ pub(crate) fn write_back(
     roots: Query<&DrivelineCache>,
     listed: Query<(Entity, &DrivelineCache)>,
     mut order: Local<PartOrder>,
+    mut index: Local<RootIndex>,
     mut bodies: Bodies,
     mut couplings: Couplings,
     mut heat: Query<(Entity, &PartOf, &PartSlot, &mut HeatPortState), Without<SkipWriteBack>>,
@@ -109,29 +110,34 @@ pub(crate) fn write_back(
         // table's rows are written in sequence; the simulations are read once per kind of part
         // (measured back to back, 1,000 8HP sedans on two threads: 9.8 to 10.5 against 10.0 to
         // 12.0 us per vehicle-step in driveline order on the calling thread; 100 sedans: the
-        // same, 3.6 to 4.7).
-        bodies.par_iter_mut().for_each_init(|| None, |memo, item| write_body(roots, memo, item));
-        couplings.par_iter_mut().for_each_init(|| None, |memo, item| write_coupling(roots, memo, item));
+        // same, 3.6 to 4.7). A part's driveline is found in the roots' index.
+        let mut caches = recycle(std::mem::take(&mut index.caches));
+        index.fill(&listed, &mut caches);
+        let find = |root: Entity| RootIndex::find(&index.at, &caches, root);
+        bodies.par_iter_mut().for_each(|item| write_body(&find, item));
+        couplings.par_iter_mut().for_each(|item| write_coupling(&find, item));
+        index.caches = recycle(caches);
         return;
     }
     // On the calling thread: Bevy's parallel iteration over a list of entities costs far more
     // than it saves here (measured: tens of microseconds per vehicle-step).
-    let mut memo = None;
+    let memo = std::cell::Cell::new(None);
+    let find = |root| root_of(roots, &memo, root);
     if roots.iter().len() == 1 {
         // One driveline: its parts in table order read one simulation anyway, and a dense
         // iteration spares the look-up of each entity.
-        bodies.iter_mut().for_each(|item| write_body(roots, &mut memo, item));
-        couplings.iter_mut().for_each(|item| write_coupling(roots, &mut memo, item));
+        bodies.iter_mut().for_each(|item| write_body(&find, item));
+        couplings.iter_mut().for_each(|item| write_coupling(&find, item));
         return;
     }
     order.refresh(&listed);
     for &(part, body) in order.parts.iter() {
         if body {
             if let Ok(item) = bodies.get_mut(part) {
-                write_body(roots, &mut memo, item);
+                write_body(&find, item);
             }
         } else if let Ok(item) = couplings.get_mut(part) {
-            write_coupling(roots, &mut memo, item);
+            write_coupling(&find, item);
         }
     }
 }
@@ -164,32 +170,78 @@ impl PartOrder {
     }
 }
 
-/// The cache of driveline `root`, through `memo`, the last root looked up: a table's parts
-/// mostly come driveline by driveline, so most parts find their root there instead of in the
-/// query.
+/// The cache of driveline `root`, through `memo`, the last root looked up: on the calling
+/// thread a driveline's parts come one after the other, so most parts find their root there
+/// instead of in the query.
 fn root_of<'a>(
     roots: &'a Query<&DrivelineCache>,
-    memo: &mut Option<(Entity, &'a DrivelineCache)>,
+    memo: &std::cell::Cell<Option<(Entity, &'a DrivelineCache)>>,
     root: Entity,
 ) -> Option<&'a DrivelineCache> {
-    match *memo {
+    match memo.get() {
         Some((r, cache)) if r == root => Some(cache),
         _ => {
             let cache = roots.get(root).ok()?;
-            *memo = Some((root, cache));
+            memo.set(Some((root, cache)));
             Some(cache)
         }
     }
 }
 
-/// One body's state written back (see [`write_back`]).
+/// The drivelines of a fleet by their root's entity index, for the parallel write-back. A
+/// table of parts holds one or a few parts of each driveline in turn, so a memo of the last
+/// root rarely hits there, and a query look-up (the entity's location, then its archetype and
+/// table) for every kind of part of every driveline cost about a tenth of a fleet's tick
+/// (1,000 8HP sedans on two threads, 2026-11-29). Here it is two loads from small arrays.
+#[derive(Default)]
+pub(crate) struct RootIndex {
+    /// Each root's position in `caches`, by the root's entity index (`u32::MAX` or a stale
+    /// position for an entity that is not a root now: `find` checks the entity).
+    at: Vec<u32>,
+    /// The roots and their caches of this tick; between ticks the empty buffer, kept.
+    caches: Vec<(Entity, &'static DrivelineCache)>,
+}
+
+impl RootIndex {
+    /// Lists this tick's roots in `caches` and their positions in `self.at`.
+    fn fill<'a>(
+        &mut self,
+        roots: &'a Query<(Entity, &DrivelineCache)>,
+        caches: &mut Vec<(Entity, &'a DrivelineCache)>,
+    ) {
+        for (root, cache) in roots.iter() {
+            let i = root.index_u32() as usize;
+            if self.at.len() <= i {
+                self.at.resize(i + 1, u32::MAX);
+            }
+            self.at[i] = caches.len() as u32;
+            caches.push((root, cache));
+        }
+    }
+
+    /// The cache of driveline `root`, if it is one of this tick's roots.
+    #[inline(always)]
+    fn find<'a>(at: &[u32], caches: &[(Entity, &'a DrivelineCache)], root: Entity) -> Option<&'a DrivelineCache> {
+        let &(r, cache) = caches.get(*at.get(root.index_u32() as usize)? as usize)?;
+        (r == root).then_some(cache)
+    }
+}
+
+/// An empty vector with `v`'s buffer, for references of another lifetime (a collect in place:
+/// the element types have one layout). Keeps the fleet's write-back from allocating a list of
+/// its roots every tick.
+fn recycle<'b>(mut v: Vec<(Entity, &DrivelineCache)>) -> Vec<(Entity, &'b DrivelineCache)> {
+    v.clear();
+    v.into_iter().map(|_| unreachable!("the vector is empty")).collect()
+}
+
+/// One body's state written back (see [`write_back`]); `find` gives a part's driveline.
 #[inline(always)]
 fn write_body<'a>(
-    roots: &'a Query<&DrivelineCache>,
-    memo: &mut Option<(Entity, &'a DrivelineCache)>,
+    find: &impl Fn(Entity) -> Option<&'a DrivelineCache>,
     (entity, part_of, &PartSlot(k), mut body): (Entity, &PartOf, &PartSlot, Mut<BodyState>),
 ) {
-    let Some(sim) = root_of(roots, memo, part_of.0).and_then(|c| c.simulation_of(entity, k)) else { return };
+    let Some(sim) = find(part_of.0).and_then(|c| c.simulation_of(entity, k)) else { return };
     // Compared bit for bit, as the write test does (`-0.0` is not `0.0` there).
     if let Some((angle, speed)) = sim.body_state(k)
         && (body.angle.to_bits() != angle.to_bits() || body.speed.to_bits() != speed.to_bits())
@@ -201,8 +253,7 @@ fn write_body<'a>(
 /// One coupling's state written back (see [`write_back`]).
 #[inline(always)]
 fn write_coupling<'a>(
-    roots: &'a Query<&DrivelineCache>,
-    memo: &mut Option<(Entity, &'a DrivelineCache)>,
+    find: &impl Fn(Entity) -> Option<&'a DrivelineCache>,
     (entity, part_of, &PartSlot(k), mut coupling, engagement): (
         Entity,
         &PartOf,
@@ -211,7 +262,7 @@ fn write_coupling<'a>(
         Option<Mut<ClutchEngagement>>,
     ),
 ) {
-    let Some(sim) = root_of(roots, memo, part_of.0).and_then(|c| c.simulation_of(entity, k)) else { return };
+    let Some(sim) = find(part_of.0).and_then(|c| c.simulation_of(entity, k)) else { return };
     if let Some((phi_rel, w_rel)) = sim.element_relative(k) {
         coupling.set_if_neq(CouplingState {
             phi_rel,
@@ -265,5 +316,23 @@ pub(crate) fn send_messages(
             let input = sim.input_name(r.input).unwrap_or_default().to_string();
             rejected.write(crate::DrivelineInputRejected { driveline: root, input, value: r.value, used: r.used });
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The write-back's list of roots keeps its buffer from tick to tick (no allocation a
+    /// tick once it has grown).
+    #[test]
+    fn recycle_keeps_the_buffer() {
+        let cache = DrivelineCache::default();
+        let mut v: Vec<(Entity, &DrivelineCache)> = Vec::with_capacity(8);
+        v.push((Entity::PLACEHOLDER, &cache));
+        let (ptr, cap) = (v.as_ptr() as usize, v.capacity());
+        let kept: Vec<(Entity, &'static DrivelineCache)> = recycle(v);
+        assert!(kept.is_empty());
+        assert_eq!((kept.as_ptr() as usize, kept.capacity()), (ptr, cap));
     }
 }
