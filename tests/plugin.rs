@@ -334,3 +334,46 @@ fn heat_ports_and_the_thermal_network_run_in_the_plugin_as_in_the_core() {
     // The inertia has no heat port: no reading.
     assert!(app.world().get::<HeatPortState>(named("inertia")).is_none());
 }
+
+/// The plugin sends each vehicle event of the core's once: over a launch of the 8HP sedan in
+/// a fleet of 20 (the parallel path), each car's messages are the core `Vehicle`'s events in
+/// order, and a tick of zero length (no step) sends nothing again.
+#[test]
+fn vehicle_messages_are_the_core_events_once() {
+    use driveline::bevy::prelude::VehicleMessage;
+    use driveline::core::automatic::Selector;
+    use driveline::core::vehicle::{Road, Vehicle};
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/vehicles/sedan_8hp.ron");
+    let mut core = Vehicle::load(&path).unwrap();
+    let mut app = create_app();
+    let roots: Vec<_> =
+        (0..20).map(|_| spawn_vehicle(app.world_mut(), core.spec().clone(), Road::Body).unwrap()).collect();
+    let mut input = driveline::core::DriverInput { selector: Selector::Drive, brake: 1.0, ..Default::default() };
+    let (mut expected, mut got) = (Vec::new(), vec![Vec::new(); roots.len()]);
+    for k in 0..3000 {
+        if k == 500 {
+            input.brake = 0.0;
+            input.throttle = 1.0;
+        }
+        core.step(&input, 1e-3).unwrap();
+        expected.extend(core.events().iter().copied());
+        for &root in &roots {
+            app.world_mut().get_mut::<VehicleInput>(root).unwrap().0 = input;
+        }
+        fixed_step(&mut app, Duration::from_millis(1));
+        let had_events = !core.events().is_empty();
+        if had_events {
+            // A tick of zero length: no step, so no events.
+            fixed_step(&mut app, Duration::ZERO);
+        }
+        for m in app.world_mut().resource_mut::<Messages<VehicleMessage>>().drain() {
+            let car = roots.iter().position(|&r| r == m.vehicle).expect("a message of one of the cars");
+            got[car].push(m.event);
+        }
+    }
+    assert!(expected.len() >= 3, "the launch should raise events (start, shifts): {expected:?}");
+    for events in &got {
+        assert_eq!(events.len(), expected.len());
+        assert!(events.iter().zip(&expected).all(|(a, b)| a.time.to_bits() == b.time.to_bits()));
+    }
+}

@@ -314,6 +314,10 @@ type Roots<'w, 's> = Query<
 /// The inputs part of [`hand_over`].
 fn apply_inputs(roots: &mut Roots, failed: &mut MessageWriter<DrivelineBuildFailed>) {
     for (root, inputs, mut cache, mut overrides) in roots.iter_mut() {
+        // Most roots have no inputs: their caches are not touched (nor marked changed).
+        if inputs.0.is_empty() {
+            continue;
+        }
         let Some(sim) = cache.sim.as_mut() else { continue };
         for (name, value) in &inputs.0 {
             // A vehicle's: written over its controllers' and actuators' inputs in every

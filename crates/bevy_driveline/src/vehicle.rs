@@ -762,9 +762,11 @@ pub(crate) fn step_vehicles(
         MessageWriter<crate::DrivelineEditRefused>,
         Local<std::sync::Mutex<Vec<crate::DrivelineEditRefused>>>,
     ),
+    mut noted: Local<std::sync::Mutex<Vec<Entity>>>,
 ) {
     let dt = time.delta_secs_f64();
     let sink = &*failures;
+    let noted_sink = &*noted;
     let fail = |root, e: driveline_core::StepError| {
         let f = DrivelineStepFailed { driveline: root, message: e.to_string() };
         sink.lock().unwrap_or_else(|p| p.into_inner()).push(f);
@@ -827,6 +829,10 @@ pub(crate) fn step_vehicles(
             overrides.inputs.clear();
         }
         tele.0 = *control.telemetry();
+        // What the calling thread has to send below: events, a chassis' wheel forces.
+        if !control.events().is_empty() || def.road == Road::Chassis {
+            noted_sink.lock().unwrap_or_else(|p| p.into_inner()).push(root);
+        }
     };
     if roots.iter().len() < crate::solve::PARALLEL_DRIVELINES {
         roots.iter_mut().for_each(step);
@@ -837,8 +843,11 @@ pub(crate) fn step_vehicles(
     for r in refusals.get_mut().unwrap_or_else(|p| p.into_inner()).drain(..) {
         refused.write(r);
     }
-    // Query iteration order is the archetype table order, fixed for a given world history.
-    for (root, def, vc, .., parts, _, _) in &roots {
+    // Only the vehicles noted in the pass above, in entity order (a pass over every vehicle
+    // on the calling thread finds each one's controller out of the cache).
+    let noted = noted.get_mut().unwrap_or_else(|p| p.into_inner());
+    noted.sort_unstable();
+    for (root, def, vc, .., parts, _, _) in noted.drain(..).filter_map(|root| roots.get(root).ok()) {
         for e in vc.events() {
             messages.write(VehicleMessage { vehicle: root, event: *e });
         }
