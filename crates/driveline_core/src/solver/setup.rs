@@ -228,9 +228,10 @@ pub(super) struct Derived {
     /// Each clutch's or brake's normalised normal-force signal, likewise (the ECS writes the
     /// engagement of every clutch part back after every step).
     pub(super) out_engagement: Vec<Option<u32>>,
-    /// The run-time input names, each once, in [`Simulation::input_names`] order, and per
-    /// signal that is a whole input its name's index (`u32::MAX`: not an input).
+    /// The run-time input names, each once, in [`Simulation::input_names`] order.
     pub(super) input_names: Vec<String>,
+    /// Per signal that is a whole input, its name's index in `input_names` (`u32::MAX`: not an
+    /// input).
     pub(super) signal_name: Vec<u32>,
 }
 
