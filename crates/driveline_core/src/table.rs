@@ -1,6 +1,7 @@
 //! One-dimensional tables with linear interpolation (the MSL `mu_pos`, `tau_pos` tables).
 
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 
 /// A table `y(x)` over strictly increasing abscissae, linearly interpolated and held constant
 /// beyond its ends (MSL `Tables.CombiTable1D` with `extrapolation = HoldLastPoint`).
@@ -12,19 +13,23 @@ use serde::{Deserialize, Serialize};
 /// assert_eq!(mu.eval(5.0), 0.45);
 /// assert_eq!(mu.eval(50.0), 0.4);
 /// ```
+///
+/// A table never changes once built, and its rows are shared: a clone (a vehicle's copy of
+/// its description's friction table, a part component's) refers to the same rows, so the
+/// vehicles of one file hold one copy of each table between them.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(from = "Vec<(f64, f64)>", into = "Vec<(f64, f64)>")]
 pub struct Table1D {
-    points: Vec<(f64, f64)>,
+    points: Arc<[(f64, f64)]>,
     /// Search start per bucket of the abscissa range (tables of more than [`SCAN_ROWS`] rows;
     /// empty otherwise): a long table (a converter's 29 speed ratios) is looked up in one or
     /// two comparisons instead of a scan over its rows.
-    buckets: Vec<u32>,
+    buckets: Arc<[u32]>,
     /// Buckets per unit of x.
     bucket_scale: f64,
     /// Slope of each segment, `(y_i - y_{i-1}) / (x_i - x_{i-1})` at `i - 1`: formed once, so
     /// a lookup multiplies where it would divide (the same quotient, bit for bit).
-    slopes: Vec<f64>,
+    slopes: Arc<[f64]>,
 }
 
 /// Where an abscissa lies in a [`Table1D`] ([`Table1D::locate`]).
@@ -44,22 +49,21 @@ const SCAN_ROWS: usize = 8;
 impl PartialEq for Table1D {
     /// Tables are equal when their rows are (the bucket index follows from the rows).
     fn eq(&self, other: &Self) -> bool {
-        self.points == other.points
+        Arc::ptr_eq(&self.points, &other.points) || self.points == other.points
     }
 }
 
 impl From<Vec<(f64, f64)>> for Table1D {
     /// The rows as they are (deserialised tables are checked by [`Table1D::validate`] after).
     fn from(points: Vec<(f64, f64)>) -> Self {
-        let mut t = Self { points, buckets: Vec::new(), bucket_scale: 0.0, slopes: Vec::new() };
-        t.index();
-        t
+        let (buckets, bucket_scale, slopes) = Self::index(&points);
+        Self { points: points.into(), buckets: buckets.into(), bucket_scale, slopes: slopes.into() }
     }
 }
 
 impl From<Table1D> for Vec<(f64, f64)> {
     fn from(t: Table1D) -> Self {
-        t.points
+        t.points.to_vec()
     }
 }
 
@@ -104,42 +108,47 @@ impl Table1D {
     /// buckets of equal width over the abscissa range, each holding the first row at or right
     /// of its left edge. Any start gives the same row (the lookup walks to it), so rounding in
     /// the bucket arithmetic can cost a comparison, never change a result. Invalid tables get
-    /// no index (and are never evaluated: they fail validation).
-    fn index(&mut self) {
-        self.buckets.clear();
-        let p = &self.points;
-        self.slopes = p.windows(2).map(|s| (s[1].1 - s[0].1) / (s[1].0 - s[0].0)).collect();
-        if p.len() <= SCAN_ROWS || self.validate().is_err() {
-            return;
+    /// no index (and are never evaluated: they fail validation). Returns the buckets, their
+    /// scale and the slopes of rows `p`.
+    fn index(p: &[(f64, f64)]) -> (Vec<u32>, f64, Vec<f64>) {
+        let slopes = p.windows(2).map(|s| (s[1].1 - s[0].1) / (s[1].0 - s[0].0)).collect();
+        if p.len() <= SCAN_ROWS || Self::check(p).is_err() {
+            return (Vec::new(), 0.0, slopes);
         }
         let (x0, x1) = (p[0].0, p[p.len() - 1].0);
         let nb = 2 * p.len();
         let scale = nb as f64 / (x1 - x0);
         if !scale.is_finite() {
-            return;
+            return (Vec::new(), 0.0, slopes);
         }
         let mut i = 1;
+        let mut buckets = Vec::with_capacity(nb);
         for b in 0..nb {
             let edge = x0 + b as f64 / scale;
             while i < p.len() - 1 && p[i].0 < edge {
                 i += 1;
             }
-            self.buckets.push(i as u32);
+            buckets.push(i as u32);
         }
-        self.bucket_scale = scale;
+        (buckets, scale, slopes)
     }
 
     /// Checks the invariants [`Table1D::new`] enforces (deserialised tables call this).
     pub fn validate(&self) -> Result<(), TableError> {
-        if self.points.is_empty() {
+        Self::check(&self.points)
+    }
+
+    /// [`Table1D::validate`] of rows `points`.
+    fn check(points: &[(f64, f64)]) -> Result<(), TableError> {
+        if points.is_empty() {
             return Err(TableError::Empty);
         }
-        for (i, &(x, y)) in self.points.iter().enumerate() {
+        for (i, &(x, y)) in points.iter().enumerate() {
             if !x.is_finite() || !y.is_finite() {
                 return Err(TableError::NotFinite { row: i });
             }
-            if i > 0 && x <= self.points[i - 1].0 {
-                return Err(TableError::NotIncreasing { row: i, x, prev: self.points[i - 1].0 });
+            if i > 0 && x <= points[i - 1].0 {
+                return Err(TableError::NotIncreasing { row: i, x, prev: points[i - 1].0 });
             }
         }
         Ok(())
@@ -207,7 +216,9 @@ impl Table1D {
     /// True when both tables have the same rows' abscissae, so that a [`Locus`] of one is the
     /// same place in the other.
     pub fn same_abscissae(&self, other: &Table1D) -> bool {
-        self.points.len() == other.points.len() && self.points.iter().zip(&other.points).all(|(a, b)| a.0 == b.0)
+        Arc::ptr_eq(&self.points, &other.points)
+            || self.points.len() == other.points.len()
+                && self.points.iter().zip(other.points.iter()).all(|(a, b)| a.0 == b.0)
     }
 
     /// The row strictly after `x`, for `x` strictly between the first and the last row: the

@@ -32,18 +32,20 @@ pub const RPM: f64 = std::f64::consts::PI / 30.0;
 pub const ZERO_RPM_RAMP: f64 = 10.0 * RPM;
 
 /// A torque map over throttle and engine speed. Build it with [`TorqueMap::full_and_closed`] or
-/// [`TorqueMap::table`]; files describe it with [`TorqueMapSpec`].
+/// [`TorqueMap::table`]; files describe it with [`TorqueMapSpec`]. A map never changes once
+/// built, and a clone shares its tables (the engine's law and the transmission controller's
+/// copy of it).
 #[derive(Debug, Clone, PartialEq)]
 pub struct TorqueMap {
-    throttle: Vec<f64>,
+    throttle: std::sync::Arc<[f64]>,
     /// Speeds in rad/s.
-    speed: Vec<f64>,
+    speed: std::sync::Arc<[f64]>,
     /// Row-major `throttle.len() x speed.len()`, N m.
-    torque: Vec<f64>,
+    torque: std::sync::Arc<[f64]>,
     /// Slopes over speed, N m s/rad, laid out as `torque`: entry `j >= 1` of a row is its
     /// segment `j - 1 .. j`'s, entry 0 the line from the origin to the first point (formed
     /// once: a lookup multiplies where it would divide, the same quotient bit for bit).
-    slope: Vec<f64>,
+    slope: std::sync::Arc<[f64]>,
     /// For a map whose lowest speed is 0 rpm, the speed below which its torque ramps in from
     /// zero at standstill, rad/s ([`ZERO_RPM_RAMP`]); 0 for the others.
     ramp: f64,
@@ -170,7 +172,7 @@ impl TorqueMap {
             [0.0, second, ..] => ZERO_RPM_RAMP.min(0.5 * second),
             _ => 0.0,
         };
-        Ok(Self { throttle, speed, torque, slope, ramp })
+        Ok(Self { throttle: throttle.into(), speed: speed.into(), torque: torque.into(), slope: slope.into(), ramp })
     }
 
     /// Lowest and highest map speed, rad/s.

@@ -30,6 +30,7 @@ use super::gearbox::{GearInfo, GearboxSpec};
 use super::hydraulics::{Piston, PistonConstants};
 use super::spec::{AutomaticSpec, ShiftControlSpec};
 use crate::torque_map::RPM;
+use std::sync::Arc;
 
 /// Most shift elements a gearbox may have (telemetry arrays are this long).
 pub const MAX_ELEMENTS: usize = 8;
@@ -307,9 +308,13 @@ impl Shift {
     }
 }
 
-/// The controller state.
-#[derive(Debug, Clone)]
-pub struct Tcu {
+/// What a controller knows of its gearbox and never changes: the gears, their numbers and the
+/// pistons' constants. The controllers of an equal gearbox alive at once share one copy
+/// ([`GearTables::of`]).
+#[derive(Debug)]
+struct GearTables {
+    /// The gearbox they were formed from (the key of the sharing).
+    gearbox: GearboxSpec,
     gears: Vec<GearInfo>,
     /// Forward gear indices into `gears`, 1st first.
     forward: Vec<usize>,
@@ -318,9 +323,67 @@ pub struct Tcu {
     park_gear: usize,
     /// Each gear's number ([`Tcu::gear`]: 1.. forward, -1 reverse, 0 neutral).
     numbers: Vec<i32>,
-    pistons: Vec<Piston>,
-    /// Each piston's element constants (formed once).
+    /// Each piston's element constants.
     piston_constants: Vec<PistonConstants>,
+}
+
+/// The gear tables of the controllers alive, by gearbox.
+static GEAR_TABLES: std::sync::Mutex<Vec<std::sync::Weak<GearTables>>> = std::sync::Mutex::new(Vec::new());
+
+impl GearTables {
+    /// The tables of gearbox `gb` (validated, resolved): the copy a controller alive of an equal
+    /// gearbox holds, else formed.
+    fn of(gb: &GearboxSpec) -> Arc<Self> {
+        let mut all = GEAR_TABLES.lock().unwrap_or_else(|e| e.into_inner());
+        all.retain(|t| t.strong_count() > 0);
+        if let Some(t) = all.iter().filter_map(std::sync::Weak::upgrade).find(|t| t.gearbox == *gb) {
+            return t;
+        }
+        let t = Arc::new(Self::form(gb));
+        all.push(Arc::downgrade(&t));
+        t
+    }
+
+    fn form(gb: &GearboxSpec) -> Self {
+        let mut gears = gb.analyse().expect("validated");
+        let forward: Vec<usize> =
+            gears.iter().enumerate().filter(|(_, g)| !g.neutral && g.ratio > 0.0).map(|(k, _)| k).collect();
+        let reverse = gears.iter().position(|g| !g.neutral && g.ratio < 0.0);
+        let neutral = gears.iter().position(|g| g.name == "N").or_else(|| gears.iter().position(|g| g.neutral));
+        let park_gear = gears.iter().position(|g| g.name == "P");
+        // A box without N or P gets an all-open neutral.
+        let neutral = neutral.unwrap_or_else(|| {
+            gears.push(GearInfo {
+                name: "N".into(),
+                closed: Vec::new(),
+                ratio: 0.0,
+                neutral: true,
+                speeds: Vec::new(),
+                torque_factors: Vec::new(),
+            });
+            gears.len() - 1
+        });
+        gears.shrink_to_fit();
+        let numbers = (0..gears.len()).map(|k| gear_number(&gears[k], &forward, k)).collect();
+        Self {
+            gearbox: gb.clone(),
+            numbers,
+            forward,
+            reverse,
+            park_gear: park_gear.unwrap_or(neutral),
+            neutral,
+            piston_constants: gb.elements.iter().map(PistonConstants::of).collect(),
+            gears,
+        }
+    }
+}
+
+/// The controller state.
+#[derive(Debug, Clone)]
+pub struct Tcu {
+    /// The gearbox's tables, shared.
+    fixed: Arc<GearTables>,
+    pistons: Vec<Piston>,
     /// `(dt, lag, 1 - exp(-dt / lag))`: the valves' response for the last step length and lag.
     response: (f64, f64, f64),
     commands: Vec<f64>,
@@ -365,48 +428,22 @@ impl Tcu {
     /// `engine_inertia` on the crankshaft.
     pub fn new(spec: &AutomaticSpec, engine_inertia: f64) -> Self {
         let gb = spec.gearbox().expect("validated: the gearbox is resolved");
-        let gears = gb.analyse().expect("validated");
-        let forward: Vec<usize> =
-            gears.iter().enumerate().filter(|(_, g)| !g.neutral && g.ratio > 0.0).map(|(k, _)| k).collect();
-        let reverse = gears.iter().position(|g| !g.neutral && g.ratio < 0.0);
-        let neutral = gears.iter().position(|g| g.name == "N").or_else(|| gears.iter().position(|g| g.neutral));
-        let park_gear = gears.iter().position(|g| g.name == "P");
-        // A box without N or P gets an all-open neutral.
-        let mut gears = gears;
-        let neutral = neutral.unwrap_or_else(|| {
-            gears.push(GearInfo {
-                name: "N".into(),
-                closed: Vec::new(),
-                ratio: 0.0,
-                neutral: true,
-                speeds: Vec::new(),
-                torque_factors: Vec::new(),
-            });
-            gears.len() - 1
-        });
-        // (Listed by pushes: the room beyond the gears would be held by every controller.)
-        gears.shrink_to_fit();
+        let fixed = GearTables::of(gb);
+        let neutral = fixed.neutral;
         let n = gb.elements.len();
         let mut pistons = vec![Piston::default(); n];
-        for &k in &gears[neutral].closed {
+        for &k in &fixed.gears[neutral].closed {
             pistons[k] = Piston::applied(&gb.elements[k]);
         }
         let shafts = gb.shafts_resolved();
         let j_in =
             shafts.iter().find(|s| s.name == gb.input || s.members.contains(&gb.input)).map_or(0.0, |s| s.inertia);
         let j_open = spec.turbine_inertia + j_in;
-        let numbers = (0..gears.len()).map(|k| gear_number(&gears[k], &forward, k)).collect();
         Self {
-            numbers,
-            forward,
-            reverse,
-            park_gear: park_gear.unwrap_or(neutral),
-            neutral,
             commands: pistons.iter().map(|p| p.pressure).collect(),
             temperature: vec![spec.thermal.oil; n],
             last_power: vec![0.0; n],
             pistons,
-            piston_constants: gb.elements.iter().map(PistonConstants::of).collect(),
             response: (f64::NAN, f64::NAN, 0.0),
             current: neutral,
             shift: None,
@@ -425,18 +462,18 @@ impl Tcu {
             j_open,
             j_locked: j_open + engine_inertia + spec.pump_inertia,
             phase: ShiftPhase::None,
-            gears,
+            fixed,
         }
     }
 
     /// Gear whose elements are applied: 1.. forward, -1 reverse, 0 neutral.
     pub fn gear(&self) -> i32 {
-        self.numbers[self.current]
+        self.fixed.numbers[self.current]
     }
     /// Gear being shifted to, if a shift is in progress.
     pub fn target(&self) -> Option<i32> {
         // (By reference: the shift record is large.)
-        self.shift.as_ref().map(|s| self.numbers[s.to])
+        self.shift.as_ref().map(|s| self.fixed.numbers[s.to])
     }
     /// Phase of the shift in progress.
     pub fn phase(&self) -> ShiftPhase {
@@ -464,15 +501,15 @@ impl Tcu {
     }
     /// Ratio of the gear applied (0 in neutral).
     pub fn ratio(&self) -> f64 {
-        self.gears[self.current].ratio
+        self.fixed.gears[self.current].ratio
     }
     /// Number of forward gears.
     pub fn forward_gears(&self) -> usize {
-        self.forward.len()
+        self.fixed.forward.len()
     }
     /// Ratio of forward gear `g` (1-based).
     pub fn forward_ratio(&self, g: usize) -> Option<f64> {
-        self.forward.get(g.wrapping_sub(1)).map(|&k| self.gears[k].ratio)
+        self.fixed.forward.get(g.wrapping_sub(1)).map(|&k| self.fixed.gears[k].ratio)
     }
 
     /// The gear the selector and schedule ask for.
@@ -487,11 +524,11 @@ impl Tcu {
             self.kickdown = false;
         }
         match inp.selector {
-            Selector::Park => self.park_gear,
-            Selector::Neutral => self.neutral,
-            Selector::Reverse => self.reverse.unwrap_or(self.neutral),
+            Selector::Park => self.fixed.park_gear,
+            Selector::Neutral => self.fixed.neutral,
+            Selector::Reverse => self.fixed.reverse.unwrap_or(self.fixed.neutral),
             Selector::Drive | Selector::Manual => {
-                let pos = self.forward.iter().position(|&k| k == self.current);
+                let pos = self.fixed.forward.iter().position(|&k| k == self.current);
                 let Some(p) = pos else {
                     // Coming from N, P or R: the gear that suits the speed.
                     return self.gear_for_speed(spec, inp);
@@ -502,7 +539,7 @@ impl Tcu {
                     return self.current;
                 }
                 let s = &spec.schedule;
-                let n_in = inp.w_output * self.gears[self.current].ratio / RPM;
+                let n_in = inp.w_output * self.fixed.gears[self.current].ratio / RPM;
                 let max_rpm = s.upshift_rpm.y_range().1;
                 if inp.selector == Selector::Manual {
                     // A paddle down, or the engine about to lug: one gear down.
@@ -514,15 +551,15 @@ impl Tcu {
                     } else {
                         p
                     };
-                    if want >= self.forward.len() {
+                    if want >= self.fixed.forward.len() {
                         events(TcuEvent::Refused { gear: want as i32 + 1 });
                         return self.current;
                     }
-                    if want < p && inp.w_output * self.gears[self.forward[want]].ratio / RPM > max_rpm {
+                    if want < p && inp.w_output * self.fixed.gears[self.fixed.forward[want]].ratio / RPM > max_rpm {
                         events(TcuEvent::Refused { gear: want as i32 + 1 });
                         return self.current;
                     }
-                    return self.forward[want];
+                    return self.fixed.forward[want];
                 }
                 if inp.wheel_slip > s.wheelspin_slip {
                     return self.current;
@@ -534,21 +571,21 @@ impl Tcu {
                     self.kickdown = false;
                     let mut best = p;
                     for q in (0..p).rev() {
-                        let n = inp.w_output * self.gears[self.forward[q]].ratio / RPM;
-                        if n < 0.85 * max_rpm && self.swap(self.current, self.forward[q]).is_some() {
+                        let n = inp.w_output * self.fixed.gears[self.fixed.forward[q]].ratio / RPM;
+                        if n < 0.85 * max_rpm && self.swap(self.current, self.fixed.forward[q]).is_some() {
                             best = q;
                         } else if n >= 0.85 * max_rpm {
                             break;
                         }
                     }
                     if best < p {
-                        return self.forward[best];
+                        return self.fixed.forward[best];
                     }
                 }
-                if n_in > s.upshift(p + 1).eval(th) && p + 1 < self.forward.len() {
-                    self.forward[p + 1]
+                if n_in > s.upshift(p + 1).eval(th) && p + 1 < self.fixed.forward.len() {
+                    self.fixed.forward[p + 1]
                 } else if n_in < s.downshift_rpm.eval(th) && p > 0 {
-                    self.forward[p - 1]
+                    self.fixed.forward[p - 1]
                 } else {
                     self.current
                 }
@@ -559,9 +596,9 @@ impl Tcu {
     /// Highest forward gear whose turbine speed stays above the downshift line.
     fn gear_for_speed(&self, spec: &AutomaticSpec, inp: &TcuInput) -> usize {
         let down = spec.schedule.downshift_rpm.eval(inp.pedal);
-        let mut best = self.forward[0];
-        for &k in &self.forward {
-            if inp.w_output * self.gears[k].ratio / RPM > 1.2 * down {
+        let mut best = self.fixed.forward[0];
+        for &k in &self.fixed.forward {
+            if inp.w_output * self.fixed.gears[k].ratio / RPM > 1.2 * down {
                 best = k;
             }
         }
@@ -570,14 +607,14 @@ impl Tcu {
 
     /// True when gears `a` and `b` close the same shift elements.
     fn same_elements(&self, a: usize, b: usize) -> bool {
-        let (a, b) = (&self.gears[a].closed, &self.gears[b].closed);
+        let (a, b) = (&self.fixed.gears[a].closed, &self.fixed.gears[b].closed);
         a.len() == b.len() && a.iter().all(|k| b.contains(k))
     }
 
     /// The (off-going, on-coming) pair of a single-swap shift.
     fn swap(&self, from: usize, to: usize) -> Option<(usize, usize)> {
-        let a = &self.gears[from].closed;
-        let b = &self.gears[to].closed;
+        let a = &self.fixed.gears[from].closed;
+        let b = &self.fixed.gears[to].closed;
         let mut off = a.iter().copied().filter(|k| !b.contains(k));
         let mut on = b.iter().copied().filter(|k| !a.contains(k));
         match (off.next(), off.next(), on.next(), on.next()) {
@@ -612,8 +649,8 @@ impl Tcu {
     /// opens and one closes between two driving gears, else a garage shift.
     fn start_shift(&mut self, spec: &AutomaticSpec, inp: &TcuInput, want: usize, events: &mut impl FnMut(TcuEvent)) {
         let t = inp.time;
-        let (from_g, to_g) = (self.numbers[self.current], self.numbers[want]);
-        let both_driving = !self.gears[self.current].neutral && !self.gears[want].neutral;
+        let (from_g, to_g) = (self.fixed.numbers[self.current], self.fixed.numbers[want]);
+        let both_driving = !self.fixed.gears[self.current].neutral && !self.fixed.gears[want].neutral;
         let swap = if both_driving { self.swap(self.current, want) } else { None };
         let mut report = ShiftReport {
             from: from_g,
@@ -630,7 +667,7 @@ impl Tcu {
             // target inertia phase by itself (power-on upshift, coast downshift, and a coast
             // upshift against weak engine braking), the on-coming element goes first and
             // pulls the speed over.
-            let dw = inp.w_output * (self.gears[want].ratio - self.gears[self.current].ratio);
+            let dw = inp.w_output * (self.fixed.gears[want].ratio - self.fixed.gears[self.current].ratio);
             let j_in = if inp.lockup_stuck { self.j_locked } else { self.j_open };
             // With the lock-up closed the input torque is about to become the demand (a pedal
             // stamp has not reached the shafts yet); through the converter, the measurement.
@@ -652,10 +689,10 @@ impl Tcu {
             // Garage shift (or a multi-element change): release what the new gear does not
             // use, apply what it does over the garage time.
             let mut on = [None; 3];
-            for (slot, k) in self.gears[want]
+            for (slot, k) in self.fixed.gears[want]
                 .closed
                 .iter()
-                .filter(|k| !self.gears[self.current].closed.contains(k))
+                .filter(|k| !self.fixed.gears[self.current].closed.contains(k))
                 .take(3)
                 .enumerate()
             {
@@ -679,12 +716,12 @@ impl Tcu {
         // rest of the bookkeeping.)
         let Some(s) = self.shift.as_mut() else {
             for k in 0..n {
-                self.commands[k] = if self.gears[self.current].closed.contains(&k) { line(k) } else { 0.0 };
+                self.commands[k] = if self.fixed.gears[self.current].closed.contains(&k) { line(k) } else { 0.0 };
             }
             self.phase = ShiftPhase::None;
             return 0.0;
         };
-        let gears = &self.gears;
+        let gears = &self.fixed.gears;
         // Every element not involved: as in the gear shifted from (and to).
         for k in 0..n {
             let involved = s.off == Some(k) || s.on.contains(&Some(k));
@@ -736,7 +773,7 @@ impl Tcu {
             self.shift = None;
             self.last_shift_end = t + dt;
             for k in 0..n {
-                self.commands[k] = if self.gears[self.current].closed.contains(&k) { line(k) } else { 0.0 };
+                self.commands[k] = if self.fixed.gears[self.current].closed.contains(&k) { line(k) } else { 0.0 };
             }
             events(TcuEvent::Completed(report));
             self.phase = ShiftPhase::None;
@@ -814,7 +851,7 @@ impl Tcu {
         }
         let response = self.response.2;
         for k in 0..n.min(MAX_ELEMENTS) {
-            out.force[k] = self.pistons[k].step_with(&self.piston_constants[k], self.commands[k], response, dt);
+            out.force[k] = self.pistons[k].step_with(&self.fixed.piston_constants[k], self.commands[k], response, dt);
             let p = 0.5 * (inp.power[k] + self.last_power[k]);
             self.last_power[k] = inp.power[k];
             // Implicit in the cooling term: stable at any step.

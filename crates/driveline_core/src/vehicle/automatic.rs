@@ -5,6 +5,7 @@ use super::EngineSpec;
 use super::{Controllers, Ids, Layout, Telemetry, VehicleEventKind, find, id, set};
 use crate::automatic::{AutomaticSpec, MAX_ELEMENTS, Tcu, TcuEvent, TcuInput, TcuOutput};
 use crate::converter::ConverterMap;
+use crate::elements::Law;
 use crate::solver::{InputId, Simulation};
 use crate::torque_map::RPM;
 use crate::torque_map::TorqueMap;
@@ -48,10 +49,22 @@ impl AutoControl {
             converter: find(net, "converter"),
             turbine: find(net, "turbine"),
         };
+        // The maps as the network's laws hold them, whose tables the vehicles of a file share,
+        // when they are the description's (a part edited before the controllers were made
+        // is not).
+        let mut map = at.converter.build();
+        let mut engine_map = engine_map;
+        for law in net.elements.iter().filter_map(|e| e.law).map(|l| &net.laws[l]) {
+            match law {
+                Law::Converter { map: m, .. } if *m == map => map = m.clone(),
+                Law::Engine { map: m, .. } if *m == engine_map => engine_map = m.clone(),
+                _ => {}
+            }
+        }
         Self {
             tcu: Tcu::new(at, engine_inertia),
             ids,
-            map: at.converter.build(),
+            map,
             driven: layout.driven,
             out: TcuOutput::default(),
             engine_map,
