@@ -191,8 +191,9 @@ pub enum VehicleEventKind {
     },
 }
 
-/// Events a step reports at most, [`VehicleEventKind::EventsDropped`] included: 16.
-pub const EVENTS_PER_STEP: usize = 16;
+/// Events a step reports at most, [`VehicleEventKind::EventsDropped`] included: 8 (an event
+/// takes 200 bytes, the room is every vehicle's).
+pub const EVENTS_PER_STEP: usize = 8;
 
 /// The numeric driver inputs, as [`VehicleEventKind::InputRejected`] names them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
