@@ -382,13 +382,6 @@ impl ModeSlot {
 /// No Newton factors lent ([`ModeSlot::newton`]).
 pub(super) const NO_FACTORS: usize = usize::MAX;
 
-/// How many sets of Jacobian and Newton factors a simulation keeps for its mode slots. A
-/// nonlinear mode's factors serve the steps of one mode epoch only; a linear mode's are kept
-/// until their set is lent to another slot, and formed again, to the same bits, when the mode
-/// comes back. Two sets take as many instructions over drive cycles as four did (the 8HP sedan
-/// over 120 s of US06, the 350Z over 300 s of UDDS), 4 KB less each for the sedan.
-pub(super) const NEWTON_SETS: usize = 2;
-
 /// A mode's Jacobian and Newton factors.
 #[derive(Debug, Clone)]
 pub(super) struct NewtonFactors {

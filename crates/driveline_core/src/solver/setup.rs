@@ -86,7 +86,7 @@ impl Simulation {
         // library grows by an entry when all are held (once per compiled mode it adds).
         let live = Arc::strong_count(&sim.model.modes).min(LIBRARY_ROOM);
         sim.model.modes.reserve((more + 2) * live, mmax);
-        sim.newton = NewtonPool::new(NEWTON_SETS.min(more + 1), mmax);
+        sim.newton = NewtonPool::new(sim.params.newton_sets.clamp(1, more + 1), mmax);
         sim.scratch_shape = ScratchShape::of(&sim.model.net, mmax);
         sim.resize_slots(more + 1);
         let took = sim.take_scratch();
