@@ -110,7 +110,8 @@
 //!  +- "body"           Name, parts::Mass, BodyState                   <- VehicleParts::body
 //! ```
 //! Every part also carries [`PartElement`] (the element as the solver accepted it) and the
-//! [`BodyState`] and [`CouplingState`] its typed component requires. An automatic has a torque
+//! state its typed component requires: a body ([`Inertia`], [`parts::Mass`]) its
+//! [`BodyState`], every other part its [`CouplingState`]. An automatic has a torque
 //! converter, a lock-up clutch ([`vehicle::VehicleParts::lockup`]), planetary sets and its shift
 //! elements ([`vehicle::VehicleParts::shift_elements`], [`Clutch`] parts, each with its
 //! [`vehicle::HydraulicPiston`]) instead of the clutch and the layshaft box.

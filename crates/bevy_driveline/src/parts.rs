@@ -174,20 +174,28 @@ macro_rules! element_components {
     (@pat $v:ident [$($acc:tt)*] ($field:ident) $($rest:tt)*) => {
         element_components!(@pat $v [$($acc)* $field,] $($rest)*)
     };
+    // The struct, requiring its state: the first of the states listed (a body's `BodyState`,
+    // else `CouplingState`).
+    (@require [$state:ident $($other:ident)*] $(#[$m:meta])* pub struct $name:ident $body:tt) => {
+        $(#[$m])*
+        #[require(PartElement, $state)]
+        pub struct $name $body
+    };
     ($(
         $(#[$meta:meta])*
-        $comp:ident from $variant:ident $([$($derive:ident),*])? {
+        $comp:ident from $variant:ident $([$($derive:ident),*])? $(: $state:ident)? {
             $( $(#[$fmeta:meta])* $field:ident $(as $orig:ident)? : $ty:ty ),* $(,)?
         }
     )*) => {
         $(
-            $(#[$meta])*
-            #[derive(Component, Reflect, Debug, Clone, PartialEq $($(, $derive)*)?)]
-            #[reflect(Component, Debug, Clone, PartialEq)]
-            #[require(PartElement, BodyState, CouplingState)]
-            pub struct $comp {
-                $( $(#[$fmeta])* pub $field: $ty, )*
-            }
+            element_components!(@require [$($state)? CouplingState]
+                $(#[$meta])*
+                #[derive(Component, Reflect, Debug, Clone, PartialEq $($(, $derive)*)?)]
+                #[reflect(Component, Debug, Clone, PartialEq)]
+                pub struct $comp {
+                    $( $(#[$fmeta])* pub $field: $ty, )*
+                }
+            );
 
             impl ElementComponent for $comp {
                 const KIND: &'static str = stringify!($variant);
@@ -242,7 +250,7 @@ macro_rules! element_components {
 
 element_components! {
     /// A rotating body (MSL `Inertia`). Its angle and speed are in [`BodyState`].
-    Inertia from Inertia [Default] {
+    Inertia from Inertia [Default]: BodyState {
         /// Moment of inertia, kg m^2 (>= 0; 0 makes a massless junction).
         j as J: f64,
         /// Fixed initial angle, rad (`None`: determined by the others).
@@ -613,7 +621,7 @@ element_components! {
         use_support: bool,
     }
     /// A translational body (MSL `Translational.Components.Mass`): a vehicle's body.
-    Mass from Mass [Default] {
+    Mass from Mass [Default]: BodyState {
         /// Mass, kg (>= 0).
         m: f64,
         /// Fixed initial position, m.
@@ -724,7 +732,7 @@ pub enum ClutchKind {
 /// the equations). Editing it on a running driveline applies from the next step.
 #[derive(Component, Reflect, Debug, Clone, PartialEq)]
 #[reflect(Component, Debug, Clone, PartialEq, Default)]
-#[require(PartElement, BodyState, CouplingState, ClutchEngagement)]
+#[require(PartElement, CouplingState, ClutchEngagement)]
 pub struct Clutch {
     /// Which friction element this is.
     pub kind: ClutchKind,
