@@ -382,3 +382,67 @@ fn vehicle_messages_are_the_core_events_once() {
         assert!(events.iter().zip(&expected).all(|(a, b)| a.time.to_bits() == b.time.to_bits()));
     }
 }
+
+/// A fleet's write-back (from `PARALLEL_WRITE_BACK` drivelines on, the drivelines in
+/// parallel): every part of every car holds its state as the core `Vehicle` driven alike
+/// computes it, bit for bit, and a car marked `SkipWriteBack` keeps its parts' defaults.
+#[test]
+fn a_fleets_parts_hold_the_core_state_bit_for_bit() {
+    use driveline::core::automatic::Selector;
+    use driveline::core::vehicle::{Road, Vehicle};
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/vehicles/sedan_8hp.ron");
+    let mut core = Vehicle::load(&path).unwrap();
+    let mut app = create_app();
+    let roots: Vec<_> =
+        (0..20).map(|_| spawn_vehicle(app.world_mut(), core.spec().clone(), Road::Body).unwrap()).collect();
+    let skipped = roots[7];
+    skip_write_back(app.world_mut(), skipped);
+    let mut input = driveline::core::DriverInput { selector: Selector::Drive, brake: 1.0, ..Default::default() };
+    for k in 0..900 {
+        if k == 200 {
+            input.brake = 0.0;
+            input.throttle = 1.0;
+        }
+        core.step(&input, 1e-3).unwrap();
+        for &root in &roots {
+            app.world_mut().get_mut::<VehicleInput>(root).unwrap().0 = input;
+        }
+        fixed_step(&mut app, Duration::from_millis(1));
+    }
+    let sim = core.simulation();
+    let bits = |x: f64| x.to_bits();
+    let world = app.world();
+    let (mut bodies, mut couplings, mut clutches) = (0, 0, 0);
+    for &root in &roots {
+        let cache = world.get::<driveline::bevy::DrivelineCache>(root).unwrap();
+        for k in 0..sim.network().elements.len() {
+            let part = cache.part(k).unwrap();
+            let body = world.get::<BodyState>(part);
+            let coupling = world.get::<CouplingState>(part);
+            if root == skipped {
+                assert!(body.is_none_or(|b| *b == BodyState::default()));
+                assert!(coupling.is_none_or(|c| *c == CouplingState::default()));
+                continue;
+            }
+            if let Some((angle, speed)) = sim.body_state(k) {
+                let b = body.expect("a body part has a BodyState");
+                assert_eq!((bits(b.angle), bits(b.speed)), (bits(angle), bits(speed)), "element {k}");
+                bodies += 1;
+            } else if let Some((phi_rel, w_rel)) = sim.element_relative(k) {
+                let c = coupling.expect("a coupling part has a CouplingState");
+                assert_eq!((bits(c.phi_rel), bits(c.w_rel)), (bits(phi_rel), bits(w_rel)), "element {k}");
+                assert_eq!(bits(c.torque), bits(sim.element_torque(k)), "element {k}");
+                assert_eq!(c.mode, sim.element_mode(k), "element {k}");
+                couplings += 1;
+            }
+            if let Some(u) = sim.element_engagement(k) {
+                assert_eq!(bits(world.get::<ClutchEngagement>(part).unwrap().0), bits(u), "element {k}");
+                clutches += 1;
+            }
+        }
+    }
+    // (19 cars written, each with 19 bodies, 23 couplings with a relative coordinate and 11
+    // clutches and brakes.)
+    assert_eq!((bodies, couplings, clutches), (19 * 19, 19 * 23, 19 * 11));
+    assert!(core.telemetry().speed > 1.0, "the launch should be under way: {}", core.telemetry().speed);
+}

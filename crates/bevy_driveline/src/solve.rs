@@ -14,8 +14,7 @@ use bevy_time::Time;
 /// single driveline's step.
 pub(crate) const PARALLEL_DRIVELINES: usize = 2;
 
-/// From this many drivelines on, the write-back goes over the part tables in parallel (see
-/// [`write_back`]); below it, driveline by driveline on the calling thread, which keeps one
+/// From this many drivelines on, the write-back goes in parallel (see [`write_back`]); below it, driveline by driveline on the calling thread, which keeps one
 /// car's tick free of the task pool's hand-offs.
 pub(crate) const PARALLEL_WRITE_BACK: usize = 16;
 
@@ -83,13 +82,12 @@ type Couplings<'w, 's> = Query<
 
 /// Writes body and coupling states and clutch engagements back to the part entities (in
 /// place, no commands; a value that did not change is not written, so change detection sees
-/// only what moved). Bodies and couplings go in two passes, each over the part tables that
-/// hold them, so that a part's row is visited for the state it has (an inertia has no
-/// relative coordinate, a coupling no body state). One driveline: over the part tables on the
-/// calling thread. Below [`PARALLEL_WRITE_BACK`] drivelines, driveline by driveline and in
-/// element order on the calling thread (each driveline's simulation is read while it is in
-/// the cache); from there on, over the part tables in parallel.
-/// Parts marked [`SkipWriteBack`] are not visited. Heat-port readings are written too.
+/// only what moved). A part's row is visited for the state it has (an inertia has no relative
+/// coordinate, a coupling no body state). One driveline: over the part tables on the calling
+/// thread. Below [`PARALLEL_WRITE_BACK`] drivelines, driveline by driveline and in element
+/// order on the calling thread (each driveline's simulation is read while it is in the cache);
+/// from there on, on two compute threads or more, driveline by driveline too, the drivelines
+/// spread over the threads; on one, over the part tables. Parts marked [`SkipWriteBack`] are not visited. Heat-port readings are written too.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn write_back(
     ticks: bevy_ecs::system::SystemChangeTick,
@@ -101,16 +99,24 @@ pub(crate) fn write_back(
     mut bodies: Bodies,
     mut couplings: Couplings,
     mut heat: Query<(Entity, &PartOf, &PartSlot, &mut HeatPortState), Without<SkipWriteBack>>,
+    owners: Query<&PartOf>,
 ) {
     last.0 = ticks.this_run();
     let roots = &roots;
     write_heat_ports(roots, &mut heat);
     if roots.iter().len() >= PARALLEL_WRITE_BACK {
-        // A fleet: the part tables in their own order, spread over the compute task pool. Each
-        // table's rows are written in sequence; the simulations are read once per kind of part
-        // (measured back to back, 1,000 8HP sedans on two threads: 9.8 to 10.5 against 10.0 to
-        // 12.0 us per vehicle-step in driveline order on the calling thread; 100 sedans: the
-        // same, 3.6 to 4.7). A part's driveline is found in the roots' index.
+        if bevy_tasks::ComputeTaskPool::try_get().is_some_and(|pool| pool.thread_num() >= 2) {
+            // A fleet on two threads or more: each driveline's parts while its simulation is
+            // in the cache, the drivelines spread over the threads. Each part is found by its
+            // entity (about a fifth more instructions than the dense iteration below), but
+            // over the part tables each table holds one or a few parts of each driveline in
+            // turn and every simulation comes into the cache again for each kind of part (see
+            // docs/performance.md, "Fleets").
+            write_back_fleet(&listed, &bodies, &couplings, &owners);
+            return;
+        }
+        // One compute thread: the part tables in their own order, dense, each part's driveline
+        // found in the roots' index.
         let mut caches = recycle(std::mem::take(&mut index.caches));
         index.fill(&listed, &mut caches);
         let find = |root: Entity| RootIndex::find(&index.at, &caches, root);
@@ -140,6 +146,39 @@ pub(crate) fn write_back(
             write_coupling(&find, item);
         }
     }
+}
+
+/// The fleet's write-back ([`write_back`]): every driveline's parts in element order, the
+/// drivelines in parallel. A part is written by the driveline its [`PartOf`] names and by no
+/// other, so its components are reached from one closure only.
+#[allow(unsafe_code)]
+fn write_back_fleet(
+    listed: &Query<(Entity, &DrivelineCache)>,
+    bodies: &Bodies,
+    couplings: &Couplings,
+    owners: &Query<&PartOf>,
+) {
+    listed.par_iter().for_each(|(root, cache)| {
+        let Some(sim) = cache.sim.as_ref() else { return };
+        let find = |r: Entity| (r == root).then_some(cache);
+        for (k, &part) in cache.parts.iter().enumerate() {
+            if owners.get(part).map_or(true, |p| p.0 != root) {
+                continue;
+            }
+            // SAFETY (both look-ups): the part's `PartOf` names this driveline, checked above,
+            // and an entity has one `PartOf`, so no other driveline's closure reaches this
+            // part; within this closure each item is dropped before the next look-up. Nothing
+            // else reads or writes these components while the closures run (the system holds
+            // the queries, and iterates none of them meanwhile).
+            if sim.body_state(k).is_some() {
+                if let Ok(item) = unsafe { bodies.get_unchecked(part) } {
+                    write_body(&find, item);
+                }
+            } else if let Ok(item) = unsafe { couplings.get_unchecked(part) } {
+                write_coupling(&find, item);
+            }
+        }
+    });
 }
 
 /// Every driveline's parts, driveline by driveline in element order: the order of the
