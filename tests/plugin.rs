@@ -246,14 +246,13 @@ fn a_spawned_vehicle_drives_like_the_core_vehicle_bit_for_bit() {
 #[test]
 fn a_spawned_automatic_shifts_like_the_core_one_and_reports_its_shifts() {
     use driveline::bevy::prelude::VehicleMessage;
-    use driveline::core::automatic::Selector;
     use driveline::core::vehicle::{Road, Vehicle, VehicleEventKind};
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/vehicles/sedan_8hp.ron");
     let mut core = Vehicle::load(&path).unwrap();
     let mut app = create_app();
     // The loaded description carries its gearbox inline: the ECS needs no file.
     let root = spawn_vehicle(app.world_mut(), core.spec().clone(), Road::Body).unwrap();
-    let mut input = driveline::core::DriverInput { selector: Selector::Drive, brake: 1.0, ..Default::default() };
+    let mut input = held_in_drive();
     let mut reports = Vec::new();
     for k in 0..6000 {
         if k == 1000 {
@@ -346,14 +345,8 @@ fn heat_ports_and_the_thermal_network_run_in_the_plugin_as_in_the_core() {
 #[test]
 fn vehicle_messages_are_the_core_events_once() {
     use driveline::bevy::prelude::VehicleMessage;
-    use driveline::core::automatic::Selector;
-    use driveline::core::vehicle::{Road, Vehicle};
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/vehicles/sedan_8hp.ron");
-    let mut core = Vehicle::load(&path).unwrap();
-    let mut app = create_app();
-    let roots: Vec<_> =
-        (0..20).map(|_| spawn_vehicle(app.world_mut(), core.spec().clone(), Road::Body).unwrap()).collect();
-    let mut input = driveline::core::DriverInput { selector: Selector::Drive, brake: 1.0, ..Default::default() };
+    let (mut core, mut app, roots) = sedan_fleet(20);
+    let mut input = held_in_drive();
     let (mut expected, mut got) = (Vec::new(), vec![Vec::new(); roots.len()]);
     for k in 0..3000 {
         if k == 500 {
@@ -383,21 +376,31 @@ fn vehicle_messages_are_the_core_events_once() {
     }
 }
 
+/// A core 8HP sedan, and an app with `n` of them spawned.
+fn sedan_fleet(n: usize) -> (driveline::core::vehicle::Vehicle, App, Vec<Entity>) {
+    use driveline::core::vehicle::{Road, Vehicle};
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/vehicles/sedan_8hp.ron");
+    let core = Vehicle::load(&path).unwrap();
+    let mut app = create_app();
+    let roots = (0..n).map(|_| spawn_vehicle(app.world_mut(), core.spec().clone(), Road::Body).unwrap()).collect();
+    (core, app, roots)
+}
+
+/// A driver in Drive, holding the brake.
+fn held_in_drive() -> driveline::core::DriverInput {
+    use driveline::core::automatic::Selector;
+    driveline::core::DriverInput { selector: Selector::Drive, brake: 1.0, ..Default::default() }
+}
+
 /// A fleet's write-back (from `PARALLEL_WRITE_BACK` drivelines on, the drivelines in
 /// parallel): every part of every car holds its state as the core `Vehicle` driven alike
 /// computes it, bit for bit, and a car marked `SkipWriteBack` keeps its parts' defaults.
 #[test]
 fn a_fleets_parts_hold_the_core_state_bit_for_bit() {
-    use driveline::core::automatic::Selector;
-    use driveline::core::vehicle::{Road, Vehicle};
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/vehicles/sedan_8hp.ron");
-    let mut core = Vehicle::load(&path).unwrap();
-    let mut app = create_app();
-    let roots: Vec<_> =
-        (0..20).map(|_| spawn_vehicle(app.world_mut(), core.spec().clone(), Road::Body).unwrap()).collect();
+    let (mut core, mut app, roots) = sedan_fleet(20);
     let skipped = roots[7];
     skip_write_back(app.world_mut(), skipped);
-    let mut input = driveline::core::DriverInput { selector: Selector::Drive, brake: 1.0, ..Default::default() };
+    let mut input = held_in_drive();
     for k in 0..900 {
         if k == 200 {
             input.brake = 0.0;
