@@ -14,8 +14,9 @@ use bevy_time::Time;
 /// single driveline's step.
 pub(crate) const PARALLEL_DRIVELINES: usize = 2;
 
-/// From this many drivelines on, the write-back goes in parallel (see [`write_back`]); below it, driveline by driveline on the calling thread, which keeps one
-/// car's tick free of the task pool's hand-offs.
+/// From this many drivelines on, the write-back goes in parallel (see [`write_back`]); below
+/// it, driveline by driveline on the calling thread, which keeps one car's tick free of the task
+/// pool's hand-offs.
 pub(crate) const PARALLEL_WRITE_BACK: usize = 16;
 
 /// One coupled step of every driveline that is not a vehicle (vehicles step with their
@@ -87,7 +88,8 @@ type Couplings<'w, 's> = Query<
 /// thread. Below [`PARALLEL_WRITE_BACK`] drivelines, driveline by driveline and in element
 /// order on the calling thread (each driveline's simulation is read while it is in the cache);
 /// from there on, on two compute threads or more, driveline by driveline too, the drivelines
-/// spread over the threads; on one, over the part tables. Parts marked [`SkipWriteBack`] are not visited. Heat-port readings are written too.
+/// spread over the threads; on one, over the part tables. Parts marked [`SkipWriteBack`] are
+/// not visited. Heat-port readings are written too.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn write_back(
     ticks: bevy_ecs::system::SystemChangeTick,

@@ -309,12 +309,10 @@ impl Shift {
 }
 
 /// What a controller knows of its gearbox and never changes: the gears, their numbers and the
-/// pistons' constants. The controllers of an equal gearbox alive at once share one copy
-/// ([`GearTables::of`]).
-#[derive(Debug)]
-struct GearTables {
-    /// The gearbox they were formed from (the key of the sharing).
-    gearbox: GearboxSpec,
+/// pistons' constants. A vehicle's layout forms them once, and the controllers of the vehicles
+/// that share the layout share them ([`crate::vehicle::AutoLayout`]).
+#[derive(Debug, PartialEq)]
+pub(crate) struct GearTables {
     gears: Vec<GearInfo>,
     /// Forward gear indices into `gears`, 1st first.
     forward: Vec<usize>,
@@ -327,24 +325,9 @@ struct GearTables {
     piston_constants: Vec<PistonConstants>,
 }
 
-/// The gear tables of the controllers alive, by gearbox.
-static GEAR_TABLES: std::sync::Mutex<Vec<std::sync::Weak<GearTables>>> = std::sync::Mutex::new(Vec::new());
-
 impl GearTables {
-    /// The tables of gearbox `gb` (validated, resolved): the copy a controller alive of an equal
-    /// gearbox holds, else formed.
-    fn of(gb: &GearboxSpec) -> Arc<Self> {
-        let mut all = GEAR_TABLES.lock().unwrap_or_else(|e| e.into_inner());
-        all.retain(|t| t.strong_count() > 0);
-        if let Some(t) = all.iter().filter_map(std::sync::Weak::upgrade).find(|t| t.gearbox == *gb) {
-            return t;
-        }
-        let t = Arc::new(Self::form(gb));
-        all.push(Arc::downgrade(&t));
-        t
-    }
-
-    fn form(gb: &GearboxSpec) -> Self {
+    /// The tables of gearbox `gb` (validated, resolved).
+    pub(crate) fn new(gb: &GearboxSpec) -> Self {
         let mut gears = gb.analyse().expect("validated");
         let forward: Vec<usize> =
             gears.iter().enumerate().filter(|(_, g)| !g.neutral && g.ratio > 0.0).map(|(k, _)| k).collect();
@@ -366,7 +349,6 @@ impl GearTables {
         gears.shrink_to_fit();
         let numbers = (0..gears.len()).map(|k| gear_number(&gears[k], &forward, k)).collect();
         Self {
-            gearbox: gb.clone(),
             numbers,
             forward,
             reverse,
@@ -428,7 +410,12 @@ impl Tcu {
     /// `engine_inertia` on the crankshaft.
     pub fn new(spec: &AutomaticSpec, engine_inertia: f64) -> Self {
         let gb = spec.gearbox().expect("validated: the gearbox is resolved");
-        let fixed = GearTables::of(gb);
+        Self::with_tables(spec, engine_inertia, Arc::new(GearTables::new(gb)))
+    }
+
+    /// [`Tcu::new`] with the gearbox's tables formed already (`fixed`, of `spec`'s gearbox).
+    pub(crate) fn with_tables(spec: &AutomaticSpec, engine_inertia: f64, fixed: Arc<GearTables>) -> Self {
+        let gb = spec.gearbox().expect("validated: the gearbox is resolved");
         let neutral = fixed.neutral;
         let n = gb.elements.len();
         let mut pistons = vec![Piston::default(); n];

@@ -39,7 +39,8 @@ impl AutoControl {
         let engine_map = engine.map.build().expect("validated");
         let engine_inertia = engine.inertia;
         let net = sim.network();
-        let names = &layout.automatic.as_ref().expect("an automatic layout").elements;
+        let auto = layout.automatic.as_ref().expect("an automatic layout");
+        let names = &auto.elements;
         let ids = AutoIds {
             elements: names.iter().map(|n| find(net, n)).collect(),
             force_in: names.iter().map(|n| id(sim, &format!("{n}.force"))).collect(),
@@ -62,7 +63,7 @@ impl AutoControl {
             }
         }
         Self {
-            tcu: Tcu::new(at, engine_inertia),
+            tcu: Tcu::with_tables(at, engine_inertia, auto.gear_tables.clone()),
             ids,
             map,
             driven: layout.driven,

@@ -55,6 +55,9 @@ pub struct AutoLayout {
     pub prefix: String,
     /// Network names of the shift elements, in the gearbox file's order.
     pub elements: Vec<String>,
+    /// The transmission controller's gear tables, formed once for the vehicles that share
+    /// this layout.
+    pub(crate) gear_tables: std::sync::Arc<crate::automatic::tcu::GearTables>,
 }
 
 fn el(name: &str, kind: ElementKind) -> ElementSpec {
@@ -463,6 +466,7 @@ fn planetary(e: &mut Vec<ElementSpec>, join: &mut dyn FnMut(&str, &str), at: &Au
     AutoLayout {
         prefix: prefix.to_string(),
         elements: gb.elements.iter().map(|x| format!("{prefix}{}", x.name)).collect(),
+        gear_tables: std::sync::Arc::new(crate::automatic::tcu::GearTables::new(gb)),
     }
 }
 
