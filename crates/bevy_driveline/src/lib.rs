@@ -332,7 +332,11 @@ impl Plugin for DrivelineCorePlugin {
             .add_message::<StateWriteAdjusted>()
             .add_message::<vehicle::VehicleMessage>();
         register_types(app);
-        app.init_resource::<LastWriteBack>().init_resource::<StatesTaken>();
+        app.init_resource::<LastWriteBack>()
+            .init_resource::<StatesTaken>()
+            .init_resource::<StepNotes>()
+            .init_resource::<SyncMarks>()
+            .init_resource::<vehicle::VehiclesWritten>();
         app.configure_sets(
             self.schedule,
             (
@@ -605,6 +609,35 @@ struct LastWriteBack(bevy_ecs::change_detection::Tick);
 /// changed before it has been taken.
 #[derive(Resource, Debug, Clone, Copy, Default)]
 struct StatesTaken(bevy_ecs::change_detection::Tick);
+
+/// The roots whose cache a hook or an accepted edit marked since the last sync (see
+/// `DrivelineCache::edited` and `restructured`), so that the sync visits those, not every root.
+#[derive(Resource, Default)]
+struct SyncMarks(Vec<Entity>);
+
+impl SyncMarks {
+    /// Notes that `root`'s cache was marked.
+    fn push(world: &mut bevy_ecs::world::DeferredWorld, root: Entity) {
+        if let Some(mut marks) = world.get_resource_mut::<SyncMarks>() {
+            marks.0.push(root);
+        }
+    }
+}
+
+/// The drivelines whose last step left mode events or input rejections to send (noted by the
+/// parallel steps, on each thread's own list), so that [`solve::send_messages`] visits those
+/// alone, not every driveline's simulation.
+#[derive(Resource, Default)]
+struct StepNotes(bevy_utils::Parallel<Vec<Entity>>);
+
+impl StepNotes {
+    /// Notes `root` if its simulation's last step has something to send.
+    fn note(&self, root: Entity, sim: &Simulation) {
+        if !sim.events().is_empty() || !sim.input_rejections().is_empty() {
+            self.0.borrow_local_mut().push(root);
+        }
+    }
+}
 
 /// A part's element index in its driveline's network, set at each build (the build's
 /// commands apply at the sync point after `Prepare`, before the step and the write-back), so

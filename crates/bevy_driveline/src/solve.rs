@@ -29,19 +29,21 @@ pub(crate) fn step_drivelines(
     mut roots: Query<(Entity, &mut DrivelineCache), Without<crate::vehicle::VehicleController>>,
     mut failed: MessageWriter<DrivelineStepFailed>,
     mut failures: Local<std::sync::Mutex<Vec<DrivelineStepFailed>>>,
+    notes: Res<crate::StepNotes>,
 ) {
     let dt = time.delta_secs_f64();
     if dt <= 0.0 {
         return;
     }
     let sink = &*failures;
+    let notes = &*notes;
     let step = |(root, mut cache): (Entity, Mut<DrivelineCache>)| {
-        if let Some(sim) = cache.sim.as_mut()
-            && let Err(e) = sim.step(dt)
-        {
+        let Some(sim) = cache.sim.as_mut() else { return };
+        if let Err(e) = sim.step(dt) {
             let f = DrivelineStepFailed { driveline: root, message: e.to_string() };
             sink.lock().unwrap_or_else(|p| p.into_inner()).push(f);
         }
+        notes.note(root, sim);
     };
     if roots.iter().len() < PARALLEL_DRIVELINES {
         roots.iter_mut().for_each(step);
@@ -95,26 +97,28 @@ pub(crate) fn write_back(
     ticks: bevy_ecs::system::SystemChangeTick,
     mut last: ResMut<crate::LastWriteBack>,
     roots: Query<&DrivelineCache>,
-    listed: Query<(Entity, &DrivelineCache)>,
-    mut order: Local<PartOrder>,
+    listed: Query<(Entity, &DrivelineCache, Has<crate::vehicle::VehicleController>)>,
     mut index: Local<RootIndex>,
-    mut bodies: Bodies,
-    mut couplings: Couplings,
+    mut parts: ParamSet<(Bodies, Couplings, FleetParts)>,
     mut heat: Query<(Entity, &PartOf, &PartSlot, &mut HeatPortState), Without<SkipWriteBack>>,
-    owners: Query<&PartOf>,
+    fused: Res<crate::vehicle::VehiclesWritten>,
+    others: Query<(), (With<DrivelineCache>, Without<crate::vehicle::VehicleController>)>,
 ) {
     last.0 = ticks.this_run();
     let roots = &roots;
     write_heat_ports(roots, &mut heat);
-    if roots.iter().len() >= PARALLEL_WRITE_BACK {
+    let drivelines = roots.iter().len();
+    if drivelines >= PARALLEL_WRITE_BACK {
         if bevy_tasks::ComputeTaskPool::try_get().is_some_and(|pool| pool.thread_num() >= 2) {
             // A fleet on two threads or more: each driveline's parts while its simulation is
             // in the cache, the drivelines spread over the threads. Each part is found by its
-            // entity (about a fifth more instructions than the dense iteration below), but
-            // over the part tables each table holds one or a few parts of each driveline in
-            // turn and every simulation comes into the cache again for each kind of part (see
-            // docs/performance.md, "Fleets").
-            write_back_fleet(&listed, &bodies, &couplings, &owners);
+            // entity, but over the part tables each table holds one or a few parts of each
+            // driveline in turn and every simulation comes into the cache again for each kind
+            // of part (see docs/performance.md, "Fleets").
+            // (The vehicles' parts were written in their step, when it ran the same way.)
+            if !(fused.0 && others.is_empty()) {
+                write_back_fleet(&listed, fused.0, &parts.p2());
+            }
             return;
         }
         // One compute thread: the part tables in their own order, dense, each part's driveline
@@ -122,94 +126,92 @@ pub(crate) fn write_back(
         let mut caches = recycle(std::mem::take(&mut index.caches));
         index.fill(&listed, &mut caches);
         let find = |root: Entity| RootIndex::find(&index.at, &caches, root);
-        bodies.par_iter_mut().for_each(|item| write_body(&find, item));
-        couplings.par_iter_mut().for_each(|item| write_coupling(&find, item));
+        parts.p0().par_iter_mut().for_each(|item| write_body(&find, item));
+        parts.p1().par_iter_mut().for_each(|item| write_coupling(&find, item));
         index.caches = recycle(caches);
         return;
     }
     // On the calling thread: Bevy's parallel iteration over a list of entities costs far more
     // than it saves here (measured: tens of microseconds per vehicle-step).
-    let memo = std::cell::Cell::new(None);
-    let find = |root| root_of(roots, &memo, root);
-    if roots.iter().len() == 1 {
+    if drivelines == 1 {
         // One driveline: its parts in table order read one simulation anyway, and a dense
         // iteration spares the look-up of each entity.
-        bodies.iter_mut().for_each(|item| write_body(&find, item));
-        couplings.iter_mut().for_each(|item| write_coupling(&find, item));
+        let memo = std::cell::Cell::new(None);
+        let find = |root| root_of(roots, &memo, root);
+        parts.p0().iter_mut().for_each(|item| write_body(&find, item));
+        parts.p1().iter_mut().for_each(|item| write_coupling(&find, item));
         return;
     }
-    order.refresh(&listed);
-    for &(part, body) in order.parts.iter() {
-        if body {
-            if let Ok(item) = bodies.get_mut(part) {
-                write_body(&find, item);
-            }
-        } else if let Ok(item) = couplings.get_mut(part) {
-            write_coupling(&find, item);
-        }
+    // A few drivelines: each one's parts in element order while its simulation is in the cache.
+    let parts = parts.p2();
+    for (root, cache, _) in &listed {
+        parts.write(root, cache);
     }
 }
 
 /// The fleet's write-back ([`write_back`]): every driveline's parts in element order, the
-/// drivelines in parallel. A part is written by the driveline its [`PartOf`] names and by no
-/// other, so its components are reached from one closure only.
-#[allow(unsafe_code)]
+/// drivelines in parallel (those not written in their step already: `skip`).
 fn write_back_fleet(
-    listed: &Query<(Entity, &DrivelineCache)>,
-    bodies: &Bodies,
-    couplings: &Couplings,
-    owners: &Query<&PartOf>,
+    listed: &Query<(Entity, &DrivelineCache, Has<crate::vehicle::VehicleController>)>,
+    skip_vehicles: bool,
+    parts: &FleetParts,
 ) {
-    listed.par_iter().for_each(|(root, cache)| {
-        let Some(sim) = cache.sim.as_ref() else { return };
-        let find = |r: Entity| (r == root).then_some(cache);
-        for (k, &part) in cache.parts.iter().enumerate() {
-            if owners.get(part).map_or(true, |p| p.0 != root) {
-                continue;
-            }
-            // SAFETY (both look-ups): the part's `PartOf` names this driveline, checked above,
-            // and an entity has one `PartOf`, so no other driveline's closure reaches this
-            // part; within this closure each item is dropped before the next look-up. Nothing
-            // else reads or writes these components while the closures run (the system holds
-            // the queries, and iterates none of them meanwhile).
-            if sim.body_state(k).is_some() {
-                if let Ok(item) = unsafe { bodies.get_unchecked(part) } {
-                    write_body(&find, item);
-                }
-            } else if let Ok(item) = unsafe { couplings.get_unchecked(part) } {
-                write_coupling(&find, item);
-            }
+    listed.par_iter().for_each(|(root, cache, vehicle)| {
+        if !(vehicle && skip_vehicles) {
+            parts.write(root, cache);
         }
     });
 }
 
-/// Every driveline's parts, driveline by driveline in element order: the order of the
-/// write-back. Rebuilt when a driveline is added, removed or rebuilt.
-#[derive(Default)]
-pub(crate) struct PartOrder {
-    /// `(root, build generation, parts)` of each driveline when the list was made.
-    key: Vec<(Entity, u64, usize)>,
-    /// The parts, each with whether it is a body (an inertia or a mass).
-    parts: Vec<(Entity, bool)>,
+/// What the fleet's write-back reaches of a part: the owner and the state alone (the part's
+/// slot is its place in the driveline's list, and each component a query fetches is a column
+/// found in the part's table, per part).
+#[derive(bevy_ecs::system::SystemParam)]
+pub(crate) struct FleetParts<'w, 's> {
+    owners: Query<'w, 's, &'static PartOf>,
+    bodies: FleetBodies<'w, 's>,
+    couplings: FleetCouplings<'w, 's>,
 }
 
-impl PartOrder {
-    fn refresh(&mut self, roots: &Query<(Entity, &DrivelineCache)>) {
-        let same = self.key.len() == roots.iter().len()
-            && roots.iter().zip(&self.key).all(|((e, c), k)| (e, c.generation, c.parts.len()) == *k);
-        if same {
-            return;
+impl FleetParts<'_, '_> {
+    /// Writes the parts of driveline `root` from its simulation, in element order. Called for
+    /// several drivelines at once from the compute threads: a part is written by the driveline
+    /// its [`PartOf`] names and by no other, so its components are reached from one call only.
+    #[allow(unsafe_code)]
+    pub(crate) fn write(&self, root: Entity, cache: &DrivelineCache) {
+        let Some(sim) = cache.sim.as_ref() else { return };
+        for (k, &part) in cache.parts.iter().enumerate() {
+            if self.owners.get(part).map_or(true, |p| p.0 != root) {
+                continue;
+            }
+            // SAFETY (both look-ups): the part's `PartOf` names this driveline, checked above,
+            // and an entity has one `PartOf`, so no call for another driveline reaches this
+            // part; within this call each item is dropped before the next look-up. Nothing else
+            // reads or writes these components while the calls run: the system that holds this
+            // parameter iterates none of its queries meanwhile, and its other queries (the
+            // roots', the wheels') fetch none of these components (Bevy checks that).
+            if let Some(state) = sim.body_state(k) {
+                if let Ok(body) = unsafe { self.bodies.get_unchecked(part) } {
+                    set_body(body, state);
+                }
+            } else if let Ok((coupling, engagement)) = unsafe { self.couplings.get_unchecked(part) } {
+                set_coupling(sim, k, coupling, engagement);
+            }
         }
-        self.key = roots.iter().map(|(e, c)| (e, c.generation, c.parts.len())).collect();
-        self.parts = roots
-            .iter()
-            .flat_map(|(_, c)| {
-                let sim = c.sim.as_ref();
-                c.parts.iter().enumerate().map(move |(k, &e)| (e, sim.is_some_and(|s| s.body_state(k).is_some())))
-            })
-            .collect();
     }
 }
+
+/// The bodies of [`write_back_fleet`]: their state alone.
+type FleetBodies<'w, 's> =
+    Query<'w, 's, &'static mut BodyState, (Or<(With<Inertia>, With<Mass>)>, Without<SkipWriteBack>)>;
+
+/// The couplings of [`write_back_fleet`]: their state and engagement alone.
+type FleetCouplings<'w, 's> = Query<
+    'w,
+    's,
+    (&'static mut CouplingState, Option<&'static mut ClutchEngagement>),
+    (Without<Inertia>, Without<Mass>, Without<SkipWriteBack>),
+>;
 
 /// The cache of driveline `root`, through `memo`, the last root looked up: on the calling
 /// thread a driveline's parts come one after the other, so most parts find their root there
@@ -247,10 +249,10 @@ impl RootIndex {
     /// Lists this tick's roots in `caches` and their positions in `self.at`.
     fn fill<'a>(
         &mut self,
-        roots: &'a Query<(Entity, &DrivelineCache)>,
+        roots: &'a Query<(Entity, &DrivelineCache, Has<crate::vehicle::VehicleController>)>,
         caches: &mut Vec<(Entity, &'a DrivelineCache)>,
     ) {
-        for (root, cache) in roots.iter() {
+        for (root, cache, _) in roots.iter() {
             let i = root.index_u32() as usize;
             if self.at.len() <= i {
                 self.at.resize(i + 1, u32::MAX);
@@ -280,13 +282,19 @@ fn recycle<'b>(mut v: Vec<(Entity, &DrivelineCache)>) -> Vec<(Entity, &'b Drivel
 #[inline(always)]
 fn write_body<'a>(
     find: &impl Fn(Entity) -> Option<&'a DrivelineCache>,
-    (entity, part_of, &PartSlot(k), mut body): (Entity, &PartOf, &PartSlot, Mut<BodyState>),
+    (entity, part_of, &PartSlot(k), body): (Entity, &PartOf, &PartSlot, Mut<BodyState>),
 ) {
     let Some(sim) = find(part_of.0).and_then(|c| c.simulation_of(entity, k)) else { return };
-    // Compared bit for bit, as the write test does (`-0.0` is not `0.0` there).
-    if let Some((angle, speed)) = sim.body_state(k)
-        && (body.angle.to_bits() != angle.to_bits() || body.speed.to_bits() != speed.to_bits())
-    {
+    if let Some(state) = sim.body_state(k) {
+        set_body(body, state);
+    }
+}
+
+/// A body's `(angle, speed)`, written where it differs (bit for bit, as the written-states
+/// scan compares: `-0.0` is not `0.0` there).
+#[inline(always)]
+fn set_body(mut body: Mut<BodyState>, (angle, speed): (f64, f64)) {
+    if body.angle.to_bits() != angle.to_bits() || body.speed.to_bits() != speed.to_bits() {
         *body = BodyState { angle, speed };
     }
 }
@@ -295,7 +303,7 @@ fn write_body<'a>(
 #[inline(always)]
 fn write_coupling<'a>(
     find: &impl Fn(Entity) -> Option<&'a DrivelineCache>,
-    (entity, part_of, &PartSlot(k), mut coupling, engagement): (
+    (entity, part_of, &PartSlot(k), coupling, engagement): (
         Entity,
         &PartOf,
         &PartSlot,
@@ -304,6 +312,17 @@ fn write_coupling<'a>(
     ),
 ) {
     let Some(sim) = find(part_of.0).and_then(|c| c.simulation_of(entity, k)) else { return };
+    set_coupling(sim, k, coupling, engagement);
+}
+
+/// Element `k`'s relative state and engagement, written where they differ.
+#[inline(always)]
+fn set_coupling(
+    sim: &driveline_core::Simulation,
+    k: usize,
+    mut coupling: Mut<CouplingState>,
+    engagement: Option<Mut<ClutchEngagement>>,
+) {
     if let Some((phi_rel, w_rel)) = sim.element_relative(k) {
         coupling.set_if_neq(CouplingState {
             phi_rel,
@@ -339,14 +358,20 @@ fn write_heat_ports(
 }
 
 /// Sends the mode changes of the last step, and the input values the run-time input policy
-/// did not take as given (after the step they applied to). One system for both: each system a
-/// tick runs costs some hundreds of instructions of scheduling.
+/// did not take as given (after the step they applied to), for the drivelines the steps noted
+/// (see [`crate::StepNotes`]), in entity order. One system for both: each system a tick runs
+/// costs some hundreds of instructions of scheduling. A tick that stepped nothing sends nothing.
 pub(crate) fn send_messages(
     roots: Query<(Entity, &DrivelineCache)>,
+    mut notes: ResMut<crate::StepNotes>,
+    mut noted: Local<Vec<Entity>>,
     mut modes: MessageWriter<FrictionModeChanged>,
     mut rejected: MessageWriter<crate::DrivelineInputRejected>,
 ) {
-    for (root, cache) in &roots {
+    notes.0.drain_into(&mut noted);
+    noted.sort_unstable();
+    noted.dedup();
+    for (root, cache) in noted.drain(..).filter_map(|root| roots.get(root).ok()) {
         let Some(sim) = cache.sim.as_ref() else { continue };
         for e in sim.events() {
             if let Some(&part) = cache.parts.get(e.element) {

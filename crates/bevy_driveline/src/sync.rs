@@ -129,8 +129,11 @@ pub(crate) fn accept<T: ElementComponent>(world: &mut World, entity: Entity, ref
             }
             // The sync updates this driveline's parameters (it does not scan the elements).
             let root = world.get::<PartOf>(entity).map(|p| p.0);
-            if let Some(mut cache) = root.and_then(|r| world.get_mut::<DrivelineCache>(r)) {
+            if let Some(root) = root
+                && let Some(mut cache) = world.get_mut::<DrivelineCache>(root)
+            {
                 cache.bypass_change_detection().edited = true;
+                crate::SyncMarks::push(&mut world.into(), root);
             }
         }
         Err(e) => {
@@ -158,16 +161,22 @@ pub(crate) fn accept<T: ElementComponent>(world: &mut World, entity: Entity, ref
 /// edits applied in place (the motion, the clock and the controllers kept), a structural
 /// change (a part added or removed, a joint or a name changed, an edit the solver cannot take
 /// in place) rebuilt warm, and said so in a [`DrivelineRebuilt`] message.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn sync_networks(
     mut roots: Query<(Entity, &Driveline, &DrivelineParts, &mut DrivelineCache)>,
-    changed_roots: Query<(), Or<(Changed<DrivelineParts>, Changed<Driveline>)>>,
+    changed_roots: Query<Entity, Or<(Changed<DrivelineParts>, Changed<Driveline>)>>,
     changed: Query<&PartOf, (Or<(Changed<Name>, Changed<Connections>)>, With<PartElement>)>,
     parts: Query<(Option<&Name>, &PartElement, Option<&Connections>)>,
     mut removed: RemovedComponents<PartElement>,
     mut detached: RemovedComponents<PartOf>,
     mut failed: MessageWriter<DrivelineBuildFailed>,
     mut rebuilt: MessageWriter<DrivelineRebuilt>,
-    mut touched: Local<Vec<Entity>>,
+    (mut marks, mut touched, mut unbuilt, mut visit): (
+        ResMut<crate::SyncMarks>,
+        Local<Vec<Entity>>,
+        Local<Vec<Entity>>,
+        Local<Vec<Entity>>,
+    ),
     mut commands: Commands,
 ) {
     let any_removed = removed.read().count() + detached.read().count() > 0;
@@ -180,14 +189,30 @@ pub(crate) fn sync_networks(
     structure.extend(changed.iter().map(|p| p.0));
     structure.sort_unstable();
     structure.dedup();
-    for (root, driveline, members, mut cache) in &mut roots {
+    // The roots to look at: those marked, changed or touched, and those whose network is not
+    // built yet (a build that failed is tried again every tick); every root after a removal.
+    // A fleet's tick visits none of its roots when nothing changed.
+    visit.clear();
+    if any_removed {
+        visit.extend(roots.iter().map(|r| r.0));
+    } else {
+        visit.append(&mut marks.0);
+        visit.extend(changed_roots.iter());
+        visit.extend(structure.iter().copied());
+        visit.append(&mut unbuilt);
+        visit.sort_unstable();
+        visit.dedup();
+    }
+    marks.0.clear();
+    for &root in visit.iter() {
+        let Ok((root, driveline, members, mut cache)) = roots.get_mut(root) else { continue };
         let marks = cache.bypass_change_detection();
         let (is_edited, restructured) = (std::mem::take(&mut marks.edited), std::mem::take(&mut marks.restructured));
         let is_structural = cache.sim.is_none()
             || any_removed
             || restructured
             || changed_roots.contains(root)
-            || touched.binary_search(&root).is_ok();
+            || structure.binary_search(&root).is_ok();
         if !(is_structural || is_edited) || members.0.is_empty() {
             continue;
         }
@@ -230,6 +255,12 @@ pub(crate) fn sync_networks(
             }
         }
     }
+    // What is still not built is looked at again next tick.
+    unbuilt.extend(
+        visit.iter().filter(|&&r| {
+            roots.get(r).is_ok_and(|(_, _, members, cache)| cache.sim.is_none() && !members.0.is_empty())
+        }),
+    );
 }
 
 /// The network description of a root's parts, in part order.

@@ -560,6 +560,11 @@ pub fn restore_vehicle(
     }
 }
 
+/// Whether the last `Solve` wrote the vehicles' parts in their step (a fleet on two compute
+/// threads or more), so that the write-back leaves them.
+#[derive(Resource, Default)]
+pub(crate) struct VehiclesWritten(pub(crate) bool);
+
 /// Below this many vehicles the control and actuation systems run on the calling thread (a
 /// vehicle's control is a few hundred nanoseconds; a hand-off to the pool, microseconds).
 const PARALLEL_CONTROL: usize = crate::solve::PARALLEL_WRITE_BACK;
@@ -696,7 +701,8 @@ pub(crate) fn actuate_vehicles(
     last: Res<crate::LastWriteBack>,
     mut roots: Query<(&mut VehicleController, &mut DrivelineCache)>,
     mut engagements: Query<&mut crate::ClutchEngagement, Without<crate::SkipWriteBack>>,
-    mut changed: Local<std::sync::Mutex<Vec<(Entity, f64)>>>,
+    mut changed: Local<bevy_utils::Parallel<Vec<(Entity, f64)>>>,
+    mut list: Local<Vec<(Entity, f64)>>,
 ) {
     let sink = &*changed;
     for_each_vehicle!(roots, |(mut vc, mut cache)| {
@@ -714,14 +720,16 @@ pub(crate) fn actuate_vehicles(
             if sim.input_value(e.input).to_bits() != e.before
                 && let Some(u) = sim.element_engagement(e.k)
             {
-                sink.lock().unwrap_or_else(|p| p.into_inner()).push((e.part, u));
+                sink.borrow_local_mut().push((e.part, u));
             }
         }
     });
     // The engagement components, on the calling thread (a query of parts cannot be written
     // from the parallel pass over the roots). A value a user wrote since the last step is
     // kept: it is handed over in `Solve`.
-    let list = changed.get_mut().unwrap_or_else(|p| p.into_inner());
+    // (Each thread's buffer, and this list, keep their room from tick to tick; an element's
+    // part is written once a tick, so the order of the threads' lists does not matter.)
+    changed.drain_into(&mut list);
     for (part, u) in list.drain(..) {
         if let Ok(mut e) = engagements.get_mut(part)
             && e.0.to_bits() != u.to_bits()
@@ -762,8 +770,16 @@ pub(crate) fn step_vehicles(
         MessageWriter<crate::DrivelineEditRefused>,
         Local<std::sync::Mutex<Vec<crate::DrivelineEditRefused>>>,
     ),
-    mut noted: Local<std::sync::Mutex<Vec<Entity>>>,
+    (mut noted, mut noted_list): (Local<bevy_utils::Parallel<Vec<Entity>>>, Local<Vec<Entity>>),
+    (notes, parts_of, mut written): (Res<crate::StepNotes>, crate::solve::FleetParts, ResMut<VehiclesWritten>),
 ) {
+    let notes = &*notes;
+    // A fleet on two compute threads or more writes each vehicle's parts right after its step,
+    // while its simulation is in the cache (the write-back then leaves them: see
+    // `solve::write_back`, which would take this path for them).
+    written.0 = roots.iter().len() >= crate::solve::PARALLEL_WRITE_BACK
+        && bevy_tasks::ComputeTaskPool::try_get().is_some_and(|pool| pool.thread_num() >= 2);
+    let fused = written.0.then_some(&parts_of);
     let dt = time.delta_secs_f64();
     let sink = &*failures;
     let noted_sink = &*noted;
@@ -829,9 +845,13 @@ pub(crate) fn step_vehicles(
             overrides.inputs.clear();
         }
         tele.0 = *control.telemetry();
+        notes.note(root, sim);
+        if let Some(parts) = fused {
+            parts.write(root, &cache);
+        }
         // What the calling thread has to send below: events, a chassis' wheel forces.
         if !control.events().is_empty() || def.road == Road::Chassis {
-            noted_sink.lock().unwrap_or_else(|p| p.into_inner()).push(root);
+            noted_sink.borrow_local_mut().push(root);
         }
     };
     if roots.iter().len() < crate::solve::PARALLEL_DRIVELINES {
@@ -845,7 +865,8 @@ pub(crate) fn step_vehicles(
     }
     // Only the vehicles noted in the pass above, in entity order (a pass over every vehicle
     // on the calling thread finds each one's controller out of the cache).
-    let noted = noted.get_mut().unwrap_or_else(|p| p.into_inner());
+    noted.drain_into(&mut noted_list);
+    let noted = &mut *noted_list;
     noted.sort_unstable();
     for (root, def, vc, .., parts, _, _) in noted.drain(..).filter_map(|root| roots.get(root).ok()) {
         for e in vc.events() {

@@ -3,32 +3,67 @@
 //! `driveline bench`: what the solver alone reaches on this machine, so the cost of the Bevy
 //! App around it (executor, task hand-offs, part write-back) can be read off the difference.
 //!
-//! `cargo run --release -p driveline_tools --bin fleet_threads -- 400 2 [2000]` (vehicles, threads, steps). The sedans pull
-//! away in D at 30 % throttle (not the bench's traffic cycle), after 0.1 s on their own.
+//! `cargo run --release -p driveline_tools --bin fleet_threads -- 400 2 [2000] [traffic]`
+//! (vehicles, threads, steps). By default the sedans pull away in D at 30 % throttle, after
+//! 0.1 s on their own. With `traffic`, the workload of `driveline bench`: each sedan starts at
+//! rest and is driven over UDDS by the driver model, vehicle `i` reading the cycle
+//! `37 i` seconds ahead, after one step that builds it (the bench's first tick).
 
 use driveline_core::automatic::Selector;
+use driveline_core::vehicle::driver::{Cycle, Driver, DriverParams};
 use driveline_core::{DriverInput, Vehicle};
 use std::path::Path;
 
+/// One sedan of the fleet, with the driver of `traffic` and its offset on the cycle.
+struct Car {
+    vehicle: Vehicle,
+    driver: Driver,
+    offset: f64,
+}
+
 fn main() {
-    let mut args = std::env::args().skip(1).map(|a| a.parse::<usize>());
-    let n = args.next().and_then(Result::ok).unwrap_or(100).max(1);
-    let threads = args.next().and_then(Result::ok).unwrap_or(2).max(1);
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../assets/vehicles/sedan_8hp.ron");
-    let mut cars: Vec<Vehicle> = match (0..n).map(|_| Vehicle::load(&path)).collect() {
-        Ok(cars) => cars,
-        Err(e) => return eprintln!("{e}"),
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let traffic = args.iter().any(|a| a == "traffic");
+    let mut numbers = args.iter().filter_map(|a| a.parse::<usize>().ok());
+    let n = numbers.next().unwrap_or(100).max(1);
+    let threads = numbers.next().unwrap_or(2).max(1);
+    let steps = numbers.next().unwrap_or(2000).max(1);
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let cycle = match std::fs::read_to_string(root.join("assets/cycles/udds.csv")) {
+        Ok(text) => match Cycle::parse(&text, "udds") {
+            Ok(c) => c,
+            Err(e) => return eprintln!("{e}"),
+        },
+        Err(e) => return eprintln!("udds.csv: {e}"),
     };
-    let input = DriverInput { selector: Selector::Drive, throttle: 0.3, ..Default::default() };
-    let step = |c: &mut Vehicle| {
-        if let Err(e) = c.step(&input, 1e-3) {
+    let mut cars = Vec::with_capacity(n);
+    for i in 0..n {
+        let vehicle = match Vehicle::load(&root.join("assets/vehicles/sedan_8hp.ron")) {
+            Ok(v) => v,
+            Err(e) => return eprintln!("{e}"),
+        };
+        let driver = Driver::new(vehicle.spec(), DriverParams::default());
+        cars.push(Car { vehicle, driver, offset: (i as f64 * 37.0) % cycle.duration() });
+    }
+    let cruise = DriverInput { selector: Selector::Drive, throttle: 0.3, ..Default::default() };
+    let dt = 1e-3;
+    let cycle = &cycle;
+    let step = move |c: &mut Car| {
+        let input = if traffic {
+            let mut t = *c.vehicle.telemetry();
+            t.time = (t.time + c.offset) % cycle.duration();
+            c.driver.input(cycle, &t, dt)
+        } else {
+            cruise
+        };
+        if let Err(e) = c.vehicle.step(&input, dt) {
             eprintln!("{e}");
         }
     };
+    let warm = if traffic { 1 } else { 100 };
     for c in cars.iter_mut() {
-        (0..100).for_each(|_| step(c));
+        (0..warm).for_each(|_| step(c));
     }
-    let steps = args.next().and_then(Result::ok).unwrap_or(2000).max(1);
     let chunk = n.div_ceil(threads);
     let start = std::time::Instant::now();
     for _ in 0..steps {
@@ -40,5 +75,9 @@ fn main() {
     }
     let wall = start.elapsed().as_secs_f64();
     let rate = (n * steps) as f64 / wall;
-    println!("{n} sedans on {threads} thread(s): {rate:.0} vehicle-steps/s, {:.2} us per vehicle-step", 1e6 / rate);
+    let what = if traffic { "in UDDS traffic" } else { "pulling away" };
+    println!(
+        "{n} sedans {what} on {threads} thread(s): {rate:.0} vehicle-steps/s, {:.2} us per vehicle-step",
+        1e6 / rate
+    );
 }
