@@ -40,10 +40,14 @@ fn entities_match_the_core_bit_for_bit() {
     let root = spawn_scenario(app.world_mut(), &scenario).unwrap();
     let mut core_events = Vec::new();
     let mut app_events = Vec::new();
-    for _ in 0..1500 {
+    for k in 0..1500 {
         sim.step(1e-3).unwrap();
         core_events.extend(sim.events().iter().map(|e| (e.time, e.from, e.to)));
         fixed_step(&mut app, Duration::from_millis(1));
+        if k % 2 == 1 {
+            // A tick of zero length steps nothing, so it sends no mode change again.
+            fixed_step(&mut app, Duration::ZERO);
+        }
         app_events.extend(
             app.world_mut().resource_mut::<Messages<FrictionModeChanged>>().drain().map(|m| (m.time, m.from, m.to)),
         );
@@ -382,8 +386,30 @@ fn sedan_fleet(n: usize) -> (driveline::core::vehicle::Vehicle, App, Vec<Entity>
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/vehicles/sedan_8hp.ron");
     let core = Vehicle::load(&path).unwrap();
     let mut app = create_app();
+    // Two compute threads (the process's pool, if a test made it first, is kept): the fleet's
+    // paths of the plugin, its parts written in the vehicles' parallel step.
+    let none = || bevy_app::TaskPoolThreadAssignmentPolicy {
+        min_threads: 0,
+        max_threads: 0,
+        percent: 0.0,
+        on_thread_spawn: None,
+        on_thread_destroy: None,
+    };
+    let options = bevy_app::TaskPoolOptions {
+        io: none(),
+        async_compute: none(),
+        ..bevy_app::TaskPoolOptions::with_num_threads(2)
+    };
+    app.add_plugins(bevy_app::TaskPoolPlugin { task_pool_options: options });
+    let threads = bevy_tasks_threads();
+    assert!(threads >= 2, "the fleet tests need two compute threads, the pool has {threads}");
     let roots = (0..n).map(|_| spawn_vehicle(app.world_mut(), core.spec().clone(), Road::Body).unwrap()).collect();
     (core, app, roots)
+}
+
+/// The compute task pool's threads.
+fn bevy_tasks_threads() -> usize {
+    bevy_tasks::ComputeTaskPool::get().thread_num()
 }
 
 /// A driver in Drive, holding the brake.

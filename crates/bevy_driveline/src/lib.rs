@@ -336,7 +336,8 @@ impl Plugin for DrivelineCorePlugin {
             .init_resource::<StatesTaken>()
             .init_resource::<StepNotes>()
             .init_resource::<SyncMarks>()
-            .init_resource::<vehicle::VehiclesWritten>();
+            .init_resource::<vehicle::VehiclesWritten>()
+            .init_resource::<PartClaims>();
         app.configure_sets(
             self.schedule,
             (
@@ -621,6 +622,35 @@ impl SyncMarks {
         if let Some(mut marks) = world.get_resource_mut::<SyncMarks>() {
             marks.0.push(root);
         }
+    }
+}
+
+/// Which driveline may write each part's state in the fleet's write-back, by the part's
+/// entity index: the root whose last build listed it (set by the sync at each build, the only
+/// place a driveline's part list is made). A part's entity is listed by one driveline at a
+/// time, and the write-back writes a part only from the driveline this names, so no two
+/// drivelines written at once on different threads reach one part. A dense table: the parts
+/// of a car are spawned together, so their entries share cache lines (a part's `PartOf` is a
+/// row of its own table, one cache miss a part).
+#[derive(Resource, Default)]
+struct PartClaims(Vec<Entity>);
+
+impl PartClaims {
+    /// Notes that `root`'s build lists `parts`.
+    fn claim(&mut self, root: Entity, parts: &[Entity]) {
+        for part in parts {
+            let i = part.index_u32() as usize;
+            if self.0.len() <= i {
+                self.0.resize(i + 1, Entity::PLACEHOLDER);
+            }
+            self.0[i] = root;
+        }
+    }
+
+    /// Whether `root` may write `part`.
+    #[inline(always)]
+    fn claimed_by(&self, part: Entity, root: Entity) -> bool {
+        self.0.get(part.index_u32() as usize) == Some(&root)
     }
 }
 

@@ -163,12 +163,12 @@ fn write_back_fleet(
     });
 }
 
-/// What the fleet's write-back reaches of a part: the owner and the state alone (the part's
-/// slot is its place in the driveline's list, and each component a query fetches is a column
-/// found in the part's table, per part).
+/// What the fleet's write-back reaches of a part: the state alone (the part's slot is its
+/// place in the driveline's list, its owner is in [`crate::PartClaims`], and each component a
+/// query fetches is a column found in the part's table, per part).
 #[derive(bevy_ecs::system::SystemParam)]
 pub(crate) struct FleetParts<'w, 's> {
-    owners: Query<'w, 's, &'static PartOf>,
+    claims: Res<'w, crate::PartClaims>,
     bodies: FleetBodies<'w, 's>,
     couplings: FleetCouplings<'w, 's>,
 }
@@ -181,12 +181,13 @@ impl FleetParts<'_, '_> {
     pub(crate) fn write(&self, root: Entity, cache: &DrivelineCache) {
         let Some(sim) = cache.sim.as_ref() else { return };
         for (k, &part) in cache.parts.iter().enumerate() {
-            if self.owners.get(part).map_or(true, |p| p.0 != root) {
+            if !self.claims.claimed_by(part, root) {
                 continue;
             }
-            // SAFETY (both look-ups): the part's `PartOf` names this driveline, checked above,
-            // and an entity has one `PartOf`, so no call for another driveline reaches this
-            // part; within this call each item is dropped before the next look-up. Nothing else
+            // SAFETY (both look-ups): the claims name this driveline for this part, checked
+            // above, and one driveline only for each entity index (a live entity is the only one
+            // of its index), so no call for another driveline reaches this part; within this
+            // call each item is dropped before the next look-up. Nothing else
             // reads or writes these components while the calls run: the system that holds this
             // parameter iterates none of its queries meanwhile, and its other queries (the
             // roots', the wheels') fetch none of these components (Bevy checks that).

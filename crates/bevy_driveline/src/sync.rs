@@ -171,7 +171,8 @@ pub(crate) fn sync_networks(
     mut detached: RemovedComponents<PartOf>,
     mut failed: MessageWriter<DrivelineBuildFailed>,
     mut rebuilt: MessageWriter<DrivelineRebuilt>,
-    (mut marks, mut touched, mut unbuilt, mut visit): (
+    (mut claims, mut marks, mut touched, mut unbuilt, mut visit): (
+        ResMut<crate::PartClaims>,
         ResMut<crate::SyncMarks>,
         Local<Vec<Entity>>,
         Local<Vec<Entity>>,
@@ -241,6 +242,7 @@ pub(crate) fn sync_networks(
                 cache.sim = Some(sim);
                 cache.generation += 1;
                 cache.parts = members.0.iter().copied().filter(|e| parts.contains(*e)).collect();
+                claims.claim(root, &cache.parts);
                 for (k, &e) in cache.parts.iter().enumerate() {
                     commands.entity(e).try_insert(PartSlot(k));
                 }
