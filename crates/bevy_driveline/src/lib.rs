@@ -132,7 +132,7 @@
 //! | vehicles: the coupled step, heat, fuel, telemetry (and the later sub-steps of a shift, or of a [`vehicle::DrivelineRate`] faster than the tick) | `Solve` | [`vehicle::VehicleController`], [`chassis::WheelContact`] (taken in `Control`) | [`vehicle::VehicleTelemetry`], [`vehicle::VehicleMessage`], [`chassis::WheelForces`] |
 //! | your chassis' forces | after `Solve` | [`chassis::WheelForces`] | your physics engine's forces |
 //! | other drivelines: the coupled step | `Solve` | | [`DrivelineCache`] |
-//! | write-back | `Solve` (last) | [`DrivelineCache`] | [`BodyState`], [`CouplingState`], [`ClutchEngagement`] |
+//! | write-back (a fleet's vehicles: in their step above) | `Solve` (last) | [`DrivelineCache`] | [`BodyState`], [`CouplingState`], [`ClutchEngagement`] |
 //! | your readers | `Integrate` | the new state | |
 //! | mode messages | `Telemetry` | [`DrivelineCache`] | [`FrictionModeChanged`], [`DrivelineInputRejected`] |
 //!
@@ -184,7 +184,9 @@
 //! The coupled steps of two or more drivelines are spread over the compute task pool (one driveline steps
 //! on the calling thread: a hand-off costs more than it saves), the write-back goes driveline
 //! by driveline on the calling thread; the vehicles' control and actuation systems go over the
-//! pool from 16 vehicles on. Handing whole systems to
+//! pool from 16 vehicles on. From 16 vehicles on two compute threads or more, each vehicle's
+//! parts are written in its step, right after it, while its simulation is in the cache (still
+//! in `Solve`, before the write-back, which then leaves them). Handing whole systems to
 //! workers costs more than it gains here: with one car, most of a tick on a multi-threaded
 //! executor is threads waking each other, and a fleet on two threads runs faster when the fixed
 //! schedule is single-threaded (its systems still spread their loops over the pool; the figures
@@ -332,12 +334,7 @@ impl Plugin for DrivelineCorePlugin {
             .add_message::<StateWriteAdjusted>()
             .add_message::<vehicle::VehicleMessage>();
         register_types(app);
-        app.init_resource::<LastWriteBack>()
-            .init_resource::<StatesTaken>()
-            .init_resource::<StepNotes>()
-            .init_resource::<SyncMarks>()
-            .init_resource::<vehicle::VehiclesWritten>()
-            .init_resource::<PartClaims>();
+        app.init_resource::<LastWriteBack>().init_resource::<StatesTaken>().init_resource::<Book>();
         app.configure_sets(
             self.schedule,
             (
@@ -602,7 +599,8 @@ impl DrivelineCache {
 }
 
 /// When the write-back last ran: a [`ClutchEngagement`] changed after it was written by a
-/// user (the write-back's own writes carry this tick).
+/// user (the write-back's own writes carry this tick, a fleet's vehicles' writes in their step
+/// an earlier one of the same `Solve`).
 #[derive(Resource, Debug, Clone, Copy, Default)]
 struct LastWriteBack(bevy_ecs::change_detection::Tick);
 
@@ -611,60 +609,92 @@ struct LastWriteBack(bevy_ecs::change_detection::Tick);
 #[derive(Resource, Debug, Clone, Copy, Default)]
 struct StatesTaken(bevy_ecs::change_detection::Tick);
 
-/// The roots whose cache a hook or an accepted edit marked since the last sync (see
-/// `DrivelineCache::edited` and `restructured`), so that the sync visits those, not every root.
+/// What the plugin's systems hand one another about the drivelines, outside the components:
+/// one resource, so that each system fetches one (a resource fetch costs some tens of
+/// instructions a tick).
 #[derive(Resource, Default)]
-struct SyncMarks(Vec<Entity>);
-
-impl SyncMarks {
-    /// Notes that `root`'s cache was marked.
-    fn push(world: &mut bevy_ecs::world::DeferredWorld, root: Entity) {
-        if let Some(mut marks) = world.get_resource_mut::<SyncMarks>() {
-            marks.0.push(root);
-        }
-    }
+struct Book {
+    /// The roots whose cache a hook or an accepted edit marked since the last sync (see
+    /// `DrivelineCache::edited` and `restructured`), so that the sync visits those, not every
+    /// root.
+    marks: Vec<Entity>,
+    /// Which driveline may write each part's state in the fleet's write-back, by the part's
+    /// entity index: the root whose last build listed it (set by the sync at each build, the
+    /// only place a driveline's part list is made). A part's entity is listed by one driveline
+    /// at a time, and the write-back writes a part only from the driveline this names, so no
+    /// two drivelines written at once on different threads reach one part. A dense table: the
+    /// parts of a car are spawned together, so their entries share cache lines (a part's
+    /// `PartOf` is a row of its own table, one cache miss a part).
+    claims: Vec<Entity>,
+    /// The drivelines whose last step left mode events or input rejections to send (noted by
+    /// the parallel steps), so that [`solve::send_messages`] visits those alone, not every
+    /// driveline's simulation.
+    notes: Notes<Entity>,
+    /// Whether the last `Solve` wrote the vehicles' parts in their step (a fleet on two
+    /// compute threads or more), so that the write-back leaves them.
+    vehicles_written: std::sync::atomic::AtomicBool,
+    /// Whether the world has drivelines that are not vehicles (as the last `Solve` found).
+    others_stepped: std::sync::atomic::AtomicBool,
 }
 
-/// Which driveline may write each part's state in the fleet's write-back, by the part's
-/// entity index: the root whose last build listed it (set by the sync at each build, the only
-/// place a driveline's part list is made). A part's entity is listed by one driveline at a
-/// time, and the write-back writes a part only from the driveline this names, so no two
-/// drivelines written at once on different threads reach one part. A dense table: the parts
-/// of a car are spawned together, so their entries share cache lines (a part's `PartOf` is a
-/// row of its own table, one cache miss a part).
-#[derive(Resource, Default)]
-struct PartClaims(Vec<Entity>);
+impl Book {
+    /// Notes that `root`'s cache was marked.
+    fn mark(world: &mut bevy_ecs::world::DeferredWorld, root: Entity) {
+        if let Some(mut book) = world.get_resource_mut::<Book>() {
+            book.marks.push(root);
+        }
+    }
 
-impl PartClaims {
     /// Notes that `root`'s build lists `parts`.
     fn claim(&mut self, root: Entity, parts: &[Entity]) {
         for part in parts {
             let i = part.index_u32() as usize;
-            if self.0.len() <= i {
-                self.0.resize(i + 1, Entity::PLACEHOLDER);
+            if self.claims.len() <= i {
+                self.claims.resize(i + 1, Entity::PLACEHOLDER);
             }
-            self.0[i] = root;
+            self.claims[i] = root;
         }
     }
 
     /// Whether `root` may write `part`.
     #[inline(always)]
     fn claimed_by(&self, part: Entity, root: Entity) -> bool {
-        self.0.get(part.index_u32() as usize) == Some(&root)
+        self.claims.get(part.index_u32() as usize) == Some(&root)
     }
-}
 
-/// The drivelines whose last step left mode events or input rejections to send (noted by the
-/// parallel steps, on each thread's own list), so that [`solve::send_messages`] visits those
-/// alone, not every driveline's simulation.
-#[derive(Resource, Default)]
-struct StepNotes(bevy_utils::Parallel<Vec<Entity>>);
-
-impl StepNotes {
     /// Notes `root` if its simulation's last step has something to send.
     fn note(&self, root: Entity, sim: &Simulation) {
         if !sim.events().is_empty() || !sim.input_rejections().is_empty() {
-            self.0.borrow_local_mut().push(root);
+            self.notes.push(root);
+        }
+    }
+}
+
+/// What the parallel passes collect: each thread's own list (no lock shared by the threads),
+/// and whether anything was pushed at all, so that a tick that collected nothing does not
+/// visit the threads' lists.
+pub(crate) struct Notes<T: Send> {
+    lists: bevy_utils::Parallel<Vec<T>>,
+    any: std::sync::atomic::AtomicBool,
+}
+
+impl<T: Send> Default for Notes<T> {
+    fn default() -> Self {
+        Notes { lists: Default::default(), any: Default::default() }
+    }
+}
+
+impl<T: Send> Notes<T> {
+    /// Adds `item` to the calling thread's list.
+    pub(crate) fn push(&self, item: T) {
+        self.lists.borrow_local_mut().push(item);
+        self.any.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Moves everything pushed to the end of `out` (the threads' lists keep their room).
+    pub(crate) fn drain_into(&mut self, out: &mut Vec<T>) {
+        if std::mem::take(self.any.get_mut()) {
+            self.lists.drain_into(out);
         }
     }
 }

@@ -48,7 +48,7 @@ fn element_inserted(mut world: bevy_ecs::world::DeferredWorld, ctx: bevy_ecs::li
     let Some(root) = world.get::<crate::PartOf>(ctx.entity).map(|p| p.0) else { return };
     if let Some(mut cache) = world.get_mut::<crate::DrivelineCache>(root) {
         cache.bypass_change_detection().restructured = true;
-        crate::SyncMarks::push(&mut world, root);
+        crate::Book::mark(&mut world, root);
     }
 }
 

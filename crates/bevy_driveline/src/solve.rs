@@ -8,6 +8,7 @@ use crate::{
 };
 use bevy_ecs::prelude::*;
 use bevy_time::Time;
+use std::sync::atomic::Ordering::Relaxed;
 
 /// Below this many drivelines a system steps them on the calling thread: handing work to the
 /// compute task pool costs some microseconds (waking a worker and joining it), more than a
@@ -29,14 +30,16 @@ pub(crate) fn step_drivelines(
     mut roots: Query<(Entity, &mut DrivelineCache), Without<crate::vehicle::VehicleController>>,
     mut failed: MessageWriter<DrivelineStepFailed>,
     mut failures: Local<std::sync::Mutex<Vec<DrivelineStepFailed>>>,
-    notes: Res<crate::StepNotes>,
+    book: Res<crate::Book>,
 ) {
     let dt = time.delta_secs_f64();
+    // (Whether the write-back has drivelines other than vehicles to write.)
+    book.others_stepped.store(!roots.is_empty(), Relaxed);
     if dt <= 0.0 {
         return;
     }
     let sink = &*failures;
-    let notes = &*notes;
+    let notes = &*book;
     let step = |(root, mut cache): (Entity, Mut<DrivelineCache>)| {
         let Some(sim) = cache.sim.as_mut() else { return };
         if let Err(e) = sim.step(dt) {
@@ -101,8 +104,7 @@ pub(crate) fn write_back(
     mut index: Local<RootIndex>,
     mut parts: ParamSet<(Bodies, Couplings, FleetParts)>,
     mut heat: Query<(Entity, &PartOf, &PartSlot, &mut HeatPortState), Without<SkipWriteBack>>,
-    fused: Res<crate::vehicle::VehiclesWritten>,
-    others: Query<(), (With<DrivelineCache>, Without<crate::vehicle::VehicleController>)>,
+    book: Res<crate::Book>,
 ) {
     last.0 = ticks.this_run();
     let roots = &roots;
@@ -116,8 +118,9 @@ pub(crate) fn write_back(
             // driveline in turn and every simulation comes into the cache again for each kind
             // of part (see docs/performance.md, "Fleets").
             // (The vehicles' parts were written in their step, when it ran the same way.)
-            if !(fused.0 && others.is_empty()) {
-                write_back_fleet(&listed, fused.0, &parts.p2());
+            let (fused, others) = (book.vehicles_written.load(Relaxed), book.others_stepped.load(Relaxed));
+            if !fused || others {
+                write_back_fleet(&listed, fused, &parts.p2(), &book);
             }
             return;
         }
@@ -145,7 +148,7 @@ pub(crate) fn write_back(
     // A few drivelines: each one's parts in element order while its simulation is in the cache.
     let parts = parts.p2();
     for (root, cache, _) in &listed {
-        parts.write(root, cache);
+        parts.write(root, cache, &book);
     }
 }
 
@@ -155,20 +158,20 @@ fn write_back_fleet(
     listed: &Query<(Entity, &DrivelineCache, Has<crate::vehicle::VehicleController>)>,
     skip_vehicles: bool,
     parts: &FleetParts,
+    book: &crate::Book,
 ) {
     listed.par_iter().for_each(|(root, cache, vehicle)| {
         if !(vehicle && skip_vehicles) {
-            parts.write(root, cache);
+            parts.write(root, cache, book);
         }
     });
 }
 
 /// What the fleet's write-back reaches of a part: the state alone (the part's slot is its
-/// place in the driveline's list, its owner is in [`crate::PartClaims`], and each component a
-/// query fetches is a column found in the part's table, per part).
+/// place in the driveline's list, its owner is in the [`crate::Book`]'s claims, and each
+/// component a query fetches is a column found in the part's table, per part).
 #[derive(bevy_ecs::system::SystemParam)]
 pub(crate) struct FleetParts<'w, 's> {
-    claims: Res<'w, crate::PartClaims>,
     bodies: FleetBodies<'w, 's>,
     couplings: FleetCouplings<'w, 's>,
 }
@@ -178,10 +181,10 @@ impl FleetParts<'_, '_> {
     /// several drivelines at once from the compute threads: a part is written by the driveline
     /// its [`PartOf`] names and by no other, so its components are reached from one call only.
     #[allow(unsafe_code)]
-    pub(crate) fn write(&self, root: Entity, cache: &DrivelineCache) {
+    pub(crate) fn write(&self, root: Entity, cache: &DrivelineCache, book: &crate::Book) {
         let Some(sim) = cache.sim.as_ref() else { return };
         for (k, &part) in cache.parts.iter().enumerate() {
-            if !self.claims.claimed_by(part, root) {
+            if !book.claimed_by(part, root) {
                 continue;
             }
             // SAFETY (both look-ups): the claims name this driveline for this part, checked
@@ -360,16 +363,16 @@ fn write_heat_ports(
 
 /// Sends the mode changes of the last step, and the input values the run-time input policy
 /// did not take as given (after the step they applied to), for the drivelines the steps noted
-/// (see [`crate::StepNotes`]), in entity order. One system for both: each system a tick runs
+/// (see [`crate::Book`]), in entity order. One system for both: each system a tick runs
 /// costs some hundreds of instructions of scheduling. A tick that stepped nothing sends nothing.
 pub(crate) fn send_messages(
     roots: Query<(Entity, &DrivelineCache)>,
-    mut notes: ResMut<crate::StepNotes>,
+    mut book: ResMut<crate::Book>,
     mut noted: Local<Vec<Entity>>,
     mut modes: MessageWriter<FrictionModeChanged>,
     mut rejected: MessageWriter<crate::DrivelineInputRejected>,
 ) {
-    notes.0.drain_into(&mut noted);
+    book.notes.drain_into(&mut noted);
     noted.sort_unstable();
     noted.dedup();
     for (root, cache) in noted.drain(..).filter_map(|root| roots.get(root).ok()) {

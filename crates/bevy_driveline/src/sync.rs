@@ -133,7 +133,7 @@ pub(crate) fn accept<T: ElementComponent>(world: &mut World, entity: Entity, ref
                 && let Some(mut cache) = world.get_mut::<DrivelineCache>(root)
             {
                 cache.bypass_change_detection().edited = true;
-                crate::SyncMarks::push(&mut world.into(), root);
+                crate::Book::mark(&mut world.into(), root);
             }
         }
         Err(e) => {
@@ -171,9 +171,8 @@ pub(crate) fn sync_networks(
     mut detached: RemovedComponents<PartOf>,
     mut failed: MessageWriter<DrivelineBuildFailed>,
     mut rebuilt: MessageWriter<DrivelineRebuilt>,
-    (mut claims, mut marks, mut touched, mut unbuilt, mut visit): (
-        ResMut<crate::PartClaims>,
-        ResMut<crate::SyncMarks>,
+    (mut book, mut touched, mut unbuilt, mut visit): (
+        ResMut<crate::Book>,
         Local<Vec<Entity>>,
         Local<Vec<Entity>>,
         Local<Vec<Entity>>,
@@ -197,14 +196,14 @@ pub(crate) fn sync_networks(
     if any_removed {
         visit.extend(roots.iter().map(|r| r.0));
     } else {
-        visit.append(&mut marks.0);
+        visit.append(&mut book.marks);
         visit.extend(changed_roots.iter());
         visit.extend(structure.iter().copied());
         visit.append(&mut unbuilt);
         visit.sort_unstable();
         visit.dedup();
     }
-    marks.0.clear();
+    book.marks.clear();
     for &root in visit.iter() {
         let Ok((root, driveline, members, mut cache)) = roots.get_mut(root) else { continue };
         let marks = cache.bypass_change_detection();
@@ -242,7 +241,7 @@ pub(crate) fn sync_networks(
                 cache.sim = Some(sim);
                 cache.generation += 1;
                 cache.parts = members.0.iter().copied().filter(|e| parts.contains(*e)).collect();
-                claims.claim(root, &cache.parts);
+                book.claim(root, &cache.parts);
                 for (k, &e) in cache.parts.iter().enumerate() {
                     commands.entity(e).try_insert(PartSlot(k));
                 }

@@ -560,11 +560,6 @@ pub fn restore_vehicle(
     }
 }
 
-/// Whether the last `Solve` wrote the vehicles' parts in their step (a fleet on two compute
-/// threads or more), so that the write-back leaves them.
-#[derive(Resource, Default)]
-pub(crate) struct VehiclesWritten(pub(crate) bool);
-
 /// Below this many vehicles the control and actuation systems run on the calling thread (a
 /// vehicle's control is a few hundred nanoseconds; a hand-off to the pool, microseconds).
 const PARALLEL_CONTROL: usize = crate::solve::PARALLEL_WRITE_BACK;
@@ -701,7 +696,7 @@ pub(crate) fn actuate_vehicles(
     last: Res<crate::LastWriteBack>,
     mut roots: Query<(&mut VehicleController, &mut DrivelineCache)>,
     mut engagements: Query<&mut crate::ClutchEngagement, Without<crate::SkipWriteBack>>,
-    mut changed: Local<bevy_utils::Parallel<Vec<(Entity, f64)>>>,
+    mut changed: Local<crate::Notes<(Entity, f64)>>,
     mut list: Local<Vec<(Entity, f64)>>,
 ) {
     let sink = &*changed;
@@ -720,7 +715,7 @@ pub(crate) fn actuate_vehicles(
             if sim.input_value(e.input).to_bits() != e.before
                 && let Some(u) = sim.element_engagement(e.k)
             {
-                sink.borrow_local_mut().push((e.part, u));
+                sink.push((e.part, u));
             }
         }
     });
@@ -770,16 +765,17 @@ pub(crate) fn step_vehicles(
         MessageWriter<crate::DrivelineEditRefused>,
         Local<std::sync::Mutex<Vec<crate::DrivelineEditRefused>>>,
     ),
-    (mut noted, mut noted_list): (Local<bevy_utils::Parallel<Vec<Entity>>>, Local<Vec<Entity>>),
-    (notes, parts_of, mut written): (Res<crate::StepNotes>, crate::solve::FleetParts, ResMut<VehiclesWritten>),
+    (mut noted, mut noted_list): (Local<crate::Notes<Entity>>, Local<Vec<Entity>>),
+    (book, parts_of): (Res<crate::Book>, crate::solve::FleetParts),
 ) {
-    let notes = &*notes;
+    let notes = &*book;
     // A fleet on two compute threads or more writes each vehicle's parts right after its step,
     // while its simulation is in the cache (the write-back then leaves them: see
     // `solve::write_back`, which would take this path for them).
-    written.0 = roots.iter().len() >= crate::solve::PARALLEL_WRITE_BACK
+    let written = roots.iter().len() >= crate::solve::PARALLEL_WRITE_BACK
         && bevy_tasks::ComputeTaskPool::try_get().is_some_and(|pool| pool.thread_num() >= 2);
-    let fused = written.0.then_some(&parts_of);
+    book.vehicles_written.store(written, std::sync::atomic::Ordering::Relaxed);
+    let fused = written.then_some(&parts_of);
     let dt = time.delta_secs_f64();
     let sink = &*failures;
     let noted_sink = &*noted;
@@ -820,6 +816,10 @@ pub(crate) fn step_vehicles(
             }
         }
         if dt <= 0.0 {
+            // No step; the parts still get what the simulation holds (a written state taken).
+            if let Some(parts) = fused {
+                parts.write(root, &cache, notes);
+            }
             return;
         }
         let (engagements, inputs) = (&overrides.engagements, &overrides.inputs);
@@ -847,11 +847,11 @@ pub(crate) fn step_vehicles(
         tele.0 = *control.telemetry();
         notes.note(root, sim);
         if let Some(parts) = fused {
-            parts.write(root, &cache);
+            parts.write(root, &cache, notes);
         }
         // What the calling thread has to send below: events, a chassis' wheel forces.
         if !control.events().is_empty() || def.road == Road::Chassis {
-            noted_sink.borrow_local_mut().push(root);
+            noted_sink.push(root);
         }
     };
     if roots.iter().len() < crate::solve::PARALLEL_DRIVELINES {
