@@ -634,7 +634,7 @@ struct Book {
     /// compute threads or more), so that the write-back leaves them.
     vehicles_written: std::sync::atomic::AtomicBool,
     /// Whether the world has drivelines that are not vehicles (as the last `Solve` found).
-    others_stepped: std::sync::atomic::AtomicBool,
+    has_others: std::sync::atomic::AtomicBool,
 }
 
 impl Book {

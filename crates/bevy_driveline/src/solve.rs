@@ -34,7 +34,7 @@ pub(crate) fn step_drivelines(
 ) {
     let dt = time.delta_secs_f64();
     // (Whether the write-back has drivelines other than vehicles to write.)
-    book.others_stepped.store(!roots.is_empty(), Relaxed);
+    book.has_others.store(!roots.is_empty(), Relaxed);
     if dt <= 0.0 {
         return;
     }
@@ -111,14 +111,14 @@ pub(crate) fn write_back(
     write_heat_ports(roots, &mut heat);
     let drivelines = roots.iter().len();
     if drivelines >= PARALLEL_WRITE_BACK {
-        if bevy_tasks::ComputeTaskPool::try_get().is_some_and(|pool| pool.thread_num() >= 2) {
+        if fleet_order(drivelines) {
             // A fleet on two threads or more: each driveline's parts while its simulation is
             // in the cache, the drivelines spread over the threads. Each part is found by its
             // entity, but over the part tables each table holds one or a few parts of each
             // driveline in turn and every simulation comes into the cache again for each kind
             // of part (see docs/performance.md, "Fleets").
             // (The vehicles' parts were written in their step, when it ran the same way.)
-            let (fused, others) = (book.vehicles_written.load(Relaxed), book.others_stepped.load(Relaxed));
+            let (fused, others) = (book.vehicles_written.load(Relaxed), book.has_others.load(Relaxed));
             if !fused || others {
                 write_back_fleet(&listed, fused, &parts.p2(), &book);
             }
@@ -152,8 +152,16 @@ pub(crate) fn write_back(
     }
 }
 
+/// Whether `drivelines` (or vehicles) are written driveline by driveline over two compute
+/// threads or more: the fleet's write-back, and the vehicles' own write in their step.
+pub(crate) fn fleet_order(drivelines: usize) -> bool {
+    drivelines >= PARALLEL_WRITE_BACK
+        && bevy_tasks::ComputeTaskPool::try_get().is_some_and(|pool| pool.thread_num() >= 2)
+}
+
 /// The fleet's write-back ([`write_back`]): every driveline's parts in element order, the
-/// drivelines in parallel (those not written in their step already: `skip`).
+/// drivelines in parallel (the vehicles left out when they wrote theirs in their step:
+/// `skip_vehicles`).
 fn write_back_fleet(
     listed: &Query<(Entity, &DrivelineCache, Has<crate::vehicle::VehicleController>)>,
     skip_vehicles: bool,
@@ -179,7 +187,7 @@ pub(crate) struct FleetParts<'w, 's> {
 impl FleetParts<'_, '_> {
     /// Writes the parts of driveline `root` from its simulation, in element order. Called for
     /// several drivelines at once from the compute threads: a part is written by the driveline
-    /// its [`PartOf`] names and by no other, so its components are reached from one call only.
+    /// the book's claims name and by no other, so its components are reached from one call only.
     #[allow(unsafe_code)]
     pub(crate) fn write(&self, root: Entity, cache: &DrivelineCache, book: &crate::Book) {
         let Some(sim) = cache.sim.as_ref() else { return };
@@ -190,10 +198,10 @@ impl FleetParts<'_, '_> {
             // SAFETY (both look-ups): the claims name this driveline for this part, checked
             // above, and one driveline only for each entity index (a live entity is the only one
             // of its index), so no call for another driveline reaches this part; within this
-            // call each item is dropped before the next look-up. Nothing else
-            // reads or writes these components while the calls run: the system that holds this
-            // parameter iterates none of its queries meanwhile, and its other queries (the
-            // roots', the wheels') fetch none of these components (Bevy checks that).
+            // call each item is dropped before the next look-up. Nothing else reads or writes
+            // these components while the calls run: the system that holds this parameter
+            // iterates none of its queries meanwhile, and its other queries (the roots', the
+            // wheels') fetch none of these components (Bevy checks that).
             if let Some(state) = sim.body_state(k) {
                 if let Ok(body) = unsafe { self.bodies.get_unchecked(part) } {
                     set_body(body, state);

@@ -772,8 +772,7 @@ pub(crate) fn step_vehicles(
     // A fleet on two compute threads or more writes each vehicle's parts right after its step,
     // while its simulation is in the cache (the write-back then leaves them: see
     // `solve::write_back`, which would take this path for them).
-    let written = roots.iter().len() >= crate::solve::PARALLEL_WRITE_BACK
-        && bevy_tasks::ComputeTaskPool::try_get().is_some_and(|pool| pool.thread_num() >= 2);
+    let written = crate::solve::fleet_order(roots.iter().len());
     book.vehicles_written.store(written, std::sync::atomic::Ordering::Relaxed);
     let fused = written.then_some(&parts_of);
     let dt = time.delta_secs_f64();
