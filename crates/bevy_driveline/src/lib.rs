@@ -218,6 +218,7 @@
 pub mod chassis;
 mod names;
 pub mod parts;
+mod phases;
 mod solve;
 mod sync;
 pub mod vehicle;
@@ -233,6 +234,7 @@ use driveline_core::{
     BuildError, FrictionMode, IntegrationParameters, Network, NetworkSpec, Scenario, ScenarioError, Simulation,
 };
 pub use parts::*;
+pub use phases::FusedVehicleSteps;
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
 
@@ -254,8 +256,8 @@ pub mod prelude {
     pub use crate::{
         BodyState, Connections, CouplingState, Driveline, DrivelineBuildFailed, DrivelineCommandsExt,
         DrivelineCorePlugin, DrivelineEditRefused, DrivelineInputRejected, DrivelineInputs, DrivelineParts,
-        DrivelinePlugins, DrivelineRebuilt, DrivelineStepFailed, DrivelineSystems, FrictionModeChanged, HeatPortState,
-        PartOf, SkipWriteBack, SpawnError, StateWriteAdjusted, skip_write_back, spawn_scenario,
+        DrivelinePlugins, DrivelineRebuilt, DrivelineStepFailed, DrivelineSystems, FrictionModeChanged,
+        FusedVehicleSteps, HeatPortState, PartOf, SkipWriteBack, SpawnError, StateWriteAdjusted, skip_write_back, spawn_scenario,
     };
     pub use driveline_core::{SnapshotError, VehicleSnapshot};
 }
@@ -335,6 +337,11 @@ impl Plugin for DrivelineCorePlugin {
             .add_message::<vehicle::VehicleMessage>();
         register_types(app);
         app.init_resource::<LastWriteBack>().init_resource::<StatesTaken>().init_resource::<Book>();
+        // Set at each build of the schedule (see `phases`).
+        app.init_resource::<FusedVehicleSteps>().register_type::<FusedVehicleSteps>();
+        app.edit_schedule(self.schedule, |s| {
+            s.add_build_pass(phases::PhasePass);
+        });
         app.configure_sets(
             self.schedule,
             (
@@ -369,8 +376,9 @@ impl Plugin for DrivelineCorePlugin {
                 vehicle::control_vehicles.in_set(DrivelineSystems::Control),
                 vehicle::actuate_vehicles.in_set(DrivelineSystems::Actuation),
                 (
-                    // States written in `Control` or `Actuation`.
-                    sync::write_states,
+                    // States written in `Control` or `Actuation` (by no system when the
+                    // vehicles' phases run in their step).
+                    sync::write_states.run_if(|f: Res<FusedVehicleSteps>| !f.is_fused()),
                     sync::hand_over,
                     vehicle::step_vehicles,
                     solve::step_drivelines,

@@ -331,9 +331,10 @@ pub(crate) fn hand_over(
     fresh: Query<(), Added<PartSlot>>,
     mut failed: MessageWriter<DrivelineBuildFailed>,
     mut refused: MessageWriter<DrivelineEditRefused>,
+    fused: Res<crate::FusedVehicleSteps>,
 ) {
     apply_inputs(&mut roots, &mut failed);
-    apply_engagements(ticks, &last, &mut roots, &mut parts, &fresh, &mut refused);
+    apply_engagements(ticks, &last, &mut roots, &mut parts, &fresh, &mut refused, fused.is_fused());
 }
 
 /// The roots as [`hand_over`] sees them.
@@ -381,6 +382,7 @@ fn apply_engagements(
     parts: &mut Query<(Entity, &PartOf, &PartSlot, &mut ClutchEngagement), Changed<ClutchEngagement>>,
     fresh: &Query<(), Added<PartSlot>>,
     refused: &mut MessageWriter<DrivelineEditRefused>,
+    fused: bool,
 ) {
     for (entity, part_of, &PartSlot(k), mut engagement) in parts.iter_mut() {
         // Parts just built start from their components' values; a spawn is not a write.
@@ -411,8 +413,9 @@ fn apply_engagements(
             engagement.bypass_change_detection().0 = used;
             continue;
         };
-        // A vehicle's actuator wrote this value in `Actuation`: not an override.
-        if value.to_bits() == sim.input_value(id).to_bits() && overrides.is_some() {
+        // A vehicle's actuator wrote this value in `Actuation`: not an override. (When the
+        // step actuates, nothing but a user wrote it since the write-back.)
+        if !fused && value.to_bits() == sim.input_value(id).to_bits() && overrides.is_some() {
             continue;
         }
         match overrides {

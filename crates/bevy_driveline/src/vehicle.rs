@@ -624,6 +624,10 @@ fn ensure_controllers(
 /// `driveline_core::vehicle::VehicleControl::control_transmission` and `control_engine`. This
 /// starts the tick's step: a shift at a step longer than 1 ms is sub-stepped, and the
 /// sub-steps after the first run their whole chain in `Solve`.
+///
+/// When no other system of the schedule runs between this one and the vehicles' step
+/// ([`crate::FusedVehicleSteps`]), this leaves every vehicle to its step, which then runs the
+/// whole chain (the same bits, one pass over the vehicles instead of three).
 #[allow(clippy::type_complexity)]
 pub fn control_vehicles(
     time: Res<bevy_time::Time>,
@@ -641,7 +645,12 @@ pub fn control_vehicles(
     contacts: Query<Ref<crate::chassis::WheelContact>>,
     mut refused: MessageWriter<crate::DrivelineEditRefused>,
     mut refusals: Local<std::sync::Mutex<Vec<crate::DrivelineEditRefused>>>,
+    fused: Res<crate::FusedVehicleSteps>,
 ) {
+    // Nothing runs between here and the step: the step takes the whole chain.
+    if fused.is_fused() {
+        return;
+    }
     let dt = time.delta_secs_f64();
     let components = &components;
     let (contacts, sink) = (&contacts, &*refusals);
@@ -698,7 +707,12 @@ pub(crate) fn actuate_vehicles(
     mut engagements: Query<&mut crate::ClutchEngagement, Without<crate::SkipWriteBack>>,
     mut changed: Local<crate::Notes<(Entity, f64)>>,
     mut list: Local<Vec<(Entity, f64)>>,
+    fused: Res<crate::FusedVehicleSteps>,
 ) {
+    // The step actuates (see `control_vehicles`).
+    if fused.is_fused() {
+        return;
+    }
     let sink = &*changed;
     for_each_vehicle!(roots, |(mut vc, mut cache)| {
         let vc = &mut *vc;

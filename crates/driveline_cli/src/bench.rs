@@ -42,6 +42,9 @@ pub struct BenchResult {
     /// Resident memory the vehicles (or the scenario's simulation) added, from before the
     /// first was spawned to after the first step built their networks, per vehicle, bytes.
     pub bytes_per_vehicle: u64,
+    /// Whether the vehicles' control and actuation ran inside their step (the plugin's
+    /// `FusedVehicleSteps`; false for a scenario).
+    pub phases_in_step: bool,
 }
 
 /// The driver of one benched vehicle, reading the shared cycle `offset` seconds ahead (so the
@@ -120,7 +123,9 @@ fn fleet(o: &BenchOptions, threads: usize) -> Result<BenchResult, String> {
     app.add_plugins(TaskPoolPlugin { task_pool_options: options });
     app.add_plugins(DrivelinePlugins::default());
     app.insert_resource(BenchCycle(cycle));
-    app.add_systems(FixedUpdate, drive.in_set(DrivelineSystems::Control));
+    // The drivers sample like a device: before the controllers (so the vehicles' control and
+    // actuation run in their step, see `FusedVehicleSteps`).
+    app.add_systems(FixedUpdate, drive.in_set(DrivelineSystems::Input));
     // The fixed schedule is a short chain (drivers, then the solve): its systems run where the
     // tick runs, without hand-offs to a worker, and spread their vehicles over the `threads`
     // compute threads themselves (more vehicle-steps per second than a multi-threaded executor;
@@ -158,6 +163,7 @@ fn fleet(o: &BenchOptions, threads: usize) -> Result<BenchResult, String> {
     }
     let wall = start.elapsed().as_secs_f64().max(1e-9);
     let vehicle_steps = steps as f64 * o.vehicles as f64;
+    let phases_in_step = app.world().resource::<FusedVehicleSteps>().is_fused();
     Ok(BenchResult {
         vehicles: o.vehicles,
         steps,
@@ -167,6 +173,7 @@ fn fleet(o: &BenchOptions, threads: usize) -> Result<BenchResult, String> {
         threads,
         peak_rss_bytes: crate::soak::peak_rss_bytes(),
         bytes_per_vehicle,
+        phases_in_step,
     })
 }
 
@@ -193,5 +200,6 @@ fn scenario(path: &std::path::Path, steps: u64, dt: f64, threads: usize) -> Resu
         threads: threads.min(1),
         peak_rss_bytes: crate::soak::peak_rss_bytes(),
         bytes_per_vehicle,
+        phases_in_step: false,
     })
 }

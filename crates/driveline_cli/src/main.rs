@@ -227,6 +227,7 @@ fn main() -> ExitCode {
             }
         }
         Command::Bench { vehicle, vehicles, seconds, dt, threads, cycle, json, scenario, steps, no_part_states } => {
+            let timed_scenario = scenario.is_some();
             let part_states = !no_part_states;
             let o = bench::BenchOptions {
                 vehicle,
@@ -252,6 +253,9 @@ fn main() -> ExitCode {
                         r.realtime_factor,
                         if part_states { "" } else { " (part states not written)" }
                     );
+                    if !timed_scenario && !r.phases_in_step {
+                        println!("the vehicles' control and actuation ran as systems of their own (see FusedVehicleSteps)");
+                    }
                     if r.peak_rss_bytes > 0 {
                         println!(
                             "resident memory: {:.0} KiB per vehicle, {:.1} MiB at the peak",
