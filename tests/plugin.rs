@@ -7,6 +7,7 @@ use bevy_app::{App, FixedUpdate};
 use bevy_ecs::entity::Entity;
 use bevy_ecs::message::Messages;
 use bevy_ecs::name::Name;
+use bevy_ecs::prelude::IntoScheduleConfigs;
 use common::*;
 use driveline::bevy::prelude::*;
 use driveline::core::Signal;
@@ -286,16 +287,20 @@ fn a_spawned_automatic_shifts_like_the_core_one_and_reports_its_shifts() {
 /// At a game's 60 Hz the plugin steps a vehicle exactly as the core `Vehicle` does, shifts
 /// (sub-stepped at 1 ms inside the frame) included: the 350Z through 1-2 and 2-3, the 8HP sedan
 /// through its first upshifts.
+/// Both ways the plugin runs a vehicle's phases: inside its step (the default schedule) and as
+/// systems in `Control` and `Actuation` (a system of the user's in `Actuation` asks for it).
 #[test]
 fn at_60_hz_the_plugin_shifts_like_the_core_vehicle_bit_for_bit() {
     use driveline::core::automatic::Selector;
     use driveline::core::vehicle::{Road, Vehicle};
     let frame = Duration::from_nanos(16_666_667);
     let dt = frame.as_secs_f64();
-    for file in ["nissan_350z.ron", "sedan_8hp.ron"] {
+    for (file, phased) in
+        [("nissan_350z.ron", false), ("sedan_8hp.ron", false), ("nissan_350z.ron", true), ("sedan_8hp.ron", true)]
+    {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/vehicles").join(file);
         let mut core = Vehicle::load(&path).unwrap();
-        let mut app = create_app();
+        let mut app = phases_app(phased);
         let root = spawn_vehicle(app.world_mut(), core.spec().clone(), Road::Body).unwrap();
         let automatic = core.tcu().is_some();
         let mut input = driveline::core::DriverInput { selector: Selector::Drive, ..Default::default() };
@@ -311,9 +316,10 @@ fn at_60_hz_the_plugin_shifts_like_the_core_vehicle_bit_for_bit() {
             core.step(&input, dt).unwrap();
             app.world_mut().get_mut::<VehicleInput>(root).unwrap().0 = input;
             fixed_step(&mut app, frame);
+            assert_eq!(app.world().resource::<FusedVehicleSteps>().is_fused(), !phased);
             let (ecs, c) = (app.world().get::<VehicleTelemetry>(root).unwrap().0, core.telemetry());
-            assert_eq!(ecs.speed.to_bits(), c.speed.to_bits(), "{file} at {t} s");
-            assert_eq!(ecs.engine_rpm.to_bits(), c.engine_rpm.to_bits(), "{file} at {t} s");
+            assert_eq!(ecs.speed.to_bits(), c.speed.to_bits(), "{file} (phased: {phased}) at {t} s");
+            assert_eq!(ecs.engine_rpm.to_bits(), c.engine_rpm.to_bits(), "{file} (phased: {phased}) at {t} s");
             if gears.last() != Some(&c.engaged_gear) {
                 gears.push(c.engaged_gear);
             }
@@ -349,7 +355,7 @@ fn heat_ports_and_the_thermal_network_run_in_the_plugin_as_in_the_core() {
 #[test]
 fn vehicle_messages_are_the_core_events_once() {
     use driveline::bevy::prelude::VehicleMessage;
-    let (mut core, mut app, roots) = sedan_fleet(20);
+    let (mut core, mut app, roots) = sedan_fleet(20, false);
     let mut input = held_in_drive();
     let (mut expected, mut got) = (Vec::new(), vec![Vec::new(); roots.len()]);
     for k in 0..3000 {
@@ -380,12 +386,23 @@ fn vehicle_messages_are_the_core_events_once() {
     }
 }
 
-/// A core 8HP sedan, and an app with `n` of them spawned.
-fn sedan_fleet(n: usize) -> (driveline::core::vehicle::Vehicle, App, Vec<Entity>) {
+/// An app whose vehicles run their phases in their step (`phased` false: nothing else in the
+/// schedule), or as systems in their sets (`phased`: a system of the user's in `Actuation`,
+/// doing nothing).
+fn phases_app(phased: bool) -> App {
+    let mut app = create_app();
+    if phased {
+        app.add_systems(FixedUpdate, (|| {}).in_set(DrivelineSystems::Actuation));
+    }
+    app
+}
+
+/// A core 8HP sedan, and an app with `n` of them spawned (their phases as [`phases_app`]).
+fn sedan_fleet(n: usize, phased: bool) -> (driveline::core::vehicle::Vehicle, App, Vec<Entity>) {
     use driveline::core::vehicle::{Road, Vehicle};
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/vehicles/sedan_8hp.ron");
     let core = Vehicle::load(&path).unwrap();
-    let mut app = create_app();
+    let mut app = phases_app(phased);
     // Two compute threads (the process's pool, if a test made it first, is kept): the fleet's
     // paths of the plugin, its parts written in the vehicles' parallel step.
     let none = || bevy_app::TaskPoolThreadAssignmentPolicy {
@@ -423,7 +440,13 @@ fn held_in_drive() -> driveline::core::DriverInput {
 /// computes it, bit for bit, and a car marked `SkipWriteBack` keeps its parts' defaults.
 #[test]
 fn a_fleets_parts_hold_the_core_state_bit_for_bit() {
-    let (mut core, mut app, roots) = sedan_fleet(20);
+    for phased in [false, true] {
+        fleets_parts_hold_the_core_state(phased);
+    }
+}
+
+fn fleets_parts_hold_the_core_state(phased: bool) {
+    let (mut core, mut app, roots) = sedan_fleet(20, phased);
     let skipped = roots[7];
     skip_write_back(app.world_mut(), skipped);
     let mut input = held_in_drive();
@@ -438,6 +461,7 @@ fn a_fleets_parts_hold_the_core_state_bit_for_bit() {
         }
         fixed_step(&mut app, Duration::from_millis(1));
     }
+    assert_eq!(app.world().resource::<FusedVehicleSteps>().is_fused(), !phased);
     let sim = core.simulation();
     let bits = |x: f64| x.to_bits();
     let world = app.world();

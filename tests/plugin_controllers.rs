@@ -319,3 +319,56 @@ fn without_its_shift_linkage_a_dog_keeps_the_engagement_you_write() {
     assert_eq!(app.world().get::<VehicleTelemetry>(root).unwrap().0.engaged_gear, 1);
     assert!(app.world_mut().resource_mut::<Messages<DrivelineStepFailed>>().drain().next().is_none());
 }
+
+/// Whether the vehicles' phases run inside their step, as the schedule's ordering allows: a
+/// user system that runs before the controllers or after the step leaves them there; one in
+/// `Control` after the controllers, in `Actuation`, unordered, or a run condition on a phase's
+/// set, makes them systems again (each decided when the schedule is built).
+#[test]
+fn the_phases_run_in_the_step_unless_a_system_runs_between() {
+    fn fused(configure: impl FnOnce(&mut bevy_app::App)) -> bool {
+        let mut app = create_app();
+        configure(&mut app);
+        spawn_vehicle(app.world_mut(), vehicle_spec("nissan_350z.ron"), Road::Body).unwrap();
+        fixed_step(&mut app, FRAME);
+        app.world().resource::<FusedVehicleSteps>().is_fused()
+    }
+    assert!(fused(|_| {}), "the plugin's schedule alone");
+    assert!(fused(|app| {
+        app.add_systems(
+            FixedUpdate,
+            (
+                (|| {}).in_set(DrivelineSystems::Input),
+                (|| {}).before(control_vehicles).in_set(DrivelineSystems::Control),
+                (|| {}).in_set(DrivelineSystems::Integrate),
+                (|| {}).in_set(DrivelineSystems::Telemetry),
+            ),
+        );
+    }));
+    assert!(!fused(|app| {
+        app.add_systems(FixedUpdate, (|| {}).after(control_vehicles).in_set(DrivelineSystems::Control));
+    }));
+    assert!(!fused(|app| {
+        app.add_systems(FixedUpdate, (|| {}).in_set(DrivelineSystems::Actuation));
+    }));
+    assert!(!fused(|app| {
+        app.add_systems(FixedUpdate, (|| {}).after(DrivelineSystems::Actuation).before(DrivelineSystems::Solve));
+    }));
+    assert!(
+        !fused(|app| {
+            app.add_systems(FixedUpdate, || {});
+        }),
+        "a system ordered against nothing may run anywhere"
+    );
+    assert!(!fused(|app| {
+        app.configure_sets(FixedUpdate, DrivelineSystems::Actuation.run_if(|| true));
+    }));
+    // A system added later rebuilds the schedule, and the phases become systems from then on.
+    let mut app = create_app();
+    spawn_vehicle(app.world_mut(), vehicle_spec("nissan_350z.ron"), Road::Body).unwrap();
+    fixed_step(&mut app, FRAME);
+    assert!(app.world().resource::<FusedVehicleSteps>().is_fused());
+    app.add_systems(FixedUpdate, (|| {}).in_set(DrivelineSystems::Actuation));
+    fixed_step(&mut app, FRAME);
+    assert!(!app.world().resource::<FusedVehicleSteps>().is_fused());
+}

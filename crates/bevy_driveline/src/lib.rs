@@ -257,7 +257,8 @@ pub mod prelude {
         BodyState, Connections, CouplingState, Driveline, DrivelineBuildFailed, DrivelineCommandsExt,
         DrivelineCorePlugin, DrivelineEditRefused, DrivelineInputRejected, DrivelineInputs, DrivelineParts,
         DrivelinePlugins, DrivelineRebuilt, DrivelineStepFailed, DrivelineSystems, FrictionModeChanged,
-        FusedVehicleSteps, HeatPortState, PartOf, SkipWriteBack, SpawnError, StateWriteAdjusted, skip_write_back, spawn_scenario,
+        FusedVehicleSteps, HeatPortState, PartOf, SkipWriteBack, SpawnError, StateWriteAdjusted, skip_write_back,
+        spawn_scenario,
     };
     pub use driveline_core::{SnapshotError, VehicleSnapshot};
 }

@@ -254,7 +254,9 @@ fn main() -> ExitCode {
                         if part_states { "" } else { " (part states not written)" }
                     );
                     if !timed_scenario && !r.phases_in_step {
-                        println!("the vehicles' control and actuation ran as systems of their own (see FusedVehicleSteps)");
+                        println!(
+                            "the vehicles' control and actuation ran as systems of their own (see FusedVehicleSteps)"
+                        );
                     }
                     if r.peak_rss_bytes > 0 {
                         println!(
