@@ -136,6 +136,9 @@
 //! | your readers | `Integrate` | the new state | |
 //! | mode messages | `Telemetry` | [`DrivelineCache`] | [`FrictionModeChanged`], [`DrivelineInputRejected`] |
 //!
+//! With no system of yours between `Control` and `Solve`, the controllers' and actuators' rows
+//! run inside the vehicles' step in `Solve` (see [`FusedVehicleSteps`]).
+//!
 //! A vehicle's built-in controllers are systems in the public sets, calling the phases of
 //! `driveline_core::vehicle::VehicleControl` that `driveline_core::Vehicle::step` calls, in the
 //! same order, so the plugin gives the core's bits. Their state (gear, shift phase, engine
@@ -163,6 +166,17 @@
 //! control and actuation, and `Solve` runs the whole chain of the sub-steps after it, with your
 //! engagements and inputs written over the actuators' in each.
 //!
+//! **When nothing runs between.** The controllers and actuators are systems so that your
+//! systems can run between them and the step. When none does (every other system of the
+//! schedule runs before [`vehicle::control_vehicles`] or after `Solve` by its ordering: in
+//! `Input`, `Prepare`, `Integrate`, `Telemetry`, or ordered so), the vehicle's step in `Solve`
+//! runs its control and actuation itself, as `driveline_core::Vehicle::step` does: the same
+//! bits, and each vehicle visited once a tick instead of three times (a fleet of 1,000 cars
+//! runs about a fifth faster; docs/performance.md). [`FusedVehicleSteps`] tells which of the two
+//! the schedule takes; Bevy decides it each time it builds the schedule, so adding a system
+//! in `Actuation` (or one ordered against nothing, which may run anywhere) turns the systems
+//! back on from the next tick.
+//!
 //! ## Scheduling
 //! [`DrivelinePlugins`] runs in the schedule you choose (default `FixedUpdate`), in the chained
 //! sets of [`DrivelineSystems`]:
@@ -170,7 +184,8 @@
 //! 2. `Prepare`: the plugin's chain of systems: component edits accepted or refused, written
 //!    states taken, networks brought in step with their parts;
 //! 3. `Control`: the vehicles' controllers (built after a network build), transmission then
-//!    engine; your drivers and controllers;
+//!    engine; your drivers and controllers (a driver that only samples input belongs in
+//!    `Input`: see "When nothing runs between" above);
 //! 4. `Actuation`: the vehicles' actuators, yours; they write the simulations' inputs,
 //!    [`DrivelineInputs`] and [`ClutchEngagement`];
 //! 5. `Solve`: the plugin's chain of systems: states written since `Prepare` taken, inputs
@@ -274,7 +289,9 @@ pub enum DrivelineSystems {
     /// place, rebuilt).
     Prepare,
     /// Drivers and controllers: the vehicles' transmission and engine controllers
-    /// ([`vehicle::control_vehicles`]); your own.
+    /// ([`vehicle::control_vehicles`]); your own. (With none of yours here, in `Actuation` or
+    /// between, the vehicles' controllers run inside their step in `Solve`:
+    /// [`FusedVehicleSteps`].)
     Control,
     /// Actuators writing the simulation's inputs and [`ClutchEngagement`]: the vehicles'
     /// linkages, clutch actuators and hydraulics; your own.

@@ -753,8 +753,9 @@ pub(crate) fn actuate_vehicles(
 /// what users wrote over the built-in actuators ([`crate::ClutchEngagement`],
 /// [`crate::DrivelineInputs`]); then heat, fuel and telemetry, and the sub-steps after the
 /// first of a shift at a long step, each the whole chain. A vehicle whose step did not start
-/// in `Control` (its controllers were built in this tick's `Solve`, or a snapshot was
-/// restored since) takes the whole chain here. Failures are reported in entity order; then
+/// in `Control` (its controllers were built in this tick's `Solve`, a snapshot was restored
+/// since, or every vehicle's when the phases run in the step: [`crate::FusedVehicleSteps`])
+/// takes the whole chain here. Failures are reported in entity order; then
 /// the step's vehicle events as [`VehicleMessage`]s, vehicle by vehicle in entity order.
 pub(crate) fn step_vehicles(
     time: Res<bevy_time::Time>,
