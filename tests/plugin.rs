@@ -7,7 +7,7 @@ use bevy_app::{App, FixedUpdate};
 use bevy_ecs::entity::Entity;
 use bevy_ecs::message::Messages;
 use bevy_ecs::name::Name;
-use bevy_ecs::prelude::IntoScheduleConfigs;
+use bevy_ecs::prelude::{DetectChanges, IntoScheduleConfigs};
 use common::*;
 use driveline::bevy::prelude::*;
 use driveline::core::Signal;
@@ -450,7 +450,9 @@ fn fleets_parts_hold_the_core_state(phased: bool) {
     let skipped = roots[7];
     skip_write_back(app.world_mut(), skipped);
     let mut input = held_in_drive();
+    let mut before_last = app.world().read_change_tick();
     for k in 0..900 {
+        before_last = app.world_mut().change_tick();
         if k == 200 {
             input.brake = 0.0;
             input.throttle = 1.0;
@@ -480,6 +482,12 @@ fn fleets_parts_hold_the_core_state(phased: bool) {
             if let Some((angle, speed)) = sim.body_state(k) {
                 let b = body.expect("a body part has a BodyState");
                 assert_eq!((bits(b.angle), bits(b.speed)), (bits(angle), bits(speed)), "element {k}");
+                // A body that moved in the last step is marked changed by it, as a `Mut` write
+                // marks it (systems reading `Changed<BodyState>` see it).
+                if speed != 0.0 {
+                    let changed = world.entity(part).get_ref::<BodyState>().unwrap().last_changed();
+                    assert!(changed.is_newer_than(before_last, world.read_change_tick()), "element {k}");
+                }
                 bodies += 1;
             } else if let Some((phi_rel, w_rel)) = sim.element_relative(k) {
                 let c = coupling.expect("a coupling part has a CouplingState");

@@ -231,6 +231,7 @@
 #![warn(missing_docs)]
 
 pub mod chassis;
+mod columns;
 mod names;
 pub mod parts;
 mod phases;

@@ -120,7 +120,9 @@ pub(crate) fn write_back(
             // (The vehicles' parts were written in their step, when it ran the same way.)
             let (fused, others) = (book.vehicles_written.load(Relaxed), book.has_others.load(Relaxed));
             if !fused || others {
-                write_back_fleet(&listed, fused, &parts.p2(), &book);
+                let mut fleet = parts.p2();
+                fleet.prepare();
+                write_back_fleet(&listed, fused, &fleet, &book);
             }
             return;
         }
@@ -146,7 +148,8 @@ pub(crate) fn write_back(
         return;
     }
     // A few drivelines: each one's parts in element order while its simulation is in the cache.
-    let parts = parts.p2();
+    let mut parts = parts.p2();
+    parts.prepare();
     for (root, cache, _) in &listed {
         parts.write(root, cache, &book);
     }
@@ -175,55 +178,7 @@ fn write_back_fleet(
     });
 }
 
-/// What the fleet's write-back reaches of a part: the state alone (the part's slot is its
-/// place in the driveline's list, its owner is in the [`crate::Book`]'s claims, and each
-/// component a query fetches is a column found in the part's table, per part).
-#[derive(bevy_ecs::system::SystemParam)]
-pub(crate) struct FleetParts<'w, 's> {
-    bodies: FleetBodies<'w, 's>,
-    couplings: FleetCouplings<'w, 's>,
-}
-
-impl FleetParts<'_, '_> {
-    /// Writes the parts of driveline `root` from its simulation, in element order. Called for
-    /// several drivelines at once from the compute threads: a part is written by the driveline
-    /// the book's claims name and by no other, so its components are reached from one call only.
-    #[allow(unsafe_code)]
-    pub(crate) fn write(&self, root: Entity, cache: &DrivelineCache, book: &crate::Book) {
-        let Some(sim) = cache.sim.as_ref() else { return };
-        for (k, &part) in cache.parts.iter().enumerate() {
-            if !book.claimed_by(part, root) {
-                continue;
-            }
-            // SAFETY (both look-ups): the claims name this driveline for this part, checked
-            // above, and one driveline only for each entity index (a live entity is the only one
-            // of its index), so no call for another driveline reaches this part; within this
-            // call each item is dropped before the next look-up. Nothing else reads or writes
-            // these components while the calls run: the system that holds this parameter
-            // iterates none of its queries meanwhile, and its other queries (the roots', the
-            // wheels') fetch none of these components (Bevy checks that).
-            if let Some(state) = sim.body_state(k) {
-                if let Ok(body) = unsafe { self.bodies.get_unchecked(part) } {
-                    set_body(body, state);
-                }
-            } else if let Ok((coupling, engagement)) = unsafe { self.couplings.get_unchecked(part) } {
-                set_coupling(sim, k, coupling, engagement);
-            }
-        }
-    }
-}
-
-/// The bodies of [`write_back_fleet`]: their state alone.
-type FleetBodies<'w, 's> =
-    Query<'w, 's, &'static mut BodyState, (Or<(With<Inertia>, With<Mass>)>, Without<SkipWriteBack>)>;
-
-/// The couplings of [`write_back_fleet`]: their state and engagement alone.
-type FleetCouplings<'w, 's> = Query<
-    'w,
-    's,
-    (&'static mut CouplingState, Option<&'static mut ClutchEngagement>),
-    (Without<Inertia>, Without<Mass>, Without<SkipWriteBack>),
->;
+pub(crate) use crate::columns::FleetParts;
 
 /// The cache of driveline `root`, through `memo`, the last root looked up: on the calling
 /// thread a driveline's parts come one after the other, so most parts find their root there

@@ -781,7 +781,7 @@ pub(crate) fn step_vehicles(
         Local<std::sync::Mutex<Vec<crate::DrivelineEditRefused>>>,
     ),
     (mut noted, mut noted_list): (Local<crate::Notes<Entity>>, Local<Vec<Entity>>),
-    (book, parts_of): (Res<crate::Book>, crate::solve::FleetParts),
+    (book, mut parts_of): (Res<crate::Book>, crate::solve::FleetParts),
 ) {
     let notes = &*book;
     // A fleet on two compute threads or more writes each vehicle's parts right after its step,
@@ -789,6 +789,9 @@ pub(crate) fn step_vehicles(
     // `solve::write_back`, which would take this path for them).
     let written = crate::solve::fleet_order(roots.iter().len());
     book.vehicles_written.store(written, std::sync::atomic::Ordering::Relaxed);
+    if written {
+        parts_of.prepare();
+    }
     let fused = written.then_some(&parts_of);
     let dt = time.delta_secs_f64();
     let sink = &*failures;

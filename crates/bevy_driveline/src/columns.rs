@@ -1,0 +1,255 @@
+//! The fleet's part writes straight into the component columns: [`FleetParts`].
+//!
+//! A fleet writes some 50 part entities a vehicle each tick, driveline by driveline while the
+//! vehicle's simulation is in the cache. Through a `Query`, each part costs a look-up of its
+//! entity, its archetype and table, and the columns of each component it fetches (a search
+//! in the table's column set per component, per part): about 120 instructions a part, a sixth
+//! of a fleet's tick (docs/performance.md). Here the columns of every table that holds part
+//! states are found once a tick ([`FleetParts::prepare`]), and a part's write is its entity's
+//! location, the row in those columns, a compare and, if the value moved, the write and its
+//! change tick, as `Mut` would set them.
+//!
+//! The system parameter declares the access of the two queries it stands for (write access to
+//! [`BodyState`], [`CouplingState`] and [`ClutchEngagement`]; Bevy checks it against the
+//! system's other parameters and other systems), so no one else reads or writes these columns
+//! while it is in use, and no table moves or grows while a system runs.
+
+// The one module of the plugin that reaches the ECS storage itself; each unsafe block says why
+// it holds.
+#![allow(unsafe_code)]
+
+use crate::{BodyState, ClutchEngagement, CouplingState, DrivelineCache, SkipWriteBack};
+use bevy_ecs::change_detection::{MaybeLocation, Tick};
+use bevy_ecs::component::ComponentId;
+use bevy_ecs::prelude::*;
+use bevy_ecs::query::FilteredAccessSet;
+use bevy_ecs::system::{SystemMeta, SystemParam, SystemParamValidationError};
+use bevy_ecs::world::unsafe_world_cell::UnsafeWorldCell;
+use std::cell::UnsafeCell;
+use std::panic::Location;
+
+/// The queries whose access [`FleetParts`] declares (it reads and writes their columns).
+type BodyQuery = Query<'static, 'static, &'static mut BodyState, Without<SkipWriteBack>>;
+/// See [`BodyQuery`].
+type CouplingQuery = Query<
+    'static,
+    'static,
+    (&'static mut CouplingState, Option<&'static mut ClutchEngagement>),
+    Without<SkipWriteBack>,
+>;
+
+/// One component's column in one table, for this tick: its values, their change ticks and
+/// (with Bevy's `track_location`) the places that changed them. Null where the table has no
+/// such column, or holds parts marked [`SkipWriteBack`].
+#[derive(Clone, Copy)]
+struct Column<T> {
+    data: *const UnsafeCell<T>,
+    changed: *const UnsafeCell<Tick>,
+    by: MaybeLocation<*const UnsafeCell<&'static Location<'static>>>,
+}
+
+impl<T> Column<T> {
+    /// No column.
+    fn none() -> Self {
+        Self { data: std::ptr::null(), changed: std::ptr::null(), by: MaybeLocation::new_with(std::ptr::null) }
+    }
+
+    /// The column of component `id` in `table`, if it has one.
+    ///
+    /// # Safety
+    /// `T` is the type of component `id`.
+    unsafe fn of(table: &bevy_ecs::storage::Table, id: ComponentId) -> Self {
+        // SAFETY: `T` is component `id`'s type (the caller's promise).
+        let (Some(data), Some(changed)) =
+            (unsafe { table.get_data_slice_for::<T>(id) }, table.get_changed_ticks_slice_for(id))
+        else {
+            return Self::none();
+        };
+        let by = table.get_changed_by_slice_for(id).map(|s| s.map_or(std::ptr::null(), <[_]>::as_ptr));
+        Self { data: data.as_ptr(), changed: changed.as_ptr(), by }
+    }
+
+    /// Writes `value` in `row` if `differs` says it differs from what is there, with its change
+    /// tick and place, as `Mut` does.
+    ///
+    /// # Safety
+    /// `self` is not [`Column::none`], `row` is a row of its table, nothing else reads or writes
+    /// this row meanwhile, and the table has not changed since `self` was taken from it.
+    #[inline(always)]
+    #[track_caller]
+    unsafe fn set_if(&self, row: usize, tick: Tick, value: T, differs: impl FnOnce(&T, &T) -> bool) {
+        // SAFETY: the caller's promises: the row is in the column and is ours alone.
+        unsafe {
+            let cell = &*(*self.data.add(row)).get();
+            if differs(cell, &value) {
+                *(*self.data.add(row)).get() = value;
+                *(*self.changed.add(row)).get() = tick;
+                self.by.map(|by| *(*by.add(row)).get() = Location::caller());
+            }
+        }
+    }
+}
+
+/// The three state columns of one table.
+#[derive(Clone, Copy)]
+struct TableColumns {
+    body: Column<BodyState>,
+    coupling: Column<CouplingState>,
+    engagement: Column<ClutchEngagement>,
+}
+
+impl TableColumns {
+    /// A table with no part states to write.
+    fn none() -> Self {
+        Self { body: Column::none(), coupling: Column::none(), engagement: Column::none() }
+    }
+}
+
+/// The parameter's state: the queries it stands for, the components' ids, and the tables'
+/// columns of this tick (kept from tick to tick: the buffer keeps its room).
+pub(crate) struct FleetPartsState {
+    bodies: <BodyQuery as SystemParam>::State,
+    couplings: <CouplingQuery as SystemParam>::State,
+    ids: [ComponentId; 4],
+    tables: Vec<TableColumns>,
+}
+
+// SAFETY: the raw pointers in `tables` are only read or written while the system holding the
+// parameter runs (they are refilled by `prepare` each time before use), under its declared
+// access; outside a run they are never read.
+unsafe impl Send for FleetPartsState {}
+// SAFETY: see `Send`; shared use across the compute threads writes disjoint rows (the claims).
+unsafe impl Sync for FleetPartsState {}
+
+/// What a fleet's part writes reach: every part's [`BodyState`], [`CouplingState`] and
+/// [`ClutchEngagement`] (not those marked [`SkipWriteBack`]), written straight into their
+/// columns (see the module docs). Call [`FleetParts::prepare`] before the writes of a tick.
+pub(crate) struct FleetParts<'w, 's> {
+    world: UnsafeWorldCell<'w>,
+    state: &'s mut FleetPartsState,
+    this_run: Tick,
+}
+
+// SAFETY: the access declared is the two queries' (write access to the three state components,
+// with their filters), which is all `FleetParts` reads or writes; `get_param` hands out the
+// world only to reach those columns.
+unsafe impl SystemParam for FleetParts<'_, '_> {
+    type State = FleetPartsState;
+    type Item<'w, 's> = FleetParts<'w, 's>;
+
+    fn init_state(world: &mut World) -> Self::State {
+        let ids = [
+            world.register_component::<BodyState>(),
+            world.register_component::<CouplingState>(),
+            world.register_component::<ClutchEngagement>(),
+            world.register_component::<SkipWriteBack>(),
+        ];
+        FleetPartsState {
+            bodies: <BodyQuery as SystemParam>::init_state(world),
+            couplings: <CouplingQuery as SystemParam>::init_state(world),
+            ids,
+            tables: Vec::new(),
+        }
+    }
+
+    fn init_access(
+        state: &Self::State,
+        system_meta: &mut SystemMeta,
+        component_access_set: &mut FilteredAccessSet,
+        world: &mut World,
+    ) {
+        <BodyQuery as SystemParam>::init_access(&state.bodies, system_meta, component_access_set, world);
+        <CouplingQuery as SystemParam>::init_access(&state.couplings, system_meta, component_access_set, world);
+    }
+
+    unsafe fn get_param<'w, 's>(
+        state: &'s mut Self::State,
+        _system_meta: &SystemMeta,
+        world: UnsafeWorldCell<'w>,
+        change_tick: Tick,
+    ) -> Result<Self::Item<'w, 's>, SystemParamValidationError> {
+        Ok(FleetParts { world, state, this_run: change_tick })
+    }
+}
+
+impl FleetParts<'_, '_> {
+    /// Finds the state columns of every table for this tick's writes (tables with parts marked
+    /// [`SkipWriteBack`] get none). Some tens of tables: once a tick, on the calling thread.
+    pub(crate) fn prepare(&mut self) {
+        let [body, coupling, engagement, skip] = self.state.ids;
+        let tables = &mut self.state.tables;
+        tables.clear();
+        // SAFETY: the world is only read here, and the columns found are only used under this
+        // parameter's declared access; the storages are not borrowed mutably while a system
+        // runs.
+        for table in unsafe { self.world.storages() }.tables.iter() {
+            tables.push(if table.has_column(skip) {
+                TableColumns::none()
+            } else {
+                // SAFETY: each id is the component of the type named.
+                unsafe {
+                    TableColumns {
+                        body: Column::of(table, body),
+                        coupling: Column::of(table, coupling),
+                        engagement: Column::of(table, engagement),
+                    }
+                }
+            });
+        }
+    }
+
+    /// Writes the parts of driveline `root` from its simulation, in element order, where they
+    /// differ from what the parts hold. Called for several drivelines at once from the compute
+    /// threads: a part is written by the driveline the book's claims name and by no other.
+    /// [`FleetParts::prepare`] ran this tick.
+    pub(crate) fn write(&self, root: Entity, cache: &DrivelineCache, book: &crate::Book) {
+        let Some(sim) = cache.sim.as_ref() else { return };
+        let entities = self.world.entities();
+        let tick = self.this_run;
+        for (k, &part) in cache.parts.iter().enumerate() {
+            if !book.claimed_by(part, root) {
+                continue;
+            }
+            let Ok(at) = entities.get_spawned(part) else { continue };
+            let Some(columns) = self.state.tables.get(at.table_id.as_usize()) else { continue };
+            let row = at.table_row.index();
+            // SAFETY (every write below): the column belongs to the part's table as `prepare`
+            // found it this tick (no table changes while the system runs) and `row` is the
+            // part's row in it (its location); the claims name this driveline for this part
+            // and one driveline only for each entity index (a live entity is the only one of its
+            // index), so no other call, on any thread, reaches this row.
+            if let Some((angle, speed)) = sim.body_state(k) {
+                if !columns.body.data.is_null() {
+                    let value = BodyState { angle, speed };
+                    unsafe { columns.body.set_if(row, tick, value, |a, b| !same_body(a, b)) };
+                }
+                continue;
+            }
+            if let Some((phi_rel, w_rel)) = sim.element_relative(k)
+                && !columns.coupling.data.is_null()
+            {
+                let value = CouplingState {
+                    phi_rel,
+                    w_rel,
+                    torque: sim.element_torque(k),
+                    mode: sim.element_mode(k),
+                    dissipation: sim.element_dissipation(k),
+                };
+                unsafe { columns.coupling.set_if(row, tick, value, |a, b| a != b) };
+            }
+            if !columns.engagement.data.is_null()
+                && let Some(u) = sim.element_engagement(k)
+            {
+                unsafe {
+                    columns.engagement.set_if(row, tick, ClutchEngagement(u), |a, b| a.0.to_bits() != b.0.to_bits())
+                };
+            }
+        }
+    }
+}
+
+/// Whether two body states are the same to the bit.
+#[inline(always)]
+fn same_body(a: &BodyState, b: &BodyState) -> bool {
+    a.angle.to_bits() == b.angle.to_bits() && a.speed.to_bits() == b.speed.to_bits()
+}
