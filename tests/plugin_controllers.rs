@@ -372,3 +372,32 @@ fn the_phases_run_in_the_step_unless_a_system_runs_between() {
     fixed_step(&mut app, FRAME);
     assert!(!app.world().resource::<FusedVehicleSteps>().is_fused());
 }
+
+/// A user's write of an engagement equal to the one the part holds is a write, not the
+/// actuator's value: it holds the clutch there for the step while the pedal moves, whether the
+/// phases run in the step or as systems.
+#[test]
+fn an_engagement_written_as_it_stands_holds_for_the_step_on_either_path() {
+    for phased in [false, true] {
+        let mut app = create_app();
+        if phased {
+            app.add_systems(FixedUpdate, (|| {}).in_set(DrivelineSystems::Actuation));
+        }
+        let root = spawn_vehicle(app.world_mut(), vehicle_spec("nissan_350z.ron"), Road::Body).unwrap();
+        let clutch = app.world().get::<VehicleParts>(root).unwrap().clutch.expect("a manual");
+        // Half way through the pedal's release (0.5 s to 2.5 s): the actuator moves the
+        // engagement every tick.
+        pulled_away(&mut app, root, 0, 90);
+        assert_eq!(app.world().resource::<FusedVehicleSteps>().is_fused(), !phased);
+        let held = app.world().get::<ClutchEngagement>(clutch).unwrap().0;
+        app.world_mut().get_mut::<ClutchEngagement>(clutch).unwrap().0 = held;
+        pulled_away(&mut app, root, 90, 1);
+        let after = app.world().get::<ClutchEngagement>(clutch).unwrap().0;
+        assert_eq!(after.to_bits(), held.to_bits(), "phased: {phased}");
+        let t = app.world().get::<VehicleTelemetry>(root).unwrap().0;
+        assert_eq!(t.clutch_engagement.to_bits(), held.to_bits(), "phased: {phased}: the step used it");
+        pulled_away(&mut app, root, 91, 1);
+        let moved = app.world().get::<ClutchEngagement>(clutch).unwrap().0;
+        assert_ne!(moved.to_bits(), held.to_bits(), "phased: {phased}: the actuator's again");
+    }
+}
