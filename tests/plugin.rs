@@ -507,3 +507,90 @@ fn fleets_parts_hold_the_core_state(phased: bool) {
     assert_eq!((bodies, couplings, clutches), (19 * 19, 19 * 23, 19 * 11));
     assert!(core.telemetry().speed > 1.0, "the launch should be under way: {}", core.telemetry().speed);
 }
+
+/// A state written on one car of a fleet (the fleet's scan of written states runs on the
+/// compute threads) is where that car's next step starts, exactly as on a car alone (the
+/// calling thread's scan); the other cars do not see it.
+#[test]
+fn a_state_written_in_a_fleet_is_taken_as_on_a_car_alone() {
+    use driveline::core::vehicle::Road;
+    let (core, mut fleet, roots) = sedan_fleet(20, false);
+    let mut alone = create_app();
+    let single = spawn_vehicle(alone.world_mut(), core.spec().clone(), Road::Body).unwrap();
+    let mut input = held_in_drive();
+    let wheel_of = |app: &App, root: Entity| app.world().get::<VehicleParts>(root).unwrap().wheels[2];
+    for k in 0..600 {
+        if k == 100 {
+            input.brake = 0.0;
+            input.throttle = 0.5;
+        }
+        if k == 400 {
+            // The rear left wheel spun up by 5 rad/s, written as a user would.
+            for (app, root) in [(&mut fleet, roots[5]), (&mut alone, single)] {
+                let wheel = wheel_of(app, root);
+                app.world_mut().get_mut::<BodyState>(wheel).unwrap().speed += 5.0;
+            }
+        }
+        for (app, list) in [(&mut fleet, &roots[..]), (&mut alone, &[single][..])] {
+            for &root in list {
+                app.world_mut().get_mut::<VehicleInput>(root).unwrap().0 = input;
+            }
+            fixed_step(app, Duration::from_millis(1));
+        }
+    }
+    let tele = |app: &App, root: Entity| app.world().get::<VehicleTelemetry>(root).unwrap().0;
+    let (written, other, reference) = (tele(&fleet, roots[5]), tele(&fleet, roots[4]), tele(&alone, single));
+    assert_eq!(written.speed.to_bits(), reference.speed.to_bits());
+    assert_eq!(written.engine_rpm.to_bits(), reference.engine_rpm.to_bits());
+    let w = |app: &App, root| app.world().get::<BodyState>(wheel_of(app, root)).unwrap().speed;
+    assert_eq!(w(&fleet, roots[5]).to_bits(), w(&alone, single).to_bits());
+    assert_ne!(written.speed.to_bits(), other.speed.to_bits(), "the other cars did not take the write");
+}
+
+/// A part renamed on one car of a fleet (the fleet's scan of names and joints runs on the
+/// compute threads) rebuilds that car's network, warm, and no other. The vehicle's controllers
+/// find their wheel by its name: they refuse to start on the renamed network (a message, no
+/// panic) and the car waits; named back, it drives on.
+#[test]
+fn a_part_renamed_in_a_fleet_rebuilds_that_car_alone() {
+    let (_, mut app, roots) = sedan_fleet(20, false);
+    let mut input = held_in_drive();
+    input.brake = 0.0;
+    input.throttle = 0.5;
+    let tick = |app: &mut App| {
+        for &root in &roots {
+            app.world_mut().get_mut::<VehicleInput>(root).unwrap().0 = input;
+        }
+        fixed_step(app, Duration::from_millis(1));
+    };
+    for _ in 0..300 {
+        tick(&mut app);
+    }
+    app.world_mut().resource_mut::<Messages<DrivelineRebuilt>>().clear();
+    app.world_mut().resource_mut::<Messages<DrivelineEditRefused>>().clear();
+    let wheel = app.world().get::<VehicleParts>(roots[9]).unwrap().wheels[0];
+    app.world_mut().get_mut::<Name>(wheel).unwrap().set("front_left_wheel");
+    tick(&mut app);
+    let rebuilt: Vec<_> = app.world_mut().resource_mut::<Messages<DrivelineRebuilt>>().drain().collect();
+    assert_eq!(rebuilt.len(), 1, "{rebuilt:?}");
+    assert_eq!(rebuilt[0].driveline, roots[9]);
+    assert!(rebuilt[0].warm, "{rebuilt:?}");
+    let refused: Vec<_> = app.world_mut().resource_mut::<Messages<DrivelineEditRefused>>().drain().collect();
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert_eq!(refused[0].driveline, Some(roots[9]));
+    assert!(refused[0].message.contains("'wheel_fl'"), "{}", refused[0].message);
+    let speed = |app: &App, root| app.world().get::<VehicleTelemetry>(root).unwrap().0.speed;
+    let (held, other) = (speed(&app, roots[9]), speed(&app, roots[8]));
+    for _ in 0..20 {
+        tick(&mut app);
+    }
+    assert_eq!(speed(&app, roots[9]).to_bits(), held.to_bits(), "the car waits");
+    assert!(speed(&app, roots[8]) > other, "the others drive on");
+    assert!(app.world_mut().resource_mut::<Messages<DrivelineEditRefused>>().drain().next().is_none(), "said once");
+    app.world_mut().get_mut::<Name>(wheel).unwrap().set("wheel_fl");
+    // (Its controllers start over after the rebuild: the TCU engages Drive again first.)
+    for _ in 0..1500 {
+        tick(&mut app);
+    }
+    assert!(speed(&app, roots[9]) > held + 1.0, "named back, it drives on: {held} -> {}", speed(&app, roots[9]));
+}

@@ -63,6 +63,9 @@ pub struct VehicleController {
     /// once a controller's component was added to or removed from a part (see
     /// [`controllers_changed`]), when they are looked at again.
     running: Option<Controllers>,
+    /// The network generation whose controllers could not start ([`Layout::mismatch`]),
+    /// reported once; tried again after the next build.
+    refused: Option<u64>,
 }
 
 /// A clutch or brake part whose engagement is a run-time input.
@@ -576,16 +579,27 @@ macro_rules! for_each_vehicle {
     };
 }
 
+/// A refusal about vehicle `root` itself, into `sink`.
+fn refuse(sink: &std::sync::Mutex<Vec<crate::DrivelineEditRefused>>, root: Entity, message: String) {
+    let r = crate::DrivelineEditRefused { driveline: Some(root), part: root, message };
+    sink.lock().unwrap_or_else(|p| p.into_inner()).push(r);
+}
+
 /// Builds the controllers of a vehicle from its [`VehicleDefinition`] once its network is
 /// built (again after a structural rebuild), and turns the built-in controllers on or off as
-/// their components are present.
+/// their components are present. A network that lost what the controllers drive (a part
+/// renamed or removed, of another kind, an input made a constant) gets none: `Err` says why,
+/// once per build.
 fn ensure_controllers(
     def: &VehicleDefinition,
     vc: &mut VehicleController,
     cache: &mut DrivelineCache,
     controllers: Controllers,
-) {
-    let Some(sim) = cache.sim.as_mut() else { return };
+) -> Result<(), String> {
+    let Some(sim) = cache.sim.as_mut() else { return Ok(()) };
+    if vc.control.is_none() && vc.refused == Some(cache.generation) {
+        return Ok(());
+    }
     if vc.control.is_none() || vc.generation != cache.generation {
         // (The definition may have been edited since: a structural rebuild.)
         let (spec, layout) = match &vc.shared {
@@ -598,6 +612,15 @@ fn ensure_controllers(
                 (spec, layout)
             }
         };
+        // A network rebuilt from edited parts may have lost what the controllers drive.
+        if let Some(why) = layout.mismatch(sim) {
+            vc.control = None;
+            vc.refused = Some(cache.generation);
+            return Err(format!(
+                "{why}: the vehicle's controllers stop (and it with them) until its parts match again"
+            ));
+        }
+        vc.refused = None;
         let mut control = VehicleControl::new(spec, layout, def.road, sim);
         control.start(sim);
         vc.control = Some(control);
@@ -613,6 +636,7 @@ fn ensure_controllers(
     if control.controllers() != controllers {
         control.set_controllers(controllers);
     }
+    Ok(())
 }
 
 /// `Control`: every vehicle's controllers, in one pass over the vehicles. First they are
@@ -658,7 +682,9 @@ pub fn control_vehicles(
         let vc = &mut *vc;
         vc.stage = Stage::Idle;
         let controllers = running_controllers(vc, &parts, transmission, components);
-        ensure_controllers(def, vc, &mut cache, controllers);
+        if let Err(message) = ensure_controllers(def, vc, &mut cache, controllers) {
+            refuse(sink, root, message);
+        }
         let (Some(control), Some(sim)) = (vc.control.as_mut(), cache.simulation()) else { return };
         apply_rate(control, root, rate, sink);
         if def.road == Road::Chassis {
@@ -823,7 +849,9 @@ pub(crate) fn step_vehicles(
         // Started in `Control` (which built the controllers), or not: then the whole chain here.
         if stage.is_none() {
             let controllers = running_controllers(vc, &parts, transmission, components);
-            ensure_controllers(def, vc, &mut cache, controllers);
+            if let Err(message) = ensure_controllers(def, vc, &mut cache, controllers) {
+                refuse(refusal_sink, root, message);
+            }
         }
         let (Some(control), Some(sim)) = (vc.control.as_mut(), cache.sim.as_mut()) else { return };
         if stage.is_none() {

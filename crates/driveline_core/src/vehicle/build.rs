@@ -101,6 +101,45 @@ pub enum Road {
     Chassis,
 }
 
+impl Layout {
+    /// Why the network `sim` runs cannot carry the controllers of this layout, or `None` when
+    /// it can: every element of the layout is there under its name and of its kind, and every
+    /// run-time input the layout's elements take as a whole signal is still one of `sim`'s
+    /// (the controllers find them by these names). A network rebuilt from edited parts (a part
+    /// renamed, removed, or its kind or signal changed) may not; the controllers then refuse to
+    /// start instead of failing.
+    pub fn mismatch(&self, sim: &crate::Simulation) -> Option<String> {
+        let net = sim.network();
+        for e in &self.spec.elements {
+            let want = e.kind.type_name();
+            match net.elements.iter().find(|x| x.name == e.name) {
+                None => {
+                    return Some(format!("the vehicle's part '{}' ({want}) is missing (renamed or removed)", e.name));
+                }
+                Some(x) if x.kind != want => {
+                    return Some(format!(
+                        "the vehicle's part '{}' is a {}, its controllers need a {want}",
+                        e.name, x.kind
+                    ));
+                }
+                Some(_) => {}
+            }
+            let mut kind = e.kind.clone();
+            for signal in kind.signals_mut() {
+                if let Signal::Input { name, .. } = signal
+                    && sim.input_id(name).is_none()
+                {
+                    return Some(format!(
+                        "the vehicle's run-time input '{name}' (of part '{}') is no longer an input of its own",
+                        e.name
+                    ));
+                }
+            }
+        }
+        None
+    }
+}
+
 /// The descriptions and layouts of the vehicles alive, which vehicles of an equal description
 /// share ([`shared`]).
 type Shared = (std::sync::Weak<VehicleSpec>, Road, std::sync::Weak<Layout>);
