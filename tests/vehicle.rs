@@ -708,3 +708,40 @@ fn fuel_use_integrates_the_fuel_map_and_stops_with_the_ignition() {
     drive(&mut v, &mut input, 1.0, |_, _| {}, |_| {});
     assert_eq!(v.telemetry().fuel_used, after);
 }
+
+/// `Layout::mismatch` tells a network that can no longer carry a vehicle's controllers: the
+/// layout's own network can; one with a part renamed and one whose clutch force is a constant
+/// instead of the run-time input the actuator writes cannot, each with the name said.
+#[test]
+fn a_network_that_lost_what_the_controllers_drive_is_told_apart() {
+    use driveline::core::vehicle::build::{Road, shared};
+    use driveline::core::{Network, Signal, Simulation};
+    let v = car("nissan_350z.ron");
+    let (_, layout) = shared(v.spec(), Road::Body);
+    let sim_of = |spec: &driveline::core::NetworkSpec| Simulation::new(Network::build(spec).unwrap());
+    assert_eq!(layout.mismatch(&sim_of(&layout.spec)), None);
+    let mut renamed = layout.spec.clone();
+    let k = renamed.elements.iter().position(|e| e.name == "wheel_rr").unwrap();
+    renamed.elements[k].name = "wheel_rear_right".into();
+    for c in &mut renamed.connections {
+        for end in [&mut c.0, &mut c.1] {
+            if let Some(flange) = end.strip_prefix("wheel_rr.") {
+                *end = format!("wheel_rear_right.{flange}");
+            }
+        }
+    }
+    let why = layout.mismatch(&sim_of(&renamed)).expect("a part renamed");
+    assert!(why.contains("'wheel_rr'"), "{why}");
+    let mut constant = layout.spec.clone();
+    let clutch = constant.elements.iter_mut().find(|e| e.name == "clutch").unwrap();
+    let mut changed = false;
+    for s in clutch.kind.signals_mut() {
+        if matches!(s, Signal::Input { name, .. } if name == "clutch.force") {
+            *s = Signal::Constant(1.0);
+            changed = true;
+        }
+    }
+    assert!(changed, "the clutch's force is the input `clutch.force`");
+    let why = layout.mismatch(&sim_of(&constant)).expect("an input made a constant");
+    assert!(why.contains("'clutch.force'"), "{why}");
+}
