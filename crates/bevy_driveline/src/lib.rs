@@ -67,7 +67,10 @@
 //!   lossy) rebuilds the network *warm*: parts that existed keep their motion and the clock runs
 //!   on; a vehicle's controllers start over. A [`DrivelineRebuilt`] message says so, and whether
 //!   the new network could start from the old state (`warm`) or had to start from the parts'
-//!   start values.
+//!   start values. A vehicle's controllers find their parts and inputs by name: on a network
+//!   that lost one (a part renamed or removed, made another kind, a clutch's force input made
+//!   a constant) they refuse to start, a [`DrivelineEditRefused`] on the root says which part,
+//!   and the car waits until its parts match again.
 //! - **A bad value** (non-finite, or out of the range the element catalogue gives) is refused: a
 //!   [`DrivelineEditRefused`] message names the part and the field, and the component is set
 //!   back to its last valid value. Nothing panics.
