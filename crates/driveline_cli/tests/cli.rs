@@ -239,10 +239,13 @@ fn bench_times_a_fleet_and_a_scenario_and_writes_its_json() {
         "threads",
         "peak_rss_bytes",
         "bytes_per_vehicle",
+        "phases_in_step",
     ];
     contract.sort_unstable();
     assert_eq!(keys, contract, "the JSON contract: exactly these keys");
     assert_eq!(v["vehicles"], 3);
+    // The bench's drivers sample before the controllers: the phases run in the step.
+    assert_eq!(v["phases_in_step"], true);
     assert_eq!(v["steps"], 50);
     assert_eq!(v["threads"], 2);
     assert!(v["vehicle_steps_per_s"].as_f64().unwrap() > 0.0);
