@@ -508,9 +508,9 @@ fn fleets_parts_hold_the_core_state(phased: bool) {
     assert!(core.telemetry().speed > 1.0, "the launch should be under way: {}", core.telemetry().speed);
 }
 
-/// A state written on one car of a fleet (the fleet's scan of written states runs on the
-/// compute threads) is where that car's next step starts, exactly as on a car alone (the
-/// calling thread's scan); the other cars do not see it.
+/// A state written on one car of a fleet (whose parts are written in the vehicles' parallel
+/// step, straight into their columns) is where that car's next step starts, exactly as on a car
+/// alone; the other cars do not see it.
 #[test]
 fn a_state_written_in_a_fleet_is_taken_as_on_a_car_alone() {
     use driveline::core::vehicle::Road;
@@ -547,8 +547,7 @@ fn a_state_written_in_a_fleet_is_taken_as_on_a_car_alone() {
     assert_ne!(written.speed.to_bits(), other.speed.to_bits(), "the other cars did not take the write");
 }
 
-/// A part renamed on one car of a fleet (the fleet's scan of names and joints runs on the
-/// compute threads) rebuilds that car's network, warm, and no other. The vehicle's controllers
+/// A part renamed on one car of a fleet rebuilds that car's network, warm, and no other. The vehicle's controllers
 /// find their wheel by its name: they refuse to start on the renamed network (a message, no
 /// panic) and the car waits; named back, it drives on.
 #[test]

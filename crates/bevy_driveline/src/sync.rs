@@ -171,12 +171,11 @@ pub(crate) fn sync_networks(
     mut detached: RemovedComponents<PartOf>,
     mut failed: MessageWriter<DrivelineBuildFailed>,
     mut rebuilt: MessageWriter<DrivelineRebuilt>,
-    (mut book, mut touched, mut unbuilt, mut visit, mut found): (
+    (mut book, mut touched, mut unbuilt, mut visit): (
         ResMut<crate::Book>,
         Local<Vec<Entity>>,
         Local<Vec<Entity>>,
         Local<Vec<Entity>>,
-        Local<crate::Notes<Entity>>,
     ),
     mut commands: Commands,
 ) {
@@ -187,15 +186,7 @@ pub(crate) fn sync_networks(
     // marks its driveline's cache instead: see `PartElement` and `accept`.
     let structure = &mut *touched;
     structure.clear();
-    if crate::solve::fleet_order(roots.iter().len()) {
-        // A fleet: the scan of every part's two change ticks (about a thousand instructions a
-        // vehicle) on the compute threads, not on the calling thread alone.
-        let sink = &*found;
-        changed.par_iter().for_each(|p| sink.push(p.0));
-        found.drain_into(structure);
-    } else {
-        structure.extend(changed.iter().map(|p| p.0));
-    }
+    structure.extend(changed.iter().map(|p| p.0));
     structure.sort_unstable();
     structure.dedup();
     // The roots to look at: those marked, changed or touched, and those whose network is not
@@ -455,35 +446,19 @@ pub(crate) fn write_states(
     mut adjusted: MessageWriter<StateWriteAdjusted>,
     mut refused: MessageWriter<DrivelineEditRefused>,
     mut writes: Local<Vec<(Entity, usize, Entity, BodyState)>>,
-    (mut found, mut candidates): (Local<crate::Notes<(Entity, BodyState)>>, Local<Vec<(Entity, BodyState)>>),
 ) {
     writes.clear();
     let (now, since) = (ticks.this_run(), std::mem::replace(&mut taken.0, ticks.this_run()));
-    // Changed after the last write-back: a user wrote it (the write-back's own writes carry
-    // its tick); and not taken yet (`Prepare` takes what was written before it, `Solve` what
-    // was written since). Parts just built start from their components' start values. (The
-    // part's slot is read only then: the write-back changes every moving body's state each
-    // tick, so the filter passes nearly every body.)
-    let user_write = |entity: Entity, state: &Ref<BodyState>| {
+    for (entity, state) in &written {
+        // Changed after the last write-back: a user wrote it (the write-back's own writes
+        // carry its tick); and not taken yet (`Prepare` takes what was written before it,
+        // `Solve` what was written since). Parts just built start from their components'
+        // start values. (The part's slot is read only then: the write-back changes every
+        // moving body's state each tick.)
         let changed = state.last_changed();
-        changed.is_newer_than(last.0, now) && changed.is_newer_than(since, now) && !fresh.contains(entity)
-    };
-    candidates.clear();
-    if crate::solve::fleet_order(roots.iter().len()) {
-        // A fleet: the scan on the compute threads, not on the calling thread alone.
-        let sink = &*found;
-        written.par_iter().for_each(|(entity, state)| {
-            if user_write(entity, &state) {
-                sink.push((entity, *state));
-            }
-        });
-        // (The threads' lists in any order: the writes are sorted by driveline and element
-        // below.)
-        found.drain_into(&mut candidates);
-    } else {
-        candidates.extend(written.iter().filter(|(e, s)| user_write(*e, s)).map(|(e, s)| (e, *s)));
-    }
-    for &(entity, state) in candidates.iter() {
+        if !changed.is_newer_than(last.0, now) || !changed.is_newer_than(since, now) || fresh.contains(entity) {
+            continue;
+        }
         let Ok((part_of, &PartSlot(k))) = parts.get(entity) else { continue };
         let Ok(cache) = roots.get(part_of.0) else { continue };
         if cache.parts.get(k) != Some(&entity) {
@@ -491,7 +466,7 @@ pub(crate) fn write_states(
         }
         let Some((angle, speed)) = cache.sim.as_ref().and_then(|s| s.body_state(k)) else { continue };
         if angle.to_bits() != state.angle.to_bits() || speed.to_bits() != state.speed.to_bits() {
-            writes.push((part_of.0, k, entity, state));
+            writes.push((part_of.0, k, entity, *state.into_inner()));
         }
     }
     if writes.is_empty() {
