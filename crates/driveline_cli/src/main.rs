@@ -1,6 +1,27 @@
 //! `driveline`: simulate and check scenario, vehicle and gearbox files, print gear ratios, and
 //! run vehicles over drive cycles, from the command line.
 
+/// `println!` that ends the process quietly when standard output has been closed (a reader
+/// such as `head` took what it wanted) instead of panicking; any other write error is reported
+/// and exits with 1.
+macro_rules! say {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        if let Err(e) = writeln!(std::io::stdout().lock(), $($t)*) {
+            crate::stdout_failed(e);
+        }
+    }};
+}
+
+/// Where [`say`] goes when standard output cannot be written.
+fn stdout_failed(e: std::io::Error) -> ! {
+    if e.kind() == std::io::ErrorKind::BrokenPipe {
+        std::process::exit(0);
+    }
+    eprintln!("cannot write to standard output: {e}");
+    std::process::exit(1);
+}
+
 mod bench;
 mod drive;
 mod run;
@@ -177,7 +198,7 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Check { file } => match check(&file) {
             Ok(summary) => {
-                println!("{}: ok: {summary}", file.display());
+                say!("{}: ok: {summary}", file.display());
                 ExitCode::SUCCESS
             }
             Err(e) => {
@@ -188,7 +209,7 @@ fn main() -> ExitCode {
         Command::Drive { options, summary_json } => match drive::drive(options) {
             Ok(summary) => {
                 let text = serde_json::to_string_pretty(&summary).unwrap_or_default();
-                println!("{text}");
+                say!("{text}");
                 if let Some(p) = summary_json
                     && let Err(e) = std::fs::write(&p, text)
                 {
@@ -206,7 +227,7 @@ fn main() -> ExitCode {
             match run::run(run::RunOptions { vehicle, cycle, dt, out, rate, plot, summary_json, udp, udp_rate, force })
             {
                 Ok(s) => {
-                    println!(
+                    say!(
                         "{} on {}: {:.2} km in {:.0} s, rms speed error {:.2} km/h (max {:.1}), {} shifts, {} stalls, {:.0}x real time",
                         s.vehicle,
                         s.cycle,
@@ -243,7 +264,7 @@ fn main() -> ExitCode {
             };
             match bench::bench(o) {
                 Ok(r) => {
-                    println!(
+                    say!(
                         "{} vehicle(s) x {} steps on {} thread(s): {:.0} vehicle-steps/s, {:.2} us per vehicle-step, {:.2}x real time{}",
                         r.vehicles,
                         r.steps,
@@ -254,12 +275,10 @@ fn main() -> ExitCode {
                         if part_states { "" } else { " (part states not written)" }
                     );
                     if !timed_scenario && !r.phases_in_step {
-                        println!(
-                            "the vehicles' control and actuation ran as systems of their own (see FusedVehicleSteps)"
-                        );
+                        say!("the vehicles' control and actuation ran as systems of their own (see FusedVehicleSteps)");
                     }
                     if r.peak_rss_bytes > 0 {
-                        println!(
+                        say!(
                             "resident memory: {:.0} KiB per vehicle, {:.1} MiB at the peak",
                             r.bytes_per_vehicle as f64 / 1024.0,
                             r.peak_rss_bytes as f64 / (1024.0 * 1024.0)
@@ -277,7 +296,7 @@ fn main() -> ExitCode {
             match soak::soak(soak::SoakOptions { vehicles, per_kind, seconds, dt, threads, json }) {
                 Ok(r) => {
                     for k in &r.kinds {
-                        println!(
+                        say!(
                             "{}: {} vehicles, {:.0} km, {:.1} MJ dissipated, {} step errors, {} non-finite, ledger residual {:.1e}",
                             k.vehicle,
                             k.vehicles,
@@ -289,7 +308,7 @@ fn main() -> ExitCode {
                         );
                     }
                     let mib = |b: u64| b as f64 / (1 << 20) as f64;
-                    println!(
+                    say!(
                         "{} vehicles x {:.0} s at {:.4} s: {} vehicle-steps in {:.0} s ({:.0}/s on {} threads); RSS {:.1} MiB at start, {:.1} after minute 1, {:.1} at most after, {:.1} at the end",
                         r.vehicles,
                         r.seconds,
@@ -304,7 +323,7 @@ fn main() -> ExitCode {
                         mib(r.rss_bytes.last().copied().unwrap_or(0)),
                     );
                     for f in &r.failures {
-                        println!("FAILED: {f}");
+                        say!("FAILED: {f}");
                     }
                     if r.passed { ExitCode::SUCCESS } else { ExitCode::from(1) }
                 }
@@ -316,17 +335,17 @@ fn main() -> ExitCode {
         }
         Command::Ratios { gearbox, elements } => match GearboxSpec::load_analysed(&gearbox) {
             Ok((spec, gears)) => {
-                println!("gear,ratio");
+                say!("gear,ratio");
                 for g in GearboxSpec::driving_gears(&gears) {
-                    println!("{},{:.4}", g.name, g.ratio);
+                    say!("{},{:.4}", g.name, g.ratio);
                 }
                 if elements {
-                    println!();
-                    println!("gear,element,torque_per_input,capacity_nm");
+                    say!();
+                    say!("gear,element,torque_per_input,capacity_nm");
                     for g in GearboxSpec::driving_gears(&gears) {
                         for (k, tf) in g.closed.iter().zip(&g.torque_factors) {
                             let e = &spec.elements[*k];
-                            println!("{},{},{:.4},{:.0}", g.name, e.name, tf, e.capacity());
+                            say!("{},{},{:.4},{:.0}", g.name, e.name, tf, e.capacity());
                         }
                     }
                 }

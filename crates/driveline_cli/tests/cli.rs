@@ -439,3 +439,22 @@ fn soak_passes_a_short_run_and_writes_its_figures() {
     assert_eq!(driveline(&["soak", "--vehicles", "tests"]).status.code(), Some(2));
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// A reader that closes standard output early (`driveline bench ... | head -1`) ends the run
+/// quietly: no panic, exit 0.
+#[test]
+fn a_closed_standard_output_ends_the_run_quietly() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_driveline"))
+        .args(["bench", "--vehicle", "assets/vehicles/sedan_8hp.ron", "--vehicles", "2", "--seconds", "0.05"])
+        .current_dir(root())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run driveline");
+    // Closed before the bench (which builds two vehicles first) prints its first line.
+    drop(child.stdout.take());
+    let out = child.wait_with_output().expect("wait for driveline");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(out.status.success(), "{:?}: {stderr}", out.status);
+}
