@@ -18,6 +18,7 @@
 // it holds.
 #![allow(unsafe_code)]
 
+use crate::solve::{coupling_state, same_body};
 use crate::{BodyState, ClutchEngagement, CouplingState, DrivelineCache, SkipWriteBack};
 use bevy_ecs::change_detection::{MaybeLocation, Tick};
 use bevy_ecs::component::ComponentId;
@@ -225,16 +226,10 @@ impl FleetParts<'_, '_> {
                 }
                 continue;
             }
-            if let Some((phi_rel, w_rel)) = sim.element_relative(k)
-                && !columns.coupling.data.is_null()
+            if !columns.coupling.data.is_null()
+                && let Some(value) = coupling_state(sim, k)
             {
-                let value = CouplingState {
-                    phi_rel,
-                    w_rel,
-                    torque: sim.element_torque(k),
-                    mode: sim.element_mode(k),
-                    dissipation: sim.element_dissipation(k),
-                };
+                // (`!=` as `set_if_neq` compares, on the other write-back paths.)
                 unsafe { columns.coupling.set_if(row, tick, value, |a, b| a != b) };
             }
             if !columns.engagement.data.is_null()
@@ -246,10 +241,4 @@ impl FleetParts<'_, '_> {
             }
         }
     }
-}
-
-/// Whether two body states are the same to the bit.
-#[inline(always)]
-fn same_body(a: &BodyState, b: &BodyState) -> bool {
-    a.angle.to_bits() == b.angle.to_bits() && a.speed.to_bits() == b.speed.to_bits()
 }

@@ -261,9 +261,29 @@ fn write_body<'a>(
 /// scan compares: `-0.0` is not `0.0` there).
 #[inline(always)]
 fn set_body(mut body: Mut<BodyState>, (angle, speed): (f64, f64)) {
-    if body.angle.to_bits() != angle.to_bits() || body.speed.to_bits() != speed.to_bits() {
-        *body = BodyState { angle, speed };
+    let state = BodyState { angle, speed };
+    if !same_body(&body, &state) {
+        *body = state;
     }
+}
+
+/// Whether two body states are the same to the bit (a write-back writes only what moved).
+#[inline(always)]
+pub(crate) fn same_body(a: &BodyState, b: &BodyState) -> bool {
+    a.angle.to_bits() == b.angle.to_bits() && a.speed.to_bits() == b.speed.to_bits()
+}
+
+/// Element `k`'s [`CouplingState`] as the simulation has it, if it has a relative coordinate.
+#[inline(always)]
+pub(crate) fn coupling_state(sim: &driveline_core::Simulation, k: usize) -> Option<CouplingState> {
+    let (phi_rel, w_rel) = sim.element_relative(k)?;
+    Some(CouplingState {
+        phi_rel,
+        w_rel,
+        torque: sim.element_torque(k),
+        mode: sim.element_mode(k),
+        dissipation: sim.element_dissipation(k),
+    })
 }
 
 /// One coupling's state written back (see [`write_back`]).
@@ -290,14 +310,8 @@ fn set_coupling(
     mut coupling: Mut<CouplingState>,
     engagement: Option<Mut<ClutchEngagement>>,
 ) {
-    if let Some((phi_rel, w_rel)) = sim.element_relative(k) {
-        coupling.set_if_neq(CouplingState {
-            phi_rel,
-            w_rel,
-            torque: sim.element_torque(k),
-            mode: sim.element_mode(k),
-            dissipation: sim.element_dissipation(k),
-        });
+    if let Some(state) = coupling_state(sim, k) {
+        coupling.set_if_neq(state);
     }
     if let Some(mut e) = engagement
         && let Some(u) = sim.element_engagement(k)

@@ -225,8 +225,7 @@ fn apply_rate(
                 let message = format!(
                     "DrivelineRate {hz} Hz refused: a rate is finite, from 1 to {MAX_DRIVELINE_RATE} Hz; the last valid rate is kept"
                 );
-                let r = crate::DrivelineEditRefused { driveline: Some(root), part: root, message };
-                sink.lock().unwrap_or_else(|p| p.into_inner()).push(r);
+                refuse(sink, root, root, message);
             }
             return;
         }
@@ -579,9 +578,10 @@ macro_rules! for_each_vehicle {
     };
 }
 
-/// A refusal about vehicle `root` itself, into `sink`.
-fn refuse(sink: &std::sync::Mutex<Vec<crate::DrivelineEditRefused>>, root: Entity, message: String) {
-    let r = crate::DrivelineEditRefused { driveline: Some(root), part: root, message };
+/// A refusal about `part` of vehicle `root` (the root itself for the vehicle's own
+/// components), into `sink`.
+fn refuse(sink: &std::sync::Mutex<Vec<crate::DrivelineEditRefused>>, root: Entity, part: Entity, message: String) {
+    let r = crate::DrivelineEditRefused { driveline: Some(root), part, message };
     sink.lock().unwrap_or_else(|p| p.into_inner()).push(r);
 }
 
@@ -683,7 +683,7 @@ pub fn control_vehicles(
         vc.stage = Stage::Idle;
         let controllers = running_controllers(vc, &parts, transmission, components);
         if let Err(message) = ensure_controllers(def, vc, &mut cache, controllers) {
-            refuse(sink, root, message);
+            refuse(sink, root, root, message);
         }
         let (Some(control), Some(sim)) = (vc.control.as_mut(), cache.simulation()) else { return };
         apply_rate(control, root, rate, sink);
@@ -713,10 +713,7 @@ fn take_contacts(
     contacts: &Query<Ref<crate::chassis::WheelContact>>,
     sink: &std::sync::Mutex<Vec<crate::DrivelineEditRefused>>,
 ) {
-    crate::chassis::take_contacts(control, &parts.wheels, contacts, |part, message| {
-        let r = crate::DrivelineEditRefused { driveline: Some(root), part, message };
-        sink.lock().unwrap_or_else(|p| p.into_inner()).push(r);
-    });
+    crate::chassis::take_contacts(control, &parts.wheels, contacts, |part, message| refuse(sink, root, part, message));
 }
 
 /// `Actuation`: every vehicle's actuators (a manual's shift linkages and clutch actuator, an
@@ -850,7 +847,7 @@ pub(crate) fn step_vehicles(
         if stage.is_none() {
             let controllers = running_controllers(vc, &parts, transmission, components);
             if let Err(message) = ensure_controllers(def, vc, &mut cache, controllers) {
-                refuse(refusal_sink, root, message);
+                refuse(refusal_sink, root, root, message);
             }
         }
         let (Some(control), Some(sim)) = (vc.control.as_mut(), cache.sim.as_mut()) else { return };
