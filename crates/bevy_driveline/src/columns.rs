@@ -91,6 +91,32 @@ impl<T> Column<T> {
     }
 }
 
+impl<T> Column<T> {
+    /// Hints the row's value and change tick toward the cache (nothing where there is no
+    /// column). Reads and writes nothing: the addresses are only computed.
+    #[inline(always)]
+    fn hint(&self, row: usize) {
+        if !self.data.is_null() {
+            hint(self.data.wrapping_add(row) as usize);
+            hint(self.changed.wrapping_add(row) as usize);
+        }
+    }
+}
+
+/// Hints the cache line at `address` toward the cache.
+#[inline(always)]
+fn hint(address: usize) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch never faults and writes nothing; any address is allowed (SSE is part
+    // of the x86-64 baseline).
+    unsafe {
+        use std::arch::x86_64::{_MM_HINT_T1, _mm_prefetch};
+        _mm_prefetch::<_MM_HINT_T1>(address as *const i8);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = address;
+}
+
 /// The three state columns of one table.
 #[derive(Clone, Copy)]
 struct TableColumns {
@@ -199,6 +225,20 @@ impl FleetParts<'_, '_> {
         }
     }
 
+    /// Hints the rows [`FleetParts::write`] will write for `cache`'s driveline toward the cache,
+    /// so that they arrive while another vehicle steps. Writes nothing.
+    pub(crate) fn prefetch(&self, cache: &DrivelineCache) {
+        let entities = self.world.entities();
+        for &part in &cache.parts {
+            let Ok(at) = entities.get_spawned(part) else { continue };
+            let Some(columns) = self.state.tables.get(at.table_id.as_usize()) else { continue };
+            let row = at.table_row.index();
+            columns.body.hint(row);
+            columns.coupling.hint(row);
+            columns.engagement.hint(row);
+        }
+    }
+
     /// Writes the parts of driveline `root` from its simulation, in element order, where they
     /// differ from what the parts hold. Called for several drivelines at once from the compute
     /// threads: a part is written by the driveline the book's claims name and by no other.
@@ -240,5 +280,59 @@ impl FleetParts<'_, '_> {
                 };
             }
         }
+    }
+}
+
+/// Runs `step` on every item of `query`, the items spread over the compute threads in one
+/// contiguous run of the query's order per thread, as `Query::par_iter_mut` spreads them; within
+/// a run, `ahead` sees the next item before `step` takes the current one. A fleet hints the
+/// next vehicle's state toward the cache there, so that it arrives while this one steps
+/// (docs/performance.md). `list` is scratch for the entities (its room is kept).
+///
+/// `entity` gives an item's entity; the query's own iteration yields each entity once, so no
+/// two runs reach one entity.
+pub(crate) fn par_for_each_ahead<'w, 's, D, F>(
+    query: &mut Query<'w, 's, D, F>,
+    list: &mut Vec<Entity>,
+    entity: impl Fn(&D::Item<'_, 's>) -> Entity,
+    ahead: impl Fn(&D::Item<'_, 's>) + Sync,
+    step: impl Fn(D::Item<'_, 's>) + Sync,
+) where
+    D: bevy_ecs::query::IterQueryData,
+    F: bevy_ecs::query::QueryFilter,
+{
+    list.clear();
+    list.extend(query.iter_mut().map(|item| entity(&item)));
+    let query = &*query;
+    let (ahead, step) = (&ahead, &step);
+    let run = move |run: &[Entity]| {
+        // SAFETY: `list` holds each entity of the query once (from the query's own iteration
+        // above, under the `&mut Query` this function holds for its whole length) and the runs
+        // are disjoint, so each entity's item is fetched by one run, once, and no two items
+        // alive at once (`next` and the current one) are of the same entity.
+        let fetch = |e: Entity| unsafe { query.get_unchecked(e) }.ok();
+        let mut next = run.first().and_then(|&e| fetch(e));
+        for k in 0..run.len() {
+            let current = next.take();
+            next = run.get(k + 1).and_then(|&e| fetch(e));
+            if let Some(n) = &next {
+                ahead(n);
+            }
+            if let Some(item) = current {
+                step(item);
+            }
+        }
+    };
+    match bevy_tasks::ComputeTaskPool::try_get().map(|pool| (pool, pool.thread_num())) {
+        Some((pool, threads)) if threads >= 2 => {
+            let len = list.len().div_ceil(threads);
+            pool.scope(|scope| {
+                for part in list.chunks(len.max(1)) {
+                    scope.spawn(async move { run(part) });
+                }
+            });
+        }
+        // One compute thread or none: the calling thread, without a hand-off.
+        _ => run(list),
     }
 }

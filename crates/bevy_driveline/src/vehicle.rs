@@ -804,7 +804,7 @@ pub(crate) fn step_vehicles(
         Local<std::sync::Mutex<Vec<crate::DrivelineEditRefused>>>,
     ),
     (mut noted, mut noted_list): (Local<crate::Notes<Entity>>, Local<Vec<Entity>>),
-    (book, mut parts_of): (Res<crate::Book>, crate::solve::FleetParts),
+    (book, mut parts_of, mut order): (Res<crate::Book>, crate::solve::FleetParts, Local<Vec<Entity>>),
 ) {
     let notes = &*book;
     // A fleet on two compute threads or more writes each vehicle's parts right after its step,
@@ -899,7 +899,28 @@ pub(crate) fn step_vehicles(
     if roots.iter().len() < crate::solve::PARALLEL_DRIVELINES {
         roots.iter_mut().for_each(step);
     } else {
-        roots.par_iter_mut().for_each(step);
+        // The next vehicle's controllers and simulation hinted toward the cache while this one
+        // steps: in a fleet each vehicle's state has left the caches since its last step.
+        let ahead = |item: &(
+            Entity,
+            &VehicleDefinition,
+            Mut<VehicleController>,
+            &VehicleInput,
+            Mut<VehicleTelemetry>,
+            Mut<DrivelineCache>,
+            Mut<Overrides>,
+            Ref<VehicleParts>,
+            bool,
+            Option<Ref<DrivelineRate>>,
+        )| {
+            if let (Some(control), Some(sim)) = (item.2.control.as_ref(), item.5.sim.as_ref()) {
+                control.prefetch(sim);
+            }
+            if let Some(parts) = fused {
+                parts.prefetch(&item.5);
+            }
+        };
+        crate::columns::par_for_each_ahead(&mut roots, &mut order, |item| item.0, ahead, step);
     }
     crate::solve::flush_failures(&mut failures, &mut failed);
     for r in refusals.get_mut().unwrap_or_else(|p| p.into_inner()).drain(..) {

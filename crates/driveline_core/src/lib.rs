@@ -207,6 +207,11 @@
 //! a shape allocates that set, later steps of any simulation of that shape on the thread do not.
 //! Results do not depend on which thread steps a simulation or what it stepped before.
 //!
+//! A thread that steps many vehicles in turn finds each one's state out of the caches (a
+//! thousand sedans' state is more than a processor's last-level cache holds): call
+//! [`Vehicle::prefetch`] on the next vehicle before stepping this one, and its state arrives
+//! while this one computes. The hint changes no result; the Bevy plugin's fleet step does it.
+//!
 //! ## FAQ
 //! - *Why does my clutch not lock?* Its slip must reach zero while the torque it would need
 //!   stays within `peak * tau0`. Check `fn_max`, `cgeo`, `mu_pos` and the normal-force signal.
@@ -271,6 +276,7 @@ pub mod linalg;
 pub mod model;
 pub mod network;
 pub mod output;
+mod prefetch;
 pub mod scenario;
 pub mod signal;
 mod snapshot;

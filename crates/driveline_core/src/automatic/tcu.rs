@@ -406,6 +406,16 @@ fn gear_number(g: &GearInfo, forward: &[usize], idx: usize) -> i32 {
 }
 
 impl Tcu {
+    /// Hints the controller's state toward the cache (`Vehicle::prefetch`). Changes nothing.
+    pub(crate) fn prefetch(&self) {
+        use crate::prefetch::{slice, value};
+        value(self);
+        slice(&self.pistons);
+        slice(&self.commands);
+        slice(&self.temperature);
+        slice(&self.last_power);
+    }
+
     /// A controller for `spec` (validated, gearbox resolved), starting in the neutral gear with
     /// `engine_inertia` on the crankshaft.
     pub fn new(spec: &AutomaticSpec, engine_inertia: f64) -> Self {

@@ -83,6 +83,22 @@ pub(super) struct TimeOnly {
 }
 
 impl TimeOnly {
+    /// Hints the kernel's tables toward the cache (`Simulation::prefetch`).
+    pub(super) fn prefetch(&self) {
+        use crate::prefetch::slice;
+        if self.active {
+            slice(&self.src);
+            slice(&self.mag);
+            slice(&self.locks);
+            slice(&self.map);
+            slice(&self.tau);
+            slice(&self.col);
+            slice(&self.slips);
+        }
+    }
+}
+
+impl TimeOnly {
     /// Room for a network of `n` coordinates, `rmax` active rows, `nl` laws and `nf` friction
     /// elements (built in place afterwards, never grown).
     pub(super) fn new(n: usize, rmax: usize, nl: usize, nf: usize) -> Self {

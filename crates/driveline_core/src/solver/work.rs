@@ -558,6 +558,86 @@ thread_local! {
 pub(super) type ScratchLease = (u64, u64);
 
 impl Simulation {
+    /// Hints the state the next step reads toward the cache (`Vehicle::prefetch`). Changes no
+    /// result.
+    pub fn prefetch(&self) {
+        use crate::prefetch::{slice, value};
+        value(self);
+        slice(&self.phi);
+        slice(&self.w);
+        slice(&self.modes);
+        slice(&self.regimes);
+        slice(&self.out_tau);
+        slice(&self.out_power);
+        slice(&self.slots);
+        if let Some(slot) = self.slots.get(self.cur) {
+            slice(&slot.weight_caps);
+            if let Some(set) = self.newton.sets.get(slot.newton) {
+                slice(&set.dr);
+                slice(&set.kr);
+                slice(&set.newton_inv);
+                slice(&set.newton_piv);
+            }
+        }
+        slice(&self.newton.sets);
+        let p = &self.pred;
+        slice(&p.q0);
+        slice(&p.q);
+        slice(&p.g);
+        slice(&p.g_end);
+        let c = &self.signals;
+        slice(&c.unsteady);
+        slice(&c.unsteady_other);
+        slice(&c.held);
+        slice(&c.held_value);
+        slice(&c.sine_state);
+        slice(&self.inputs.steps);
+        slice(&self.inputs.step_pos);
+        slice(&self.inputs.changes);
+        slice(&self.friction.watch_list);
+        self.ws.prefetch();
+        self.kernel.prefetch();
+    }
+}
+
+impl Work {
+    /// Hints the carried buffers toward the cache ([`Simulation::prefetch`]).
+    fn prefetch(&self) {
+        use crate::prefetch::slice;
+        for v in self.sig.iter().chain(self.presc_speed.iter()).chain(self.presc_acc.iter()) {
+            slice(v);
+        }
+        for v in [
+            &self.sig_end,
+            &self.q0,
+            &self.q,
+            &self.stage_g,
+            &self.f,
+            &self.lam,
+            &self.lam_start,
+            &self.dep_tau,
+            &self.dependent_input,
+            &self.f_end,
+            &self.lam_end,
+            &self.fric_tau[0],
+            &self.fric_tau[1],
+            &self.fric_power_end,
+            &self.dep_tau_end,
+            &self.law_tau_end,
+            &self.law_diss_end,
+            &self.fric_tau_end,
+            &self.qp.warm_x,
+            &self.qp.extra,
+        ] {
+            slice(v);
+        }
+        slice(&self.caps);
+        slice(&self.qp.warm_state);
+        slice(&self.qp.warm_ok);
+    }
+}
+
+impl Simulation {
     /// Borrows this thread's scratch for the simulation's network shape (see [`Scratch`]).
     /// Returns false when the simulation holds one already (a nested call): only the call
     /// that took it gives it back.

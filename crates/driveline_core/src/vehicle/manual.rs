@@ -65,6 +65,16 @@ pub(crate) struct Selection {
 }
 
 impl Manual {
+    /// Hints the controller's state toward the cache (`Vehicle::prefetch`). Changes nothing.
+    pub(crate) fn prefetch(&self) {
+        use crate::prefetch::{slice, value};
+        value(self);
+        slice(&self.sleeves);
+        slice(&self.engagement);
+        slice(&self.synchro_energy);
+        slice(&self.last_synchro_power);
+    }
+
     pub fn new(cl: &ClutchSpec, gb: &GearboxSpec, layout: &Layout, net: &Network, sim: &Simulation) -> Self {
         let find = |n: &str| super::find(net, n);
         let ids = ManualIds {

@@ -739,9 +739,29 @@ impl Vehicle {
     pub fn step(&mut self, input: &DriverInput, dt: f64) -> Result<(), StepError> {
         self.control.step(&mut self.sim, input, dt)
     }
+
+    /// Hints the processor to bring the state this vehicle's next step reads toward the cache,
+    /// and returns at once. A fleet calls it on the next vehicle before it steps this one, so
+    /// that the next vehicle's state arrives while this one computes (see the performance
+    /// notes). It changes no result; where the processor has no such hint it does nothing.
+    pub fn prefetch(&self) {
+        self.control.prefetch(&self.sim);
+    }
 }
 
 impl VehicleControl {
+    /// Hints the state the next step of these controllers and `sim` reads toward the cache
+    /// ([`Vehicle::prefetch`]). Changes no result.
+    pub fn prefetch(&self, sim: &Simulation) {
+        crate::prefetch::value(self);
+        crate::prefetch::slice(&self.events);
+        match &self.trans {
+            Trans::Manual(m) => m.prefetch(),
+            Trans::Automatic(a) => a.prefetch(),
+        }
+        sim.prefetch();
+    }
+
     /// Controllers for `sim`, which must have been built from `layout` (of `spec`, on `road`):
     /// resolves every element and input the controllers use and writes the start inputs.
     ///

@@ -24,6 +24,7 @@ struct Car {
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let traffic = args.iter().any(|a| a == "traffic");
+    let prefetch = args.iter().any(|a| a == "prefetch");
     let mut numbers = args.iter().filter_map(|a| a.parse::<usize>().ok());
     let n = numbers.next().unwrap_or(100).max(1);
     let threads = numbers.next().unwrap_or(2).max(1);
@@ -69,7 +70,14 @@ fn main() {
     for _ in 0..steps {
         std::thread::scope(|s| {
             for part in cars.chunks_mut(chunk) {
-                s.spawn(move || part.iter_mut().for_each(step));
+                s.spawn(move || {
+                    for k in 0..part.len() {
+                        if prefetch && k + 1 < part.len() {
+                            part[k + 1].vehicle.prefetch();
+                        }
+                        step(&mut part[k]);
+                    }
+                });
             }
         });
     }
