@@ -97,24 +97,10 @@ impl<T> Column<T> {
     #[inline(always)]
     fn hint(&self, row: usize) {
         if !self.data.is_null() {
-            hint(self.data.wrapping_add(row) as usize);
-            hint(self.changed.wrapping_add(row) as usize);
+            driveline_core::prefetch::hint(self.data.wrapping_add(row) as usize);
+            driveline_core::prefetch::hint(self.changed.wrapping_add(row) as usize);
         }
     }
-}
-
-/// Hints the cache line at `address` toward the cache.
-#[inline(always)]
-fn hint(address: usize) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch never faults and writes nothing; any address is allowed (SSE is part
-    // of the x86-64 baseline).
-    unsafe {
-        use std::arch::x86_64::{_MM_HINT_T1, _mm_prefetch};
-        _mm_prefetch::<_MM_HINT_T1>(address as *const i8);
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = address;
 }
 
 /// The three state columns of one table.

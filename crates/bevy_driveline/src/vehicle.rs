@@ -772,6 +772,20 @@ pub(crate) fn actuate_vehicles(
     }
 }
 
+/// What `step_vehicles` fetches of a vehicle's root.
+type RootItem<'a> = (
+    Entity,
+    &'a VehicleDefinition,
+    Mut<'a, VehicleController>,
+    &'a VehicleInput,
+    Mut<'a, VehicleTelemetry>,
+    Mut<'a, DrivelineCache>,
+    Mut<'a, Overrides>,
+    Ref<'a, VehicleParts>,
+    bool,
+    Option<Ref<'a, DrivelineRate>>,
+);
+
 /// `Solve`: the coupled step of every vehicle, in parallel across the compute task pool, with
 /// what users wrote over the built-in actuators ([`crate::ClutchEngagement`],
 /// [`crate::DrivelineInputs`]); then heat, fuel and telemetry, and the sub-steps after the
@@ -825,94 +839,73 @@ pub(crate) fn step_vehicles(
     };
     let components = &components;
     let (contacts, refusal_sink) = (&contacts, &*refusals);
-    let step = |(root, def, mut vc, input, mut tele, mut cache, mut overrides, parts, transmission, rate): (
-        Entity,
-        &VehicleDefinition,
-        Mut<VehicleController>,
-        &VehicleInput,
-        Mut<VehicleTelemetry>,
-        Mut<DrivelineCache>,
-        Mut<Overrides>,
-        Ref<VehicleParts>,
-        bool,
-        Option<Ref<DrivelineRate>>,
-    )| {
-        let vc = &mut *vc;
-        let stage = match vc.stage {
-            Stage::Actuated { plan, pending } => Some((plan, pending)),
-            _ => None,
-        };
-        vc.stage = Stage::Idle;
-        // Started in `Control` (which built the controllers), or not: then the whole chain here.
-        if stage.is_none() {
-            let controllers = running_controllers(vc, &parts, transmission, components);
-            if let Err(message) = ensure_controllers(def, vc, &mut cache, controllers) {
-                refuse(refusal_sink, root, root, message);
+    let step =
+        |(root, def, mut vc, input, mut tele, mut cache, mut overrides, parts, transmission, rate): RootItem<'_>| {
+            let vc = &mut *vc;
+            let stage = match vc.stage {
+                Stage::Actuated { plan, pending } => Some((plan, pending)),
+                _ => None,
+            };
+            vc.stage = Stage::Idle;
+            // Started in `Control` (which built the controllers), or not: then the whole chain here.
+            if stage.is_none() {
+                let controllers = running_controllers(vc, &parts, transmission, components);
+                if let Err(message) = ensure_controllers(def, vc, &mut cache, controllers) {
+                    refuse(refusal_sink, root, root, message);
+                }
             }
-        }
-        let (Some(control), Some(sim)) = (vc.control.as_mut(), cache.sim.as_mut()) else { return };
-        if stage.is_none() {
-            apply_rate(control, root, rate, refusal_sink);
-            if def.road == Road::Chassis {
-                take_contacts(control, root, &parts, contacts, refusal_sink);
+            let (Some(control), Some(sim)) = (vc.control.as_mut(), cache.sim.as_mut()) else { return };
+            if stage.is_none() {
+                apply_rate(control, root, rate, refusal_sink);
+                if def.road == Road::Chassis {
+                    take_contacts(control, root, &parts, contacts, refusal_sink);
+                }
             }
-        }
-        if dt <= 0.0 {
-            // No step; the parts still get what the simulation holds (a written state taken).
+            if dt <= 0.0 {
+                // No step; the parts still get what the simulation holds (a written state taken).
+                if let Some(parts) = fused {
+                    parts.write(root, &cache, notes);
+                }
+                return;
+            }
+            let (engagements, inputs) = (&overrides.engagements, &overrides.inputs);
+            // The same step as the core `Vehicle`'s: the first sub-step's phases ran in `Control`
+            // and `Actuation`; a refused step leaves the state where it was, and the controllers
+            // still see its end.
+            let result = match stage {
+                Some((plan, pending)) => {
+                    let h = plan.length(1, sim.time());
+                    control
+                        .solve(sim, pending, h, engagements, inputs)
+                        .and_then(|()| control.finish_step(sim, &input.0, &plan, 2, engagements, inputs))
+                }
+                None => control
+                    .plan_step(sim, &input.0, dt)
+                    .and_then(|plan| control.finish_step(sim, &input.0, &plan, 1, engagements, inputs)),
+            };
+            if let Err(e) = result {
+                fail(root, e);
+            }
+            if !overrides.engagements.is_empty() || !overrides.inputs.is_empty() {
+                overrides.engagements.clear();
+                overrides.inputs.clear();
+            }
+            tele.0 = *control.telemetry();
+            notes.note(root, sim);
             if let Some(parts) = fused {
                 parts.write(root, &cache, notes);
             }
-            return;
-        }
-        let (engagements, inputs) = (&overrides.engagements, &overrides.inputs);
-        // The same step as the core `Vehicle`'s: the first sub-step's phases ran in `Control`
-        // and `Actuation`; a refused step leaves the state where it was, and the controllers
-        // still see its end.
-        let result = match stage {
-            Some((plan, pending)) => {
-                let h = plan.length(1, sim.time());
-                control
-                    .solve(sim, pending, h, engagements, inputs)
-                    .and_then(|()| control.finish_step(sim, &input.0, &plan, 2, engagements, inputs))
+            // What the calling thread has to send below: events, a chassis' wheel forces.
+            if !control.events().is_empty() || def.road == Road::Chassis {
+                noted_sink.push(root);
             }
-            None => control
-                .plan_step(sim, &input.0, dt)
-                .and_then(|plan| control.finish_step(sim, &input.0, &plan, 1, engagements, inputs)),
         };
-        if let Err(e) = result {
-            fail(root, e);
-        }
-        if !overrides.engagements.is_empty() || !overrides.inputs.is_empty() {
-            overrides.engagements.clear();
-            overrides.inputs.clear();
-        }
-        tele.0 = *control.telemetry();
-        notes.note(root, sim);
-        if let Some(parts) = fused {
-            parts.write(root, &cache, notes);
-        }
-        // What the calling thread has to send below: events, a chassis' wheel forces.
-        if !control.events().is_empty() || def.road == Road::Chassis {
-            noted_sink.push(root);
-        }
-    };
     if roots.iter().len() < crate::solve::PARALLEL_DRIVELINES {
         roots.iter_mut().for_each(step);
     } else {
         // The next vehicle's controllers and simulation hinted toward the cache while this one
         // steps: in a fleet each vehicle's state has left the caches since its last step.
-        let ahead = |item: &(
-            Entity,
-            &VehicleDefinition,
-            Mut<VehicleController>,
-            &VehicleInput,
-            Mut<VehicleTelemetry>,
-            Mut<DrivelineCache>,
-            Mut<Overrides>,
-            Ref<VehicleParts>,
-            bool,
-            Option<Ref<DrivelineRate>>,
-        )| {
+        let ahead = |item: &RootItem<'_>| {
             if let (Some(control), Some(sim)) = (item.2.control.as_ref(), item.5.sim.as_ref()) {
                 control.prefetch(sim);
             }

@@ -276,7 +276,7 @@ pub mod linalg;
 pub mod model;
 pub mod network;
 pub mod output;
-mod prefetch;
+pub mod prefetch;
 pub mod scenario;
 pub mod signal;
 mod snapshot;

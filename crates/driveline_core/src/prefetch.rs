@@ -13,13 +13,13 @@ const LINE: usize = 64;
 
 /// Hints every cache line of `value`'s inline bytes (not what it points to).
 #[inline]
-pub(crate) fn value<T: ?Sized>(value: &T) {
+pub fn value<T: ?Sized>(value: &T) {
     lines(value as *const T as *const u8, std::mem::size_of_val(value));
 }
 
 /// Hints every cache line of a slice's elements.
 #[inline]
-pub(crate) fn slice<T>(s: &[T]) {
+pub fn slice<T>(s: &[T]) {
     lines(s.as_ptr() as *const u8, std::mem::size_of_val(s));
 }
 
@@ -38,8 +38,10 @@ fn lines(start: *const u8, len: usize) {
     }
 }
 
+/// Hints the cache line that holds `address` (an address only: nothing is read or written
+/// there, and any value is allowed).
 #[inline(always)]
-fn hint(address: usize) {
+pub fn hint(address: usize) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: a prefetch never faults and writes nothing; any address is allowed (SSE is part
     // of the x86-64 baseline). The address is only an integer here, never dereferenced.
