@@ -401,3 +401,18 @@ fn an_engagement_written_as_it_stands_holds_for_the_step_on_either_path() {
         assert_ne!(moved.to_bits(), held.to_bits(), "phased: {phased}: the actuator's again");
     }
 }
+
+/// A fleet on the calling thread (no compute task pool in this test binary): from
+/// `PARALLEL_WRITE_BACK` vehicles on they write their parts in their step there too, and every
+/// part of every car holds its state as the core `Vehicle` driven alike computes it, bit for
+/// bit (tests/plugin.rs runs the same check on two compute threads).
+#[test]
+fn a_fleet_on_the_calling_thread_writes_the_core_state_bit_for_bit() {
+    assert!(bevy_tasks::ComputeTaskPool::try_get().is_none(), "this binary runs without a task pool");
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/vehicles/sedan_8hp.ron");
+    let mut core = driveline::core::vehicle::Vehicle::load(&path).unwrap();
+    let mut app = create_app();
+    let roots: Vec<Entity> =
+        (0..20).map(|_| spawn_vehicle(app.world_mut(), core.spec().clone(), Road::Body).unwrap()).collect();
+    fleet_parts_hold_the_core_state(&mut app, &mut core, &roots);
+}

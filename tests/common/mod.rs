@@ -73,3 +73,78 @@ pub fn vehicle_spec(file: &str) -> driveline::core::VehicleSpec {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/vehicles").join(file);
     driveline::core::Vehicle::load(&path).unwrap_or_else(|e| panic!("{e}")).spec().clone()
 }
+
+/// Drives `roots` (20 8HP sedans of `app`, the eighth marked `SkipWriteBack` here) and `core`
+/// alike for 0.9 s, held in Drive and then launched at full throttle, and checks that every
+/// part of every car holds its state as `core` computes it, bit for bit (a body that moved
+/// marked changed by the last step), and that the skipped car's parts keep their defaults.
+pub fn fleet_parts_hold_the_core_state(
+    app: &mut bevy_app::App,
+    core: &mut driveline::core::vehicle::Vehicle,
+    roots: &[bevy_ecs::entity::Entity],
+) {
+    use bevy_ecs::change_detection::DetectChanges;
+    use driveline::bevy::prelude::*;
+    let skipped = roots[7];
+    driveline::bevy::skip_write_back(app.world_mut(), skipped);
+    let mut input = driveline::core::DriverInput {
+        selector: driveline::core::automatic::Selector::Drive,
+        brake: 1.0,
+        ..Default::default()
+    };
+    let mut before_last = app.world().read_change_tick();
+    for k in 0..900 {
+        before_last = app.world_mut().change_tick();
+        if k == 200 {
+            input.brake = 0.0;
+            input.throttle = 1.0;
+        }
+        core.step(&input, 1e-3).unwrap();
+        for &root in roots {
+            app.world_mut().get_mut::<VehicleInput>(root).unwrap().0 = input;
+        }
+        fixed_step(app, std::time::Duration::from_millis(1));
+    }
+    let sim = core.simulation();
+    let bits = |x: f64| x.to_bits();
+    let world = app.world();
+    let (mut bodies, mut couplings, mut clutches) = (0, 0, 0);
+    for &root in roots {
+        let cache = world.get::<driveline::bevy::DrivelineCache>(root).unwrap();
+        for k in 0..sim.network().elements.len() {
+            let part = cache.part(k).unwrap();
+            let body = world.get::<BodyState>(part);
+            let coupling = world.get::<CouplingState>(part);
+            if root == skipped {
+                assert!(body.is_none_or(|b| *b == BodyState::default()));
+                assert!(coupling.is_none_or(|c| *c == CouplingState::default()));
+                continue;
+            }
+            if let Some((angle, speed)) = sim.body_state(k) {
+                let b = body.expect("a body part has a BodyState");
+                assert_eq!((bits(b.angle), bits(b.speed)), (bits(angle), bits(speed)), "element {k}");
+                // A body that moved in the last step is marked changed by it, as a `Mut` write
+                // marks it (systems reading `Changed<BodyState>` see it).
+                if speed != 0.0 {
+                    let changed = world.entity(part).get_ref::<BodyState>().unwrap().last_changed();
+                    assert!(changed.is_newer_than(before_last, world.read_change_tick()), "element {k}");
+                }
+                bodies += 1;
+            } else if let Some((phi_rel, w_rel)) = sim.element_relative(k) {
+                let c = coupling.expect("a coupling part has a CouplingState");
+                assert_eq!((bits(c.phi_rel), bits(c.w_rel)), (bits(phi_rel), bits(w_rel)), "element {k}");
+                assert_eq!(bits(c.torque), bits(sim.element_torque(k)), "element {k}");
+                assert_eq!(c.mode, sim.element_mode(k), "element {k}");
+                couplings += 1;
+            }
+            if let Some(u) = sim.element_engagement(k) {
+                assert_eq!(bits(world.get::<ClutchEngagement>(part).unwrap().0), bits(u), "element {k}");
+                clutches += 1;
+            }
+        }
+    }
+    // (19 cars written, each with 19 bodies, 23 couplings with a relative coordinate and 11
+    // clutches and brakes.)
+    assert_eq!((bodies, couplings, clutches), (19 * 19, 19 * 23, 19 * 11));
+    assert!(core.telemetry().speed > 1.0, "the launch should be under way: {}", core.telemetry().speed);
+}

@@ -93,8 +93,10 @@ type Couplings<'w, 's> = Query<
 /// thread. Below [`PARALLEL_WRITE_BACK`] drivelines, driveline by driveline and in element
 /// order on the calling thread (each driveline's simulation is read while it is in the cache);
 /// from there on, on two compute threads or more, driveline by driveline too, the drivelines
-/// spread over the threads; on one, over the part tables. Parts marked [`SkipWriteBack`] are
-/// not visited. Heat-port readings are written too.
+/// spread over the threads; on one, over the part tables. A fleet's vehicles wrote their parts
+/// in their step ([`vehicles_write_parts`]); the other drivelines then go driveline by
+/// driveline. Parts marked [`SkipWriteBack`] are not visited. Heat-port readings are written
+/// too.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn write_back(
     ticks: bevy_ecs::system::SystemChangeTick,
@@ -111,14 +113,16 @@ pub(crate) fn write_back(
     write_heat_ports(roots, &mut heat);
     let drivelines = roots.iter().len();
     if drivelines >= PARALLEL_WRITE_BACK {
-        if fleet_order(drivelines) {
+        let fused = book.vehicles_written.load(Relaxed);
+        if fused || fleet_order(drivelines) {
             // A fleet on two threads or more: each driveline's parts while its simulation is
             // in the cache, the drivelines spread over the threads. Each part is found by its
             // entity, but over the part tables each table holds one or a few parts of each
             // driveline in turn and every simulation comes into the cache again for each kind
             // of part (see docs/performance.md, "Fleets").
-            // (The vehicles' parts were written in their step, when it ran the same way.)
-            let (fused, others) = (book.vehicles_written.load(Relaxed), book.has_others.load(Relaxed));
+            // The vehicles' parts were written in their step (on one compute thread too), and
+            // the other drivelines then go driveline by driveline as well.
+            let others = book.has_others.load(Relaxed);
             if !fused || others {
                 let mut fleet = parts.p2();
                 fleet.prepare();
@@ -126,8 +130,8 @@ pub(crate) fn write_back(
             }
             return;
         }
-        // One compute thread: the part tables in their own order, dense, each part's driveline
-        // found in the roots' index.
+        // Drivelines without controllers on one compute thread: the part tables in their own
+        // order, dense, each part's driveline found in the roots' index.
         let mut caches = recycle(std::mem::take(&mut index.caches));
         index.fill(&listed, &mut caches);
         let find = |root: Entity| RootIndex::find(&index.at, &caches, root);
@@ -155,8 +159,17 @@ pub(crate) fn write_back(
     }
 }
 
-/// Whether `drivelines` (or vehicles) are written driveline by driveline over two compute
-/// threads or more: the fleet's write-back, and the vehicles' own write in their step.
+/// Whether `vehicles` write their parts in their step, right after it ([`write_back`] leaves
+/// them then): from [`PARALLEL_WRITE_BACK`] on, on any number of compute threads. On one, the
+/// step's run goes through the vehicles in order with the next one's state and part rows
+/// hinted toward the cache, which a pass over the part tables afterwards cannot (1,000 8HP
+/// sedans, `driveline bench --threads 1`: about a tenth faster, docs/performance.md).
+pub(crate) fn vehicles_write_parts(vehicles: usize) -> bool {
+    vehicles >= PARALLEL_WRITE_BACK
+}
+
+/// Whether `drivelines` are written driveline by driveline over two compute threads or more
+/// (the fleet's write-back of drivelines that the vehicles' step did not write).
 pub(crate) fn fleet_order(drivelines: usize) -> bool {
     drivelines >= PARALLEL_WRITE_BACK
         && bevy_tasks::ComputeTaskPool::try_get().is_some_and(|pool| pool.thread_num() >= 2)

@@ -821,10 +821,10 @@ pub(crate) fn step_vehicles(
     (book, mut parts_of, mut order): (Res<crate::Book>, crate::solve::FleetParts, Local<Vec<Entity>>),
 ) {
     let notes = &*book;
-    // A fleet on two compute threads or more writes each vehicle's parts right after its step,
-    // while its simulation is in the cache (the write-back then leaves them: see
-    // `solve::write_back`, which would take this path for them).
-    let written = crate::solve::fleet_order(roots.iter().len());
+    // A fleet writes each vehicle's parts right after its step, while its simulation is in the
+    // cache, on any number of compute threads (the write-back then leaves them: see
+    // `solve::write_back`).
+    let written = crate::solve::vehicles_write_parts(roots.iter().len());
     book.vehicles_written.store(written, std::sync::atomic::Ordering::Relaxed);
     if written {
         parts_of.prepare();

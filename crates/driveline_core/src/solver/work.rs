@@ -569,14 +569,13 @@ impl Simulation {
         slice(&self.regimes);
         slice(&self.out_tau);
         slice(&self.out_power);
-        slice(&self.slots);
+        // The current slot and its Newton inverse alone: the other slots are read when the mode
+        // changes, the reduced Jacobians and the pivots when the Newton matrix is formed.
         if let Some(slot) = self.slots.get(self.cur) {
+            value(slot);
             slice(&slot.weight_caps);
             if let Some(set) = self.newton.sets.get(slot.newton) {
-                slice(&set.dr);
-                slice(&set.kr);
                 slice(&set.newton_inv);
-                slice(&set.newton_piv);
             }
         }
         slice(&self.newton.sets);
