@@ -20,6 +20,9 @@ pub struct BenchOptions {
     pub threads: usize,
     pub cycle: String,
     pub json: Option<PathBuf>,
+    /// Timed runs of `seconds` each on the same fleet (at least 1); the median run is the
+    /// result.
+    pub runs: usize,
     pub scenario: Option<PathBuf>,
     pub steps: u64,
     /// Write each part entity's state after every step (the plugin's default); false marks
@@ -45,6 +48,33 @@ pub struct BenchResult {
     /// Whether the vehicles' control and actuation ran inside their step (the plugin's
     /// `FusedVehicleSteps`; false for a scenario).
     pub phases_in_step: bool,
+    /// The process's CPU time (user and system, all threads) over the timed runs, per
+    /// vehicle-step, us: the cost to compare with one vehicle alone, whatever the thread count
+    /// (0 where the system does not report it).
+    pub cpu_us_per_vehicle_step: f64,
+    /// Each timed run's wall time per vehicle-step, us, in the order run (one entry for a
+    /// scenario); `us_per_vehicle_step` is their median's.
+    pub run_us_per_vehicle_step: Vec<f64>,
+}
+
+/// The CPU time this process has used, user and system over all its threads, s (fields 14
+/// and 15 of `/proc/self/stat`, in the kernel's fixed 100 ticks a second; `None` where there
+/// is none).
+fn cpu_seconds() -> Option<f64> {
+    let text = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The command name (field 2) is in parentheses and may hold spaces: count after it.
+    let rest = &text[text.rfind(')')? + 1..];
+    let mut fields = rest.split_whitespace().skip(11);
+    let utime: u64 = fields.next()?.parse().ok()?;
+    let stime: u64 = fields.next()?.parse().ok()?;
+    Some((utime + stime) as f64 / 100.0)
+}
+
+/// The median of `values` (the lower middle one for an even count); `values` is not empty.
+fn median(values: &[f64]) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_unstable_by(f64::total_cmp);
+    sorted[(sorted.len() - 1) / 2]
 }
 
 /// The driver of one benched vehicle, reading the shared cycle `offset` seconds ahead (so the
@@ -107,6 +137,9 @@ fn fleet(o: &BenchOptions, threads: usize) -> Result<BenchResult, String> {
     if !(o.seconds.is_finite() && o.seconds > 0.0) {
         return Err(format!("--seconds {}: must be > 0", o.seconds));
     }
+    if o.runs == 0 {
+        return Err("--runs 0: time at least one run".into());
+    }
     let cycle = crate::run::load_cycle(&o.cycle)?;
     // Loading resolves an automatic's gearbox file: the ECS gets a self-contained description.
     let spec = Vehicle::load(&o.vehicle).map_err(|e| e.to_string())?.spec().clone();
@@ -157,12 +190,18 @@ fn fleet(o: &BenchOptions, threads: usize) -> Result<BenchResult, String> {
     tick(&mut app);
     let bytes_per_vehicle = crate::soak::rss_bytes().saturating_sub(rss_before) / o.vehicles as u64;
     let steps = ((o.seconds / o.dt).round() as u64).max(1);
-    let start = Instant::now();
-    for _ in 0..steps {
-        tick(&mut app);
-    }
-    let wall = start.elapsed().as_secs_f64().max(1e-9);
     let vehicle_steps = steps as f64 * o.vehicles as f64;
+    let cpu_start = cpu_seconds();
+    let mut walls = Vec::with_capacity(o.runs);
+    for _ in 0..o.runs {
+        let start = Instant::now();
+        for _ in 0..steps {
+            tick(&mut app);
+        }
+        walls.push(start.elapsed().as_secs_f64().max(1e-9));
+    }
+    let cpu = cpu_start.zip(cpu_seconds()).map_or(0.0, |(a, b)| (b - a).max(0.0));
+    let wall = median(&walls);
     let phases_in_step = app.world().resource::<FusedVehicleSteps>().is_fused();
     Ok(BenchResult {
         vehicles: o.vehicles,
@@ -174,6 +213,8 @@ fn fleet(o: &BenchOptions, threads: usize) -> Result<BenchResult, String> {
         peak_rss_bytes: crate::soak::peak_rss_bytes(),
         bytes_per_vehicle,
         phases_in_step,
+        cpu_us_per_vehicle_step: cpu / (vehicle_steps * o.runs as f64) * 1e6,
+        run_us_per_vehicle_step: walls.iter().map(|w| w / vehicle_steps * 1e6).collect(),
     })
 }
 
@@ -186,11 +227,13 @@ fn scenario(path: &std::path::Path, steps: u64, dt: f64, threads: usize) -> Resu
     let mut sim = Simulation::new(net);
     let bytes_per_vehicle = crate::soak::rss_bytes().saturating_sub(rss_before);
     sim.step(dt).map_err(|e| e.to_string())?;
+    let cpu_start = cpu_seconds();
     let start = Instant::now();
     for _ in 0..steps {
         sim.step(dt).map_err(|e| e.to_string())?;
     }
     let wall = start.elapsed().as_secs_f64().max(1e-9);
+    let cpu = cpu_start.zip(cpu_seconds()).map_or(0.0, |(a, b)| (b - a).max(0.0));
     Ok(BenchResult {
         vehicles: 1,
         steps,
@@ -201,5 +244,7 @@ fn scenario(path: &std::path::Path, steps: u64, dt: f64, threads: usize) -> Resu
         peak_rss_bytes: crate::soak::peak_rss_bytes(),
         bytes_per_vehicle,
         phases_in_step: false,
+        cpu_us_per_vehicle_step: cpu / steps as f64 * 1e6,
+        run_us_per_vehicle_step: vec![wall / steps as f64 * 1e6],
     })
 }

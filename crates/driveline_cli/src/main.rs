@@ -128,10 +128,17 @@ enum Command {
         #[arg(long, default_value = "udds")]
         cycle: String,
         /// Write {"vehicles", "steps", "vehicle_steps_per_s", "us_per_vehicle_step",
-        /// "realtime_factor", "threads", "peak_rss_bytes", "bytes_per_vehicle"} here (memory:
-        /// resident bytes, the peak of the process and what each vehicle added).
+        /// "realtime_factor", "threads", "peak_rss_bytes", "bytes_per_vehicle",
+        /// "cpu_us_per_vehicle_step", "run_us_per_vehicle_step", "phases_in_step"} here
+        /// (memory: resident bytes, the peak of the process and what each vehicle added; the
+        /// rates of the median run; the process's CPU time over all runs).
         #[arg(long)]
         json: Option<PathBuf>,
+        /// Timed runs of --seconds each, one after another on the same fleet (at least 1):
+        /// each run's figure is printed and the median run's is the result, which steadies the
+        /// figures on a machine whose speed drifts between runs.
+        #[arg(long, default_value_t = 1)]
+        runs: usize,
         /// Time one scenario network instead (core simulation, no Bevy).
         #[arg(long)]
         scenario: Option<PathBuf>,
@@ -247,7 +254,19 @@ fn main() -> ExitCode {
                 }
             }
         }
-        Command::Bench { vehicle, vehicles, seconds, dt, threads, cycle, json, scenario, steps, no_part_states } => {
+        Command::Bench {
+            vehicle,
+            vehicles,
+            seconds,
+            dt,
+            threads,
+            cycle,
+            json,
+            runs,
+            scenario,
+            steps,
+            no_part_states,
+        } => {
             let timed_scenario = scenario.is_some();
             let part_states = !no_part_states;
             let o = bench::BenchOptions {
@@ -258,6 +277,7 @@ fn main() -> ExitCode {
                 threads,
                 cycle,
                 json,
+                runs,
                 scenario,
                 steps,
                 part_states,
@@ -274,6 +294,13 @@ fn main() -> ExitCode {
                         r.realtime_factor,
                         if part_states { "" } else { " (part states not written)" }
                     );
+                    if r.cpu_us_per_vehicle_step > 0.0 {
+                        say!("CPU time: {:.2} us per vehicle-step (all threads)", r.cpu_us_per_vehicle_step);
+                    }
+                    if r.run_us_per_vehicle_step.len() > 1 {
+                        let runs: Vec<String> = r.run_us_per_vehicle_step.iter().map(|u| format!("{u:.2}")).collect();
+                        say!("runs: {} us per vehicle-step (the median above)", runs.join(", "));
+                    }
                     if !timed_scenario && !r.phases_in_step {
                         say!("the vehicles' control and actuation ran as systems of their own (see FusedVehicleSteps)");
                     }

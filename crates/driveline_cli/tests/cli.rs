@@ -223,6 +223,8 @@ fn bench_times_a_fleet_and_a_scenario_and_writes_its_json() {
         "0.05",
         "--threads",
         "2",
+        "--runs",
+        "3",
         "--json",
         json.to_str().unwrap(),
     ]);
@@ -240,6 +242,8 @@ fn bench_times_a_fleet_and_a_scenario_and_writes_its_json() {
         "peak_rss_bytes",
         "bytes_per_vehicle",
         "phases_in_step",
+        "cpu_us_per_vehicle_step",
+        "run_us_per_vehicle_step",
     ];
     contract.sort_unstable();
     assert_eq!(keys, contract, "the JSON contract: exactly these keys");
@@ -249,6 +253,18 @@ fn bench_times_a_fleet_and_a_scenario_and_writes_its_json() {
     assert_eq!(v["steps"], 50);
     assert_eq!(v["threads"], 2);
     assert!(v["vehicle_steps_per_s"].as_f64().unwrap() > 0.0);
+    // Three runs, the result their median's (the same division of the same numbers, and JSON
+    // numbers round-trip exactly: equal bits).
+    let mut runs: Vec<f64> =
+        v["run_us_per_vehicle_step"].as_array().unwrap().iter().map(|r| r.as_f64().unwrap()).collect();
+    assert_eq!(runs.len(), 3);
+    runs.sort_unstable_by(f64::total_cmp);
+    assert_eq!(v["us_per_vehicle_step"].as_f64().unwrap().to_bits(), runs[1].to_bits(), "{runs:?}");
+    // CPU time, where the system reports it: stepping takes some (a 10 ms tick resolution, so
+    // only its sign is checked over this short a run).
+    if std::path::Path::new("/proc/self/stat").exists() {
+        assert!(v["cpu_us_per_vehicle_step"].as_f64().unwrap() >= 0.0);
+    }
     // Resident memory, where the system reports it (Linux): a sedan is about a megabyte of heap,
     // and the process is at least the three of them.
     if std::path::Path::new("/proc/self/status").exists() {
@@ -260,6 +276,9 @@ fn bench_times_a_fleet_and_a_scenario_and_writes_its_json() {
     assert!(String::from_utf8_lossy(&sc.stdout).contains("us per vehicle-step"));
     let bad = driveline(&["bench", "--vehicles", "0"]);
     assert_eq!(bad.status.code(), Some(2));
+    let no_runs = driveline(&["bench", "--vehicles", "1", "--runs", "0"]);
+    assert_eq!(no_runs.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&no_runs.stderr).contains("--runs 0"));
 }
 
 /// `drive` paced at 1 kHz from a recorded input file gives the same run, bit for bit, as the same
