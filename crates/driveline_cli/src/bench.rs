@@ -11,23 +11,49 @@ use driveline_core::{Scenario, Simulation};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-/// Options of `driveline bench`.
+/// Options of `driveline bench` (its command-line arguments).
+#[derive(clap::Args)]
 pub struct BenchOptions {
+    /// Vehicle file (RON).
+    #[arg(long, default_value = "assets/vehicles/sedan_8hp.ron")]
     pub vehicle: PathBuf,
+    /// Number of independent vehicles.
+    #[arg(long, default_value_t = 100)]
     pub vehicles: usize,
+    /// Simulated seconds.
+    #[arg(long, allow_negative_numbers = true, default_value_t = 10.0)]
     pub seconds: f64,
+    /// Fixed step, s.
+    #[arg(long, allow_negative_numbers = true, default_value_t = 1e-3)]
     pub dt: f64,
+    /// Worker threads (0: one per core).
+    #[arg(long, default_value_t = 0)]
     pub threads: usize,
+    /// Cycle the drivers follow (spread over the trace).
+    #[arg(long, default_value = "udds")]
     pub cycle: String,
+    /// Write {"vehicles", "steps", "vehicle_steps_per_s", "us_per_vehicle_step",
+    /// "realtime_factor", "threads", "peak_rss_bytes", "bytes_per_vehicle",
+    /// "cpu_us_per_vehicle_step", "run_us_per_vehicle_step", "phases_in_step"} here
+    /// (memory: resident bytes, the peak of the process and what each vehicle added; the
+    /// rates of the median run; the process's CPU time over all runs).
+    #[arg(long)]
     pub json: Option<PathBuf>,
-    /// Timed runs of `seconds` each on the same fleet (at least 1); the median run is the
-    /// result.
+    /// Timed runs of --seconds each, one after another on the same fleet (at least 1):
+    /// each run's figure is printed and the median run's is the result, which steadies the
+    /// figures on a machine whose speed drifts between runs.
+    #[arg(long, default_value_t = 1)]
     pub runs: usize,
+    /// Time one scenario network instead (core simulation, no Bevy).
+    #[arg(long)]
     pub scenario: Option<PathBuf>,
+    /// Steps for --scenario.
+    #[arg(long, default_value_t = 100_000)]
     pub steps: u64,
-    /// Write each part entity's state after every step (the plugin's default); false marks
-    /// the parts [`SkipWriteBack`], as a fleet that reads only the vehicle telemetry would.
-    pub part_states: bool,
+    /// Do not write the part entities' states after each step (the vehicles' telemetry
+    /// is still written): what a fleet that reads only the vehicle telemetry costs.
+    #[arg(long)]
+    pub no_part_states: bool,
 }
 
 /// What a bench measured (the `--json` contract).
@@ -177,7 +203,7 @@ fn fleet(o: &BenchOptions, threads: usize) -> Result<BenchResult, String> {
         app.world_mut()
             .entity_mut(root)
             .insert(BenchDriver { driver: Driver::new(&spec, DriverParams::default()), offset });
-        if !o.part_states {
+        if o.no_part_states {
             skip_write_back(app.world_mut(), root);
         }
     }

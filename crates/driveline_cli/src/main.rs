@@ -108,48 +108,7 @@ enum Command {
     },
     /// Benchmark: N vehicles in one headless Bevy App following a cycle, stepped in parallel;
     /// or one scenario network with --scenario.
-    Bench {
-        /// Vehicle file (RON).
-        #[arg(long, default_value = "assets/vehicles/sedan_8hp.ron")]
-        vehicle: PathBuf,
-        /// Number of independent vehicles.
-        #[arg(long, default_value_t = 100)]
-        vehicles: usize,
-        /// Simulated seconds.
-        #[arg(long, allow_negative_numbers = true, default_value_t = 10.0)]
-        seconds: f64,
-        /// Fixed step, s.
-        #[arg(long, allow_negative_numbers = true, default_value_t = 1e-3)]
-        dt: f64,
-        /// Worker threads (0: one per core).
-        #[arg(long, default_value_t = 0)]
-        threads: usize,
-        /// Cycle the drivers follow (spread over the trace).
-        #[arg(long, default_value = "udds")]
-        cycle: String,
-        /// Write {"vehicles", "steps", "vehicle_steps_per_s", "us_per_vehicle_step",
-        /// "realtime_factor", "threads", "peak_rss_bytes", "bytes_per_vehicle",
-        /// "cpu_us_per_vehicle_step", "run_us_per_vehicle_step", "phases_in_step"} here
-        /// (memory: resident bytes, the peak of the process and what each vehicle added; the
-        /// rates of the median run; the process's CPU time over all runs).
-        #[arg(long)]
-        json: Option<PathBuf>,
-        /// Timed runs of --seconds each, one after another on the same fleet (at least 1):
-        /// each run's figure is printed and the median run's is the result, which steadies the
-        /// figures on a machine whose speed drifts between runs.
-        #[arg(long, default_value_t = 1)]
-        runs: usize,
-        /// Time one scenario network instead (core simulation, no Bevy).
-        #[arg(long)]
-        scenario: Option<PathBuf>,
-        /// Steps for --scenario.
-        #[arg(long, default_value_t = 100_000)]
-        steps: u64,
-        /// Do not write the part entities' states after each step (the vehicles' telemetry
-        /// is still written): what a fleet that reads only the vehicle telemetry costs.
-        #[arg(long)]
-        no_part_states: bool,
-    },
+    Bench(bench::BenchOptions),
     /// Soak: many vehicles of every shipped kind over mixed drive cycles for a long simulated
     /// time, with the energy ledger on. Fails (exit 1) on any step error, non-finite telemetry,
     /// an energy-ledger residual past 1e-9 of its scale, or resident memory growing after the
@@ -254,34 +213,9 @@ fn main() -> ExitCode {
                 }
             }
         }
-        Command::Bench {
-            vehicle,
-            vehicles,
-            seconds,
-            dt,
-            threads,
-            cycle,
-            json,
-            runs,
-            scenario,
-            steps,
-            no_part_states,
-        } => {
-            let timed_scenario = scenario.is_some();
-            let part_states = !no_part_states;
-            let o = bench::BenchOptions {
-                vehicle,
-                vehicles,
-                seconds,
-                dt,
-                threads,
-                cycle,
-                json,
-                runs,
-                scenario,
-                steps,
-                part_states,
-            };
+        Command::Bench(o) => {
+            let timed_scenario = o.scenario.is_some();
+            let part_states = !o.no_part_states;
             match bench::bench(o) {
                 Ok(r) => {
                     say!(
