@@ -115,13 +115,12 @@ pub(crate) fn write_back(
     if drivelines >= PARALLEL_WRITE_BACK {
         let fused = book.vehicles_written.load(Relaxed);
         if fused || fleet_order(drivelines) {
-            // A fleet on two threads or more: each driveline's parts while its simulation is
-            // in the cache, the drivelines spread over the threads. Each part is found by its
-            // entity, but over the part tables each table holds one or a few parts of each
-            // driveline in turn and every simulation comes into the cache again for each kind
-            // of part (see docs/performance.md, "Fleets").
-            // The vehicles' parts were written in their step (on one compute thread too), and
-            // the other drivelines then go driveline by driveline as well.
+            // A fleet on two threads or more, or one whose vehicles wrote their parts in their
+            // step (on any number of threads): each remaining driveline's parts while its
+            // simulation is in the cache, the drivelines spread over the threads. Each part is
+            // found by its entity, but over the part tables each table holds one or a few parts
+            // of each driveline in turn and every simulation comes into the cache again for
+            // each kind of part (see docs/performance.md, "Fleets").
             let others = book.has_others.load(Relaxed);
             if !fused || others {
                 let mut fleet = parts.p2();

@@ -83,17 +83,29 @@ pub struct BenchResult {
     pub run_us_per_vehicle_step: Vec<f64>,
 }
 
-/// The CPU time this process has used, user and system over all its threads, s (fields 14
-/// and 15 of `/proc/self/stat`, in the kernel's fixed 100 ticks a second; `None` where there
-/// is none).
-fn cpu_seconds() -> Option<f64> {
-    let text = std::fs::read_to_string("/proc/self/stat").ok()?;
-    // The command name (field 2) is in parentheses and may hold spaces: count after it.
-    let rest = &text[text.rfind(')')? + 1..];
-    let mut fields = rest.split_whitespace().skip(11);
-    let utime: u64 = fields.next()?.parse().ok()?;
-    let stime: u64 = fields.next()?.parse().ok()?;
-    Some((utime + stime) as f64 / 100.0)
+/// The CPU time this process has used since [`CpuClock::start`], user and system over all its
+/// threads (fields 14 and 15 of `/proc/self/stat`, in the kernel's fixed 100 ticks a second).
+struct CpuClock(Option<f64>);
+
+impl CpuClock {
+    fn start() -> Self {
+        CpuClock(Self::now())
+    }
+
+    /// Seconds of CPU since the start; 0 where the system does not report it.
+    fn seconds(&self) -> f64 {
+        self.0.zip(Self::now()).map_or(0.0, |(a, b)| (b - a).max(0.0))
+    }
+
+    fn now() -> Option<f64> {
+        let text = std::fs::read_to_string("/proc/self/stat").ok()?;
+        // The command name (field 2) is in parentheses and may hold spaces: count after it.
+        let rest = &text[text.rfind(')')? + 1..];
+        let mut fields = rest.split_whitespace().skip(11);
+        let utime: u64 = fields.next()?.parse().ok()?;
+        let stime: u64 = fields.next()?.parse().ok()?;
+        Some((utime + stime) as f64 / 100.0)
+    }
 }
 
 /// The median of `values` (the lower middle one for an even count); `values` is not empty.
@@ -217,7 +229,7 @@ fn fleet(o: &BenchOptions, threads: usize) -> Result<BenchResult, String> {
     let bytes_per_vehicle = crate::soak::rss_bytes().saturating_sub(rss_before) / o.vehicles as u64;
     let steps = ((o.seconds / o.dt).round() as u64).max(1);
     let vehicle_steps = steps as f64 * o.vehicles as f64;
-    let cpu_start = cpu_seconds();
+    let cpu = CpuClock::start();
     let mut walls = Vec::with_capacity(o.runs);
     for _ in 0..o.runs {
         let start = Instant::now();
@@ -226,7 +238,6 @@ fn fleet(o: &BenchOptions, threads: usize) -> Result<BenchResult, String> {
         }
         walls.push(start.elapsed().as_secs_f64().max(1e-9));
     }
-    let cpu = cpu_start.zip(cpu_seconds()).map_or(0.0, |(a, b)| (b - a).max(0.0));
     let wall = median(&walls);
     let phases_in_step = app.world().resource::<FusedVehicleSteps>().is_fused();
     Ok(BenchResult {
@@ -239,7 +250,7 @@ fn fleet(o: &BenchOptions, threads: usize) -> Result<BenchResult, String> {
         peak_rss_bytes: crate::soak::peak_rss_bytes(),
         bytes_per_vehicle,
         phases_in_step,
-        cpu_us_per_vehicle_step: cpu / (vehicle_steps * o.runs as f64) * 1e6,
+        cpu_us_per_vehicle_step: cpu.seconds() / (vehicle_steps * o.runs as f64) * 1e6,
         run_us_per_vehicle_step: walls.iter().map(|w| w / vehicle_steps * 1e6).collect(),
     })
 }
@@ -253,13 +264,12 @@ fn scenario(path: &std::path::Path, steps: u64, dt: f64, threads: usize) -> Resu
     let mut sim = Simulation::new(net);
     let bytes_per_vehicle = crate::soak::rss_bytes().saturating_sub(rss_before);
     sim.step(dt).map_err(|e| e.to_string())?;
-    let cpu_start = cpu_seconds();
+    let cpu = CpuClock::start();
     let start = Instant::now();
     for _ in 0..steps {
         sim.step(dt).map_err(|e| e.to_string())?;
     }
     let wall = start.elapsed().as_secs_f64().max(1e-9);
-    let cpu = cpu_start.zip(cpu_seconds()).map_or(0.0, |(a, b)| (b - a).max(0.0));
     Ok(BenchResult {
         vehicles: 1,
         steps,
@@ -270,7 +280,7 @@ fn scenario(path: &std::path::Path, steps: u64, dt: f64, threads: usize) -> Resu
         peak_rss_bytes: crate::soak::peak_rss_bytes(),
         bytes_per_vehicle,
         phases_in_step: false,
-        cpu_us_per_vehicle_step: cpu / steps as f64 * 1e6,
+        cpu_us_per_vehicle_step: cpu.seconds() / steps as f64 * 1e6,
         run_us_per_vehicle_step: vec![wall / steps as f64 * 1e6],
     })
 }
