@@ -416,3 +416,36 @@ fn a_fleet_on_the_calling_thread_writes_the_core_state_bit_for_bit() {
         (0..20).map(|_| spawn_vehicle(app.world_mut(), core.spec().clone(), Road::Body).unwrap()).collect();
     fleet_parts_hold_the_core_state(&mut app, &mut core, &roots);
 }
+
+/// A component of the test's own, on a part: the part moves to another table.
+#[derive(Component)]
+struct Tagged;
+
+/// The fleet's part writes keep where each part was last found, and check it before use. Mid-run,
+/// cars are despawned (a table fills each hole with its last row, another car's part) and a
+/// part of another car gets a component of the user's (it moves to another table, and a third
+/// car's part takes its row): every part left still gets its state, bit for bit, and the other
+/// cars' networks are not rebuilt for it.
+#[test]
+fn a_fleet_whose_parts_move_between_rows_still_writes_them_bit_for_bit() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/vehicles/sedan_8hp.ron");
+    let mut core = driveline::core::vehicle::Vehicle::load(&path).unwrap();
+    let mut app = create_app();
+    let roots: Vec<Entity> =
+        (0..22).map(|_| spawn_vehicle(app.world_mut(), core.spec().clone(), Road::Body).unwrap()).collect();
+    let (first, second, tagged) = (roots[2], roots[12], roots[5]);
+    common::fleet_parts_hold_the_core_state_with(&mut app, &mut core, &roots, |app, k| {
+        if k == 300 {
+            app.world_mut().despawn(first);
+            let engine = app.world().get::<driveline::bevy::DrivelineCache>(tagged).unwrap().part(0).unwrap();
+            app.world_mut().entity_mut(engine).insert(Tagged);
+        }
+        if k == 600 {
+            app.world_mut().despawn(second);
+        }
+    });
+    assert!(app.world().get_entity(first).is_err() && app.world().get_entity(second).is_err());
+    for &root in roots.iter().filter(|&&r| r != first && r != second) {
+        assert_eq!(app.world().get::<driveline::bevy::DrivelineCache>(root).unwrap().generation(), 1, "built once");
+    }
+}

@@ -103,19 +103,46 @@ impl<T> Column<T> {
     }
 }
 
-/// The three state columns of one table.
+/// The three state columns of one table, and its entities (row by row).
 #[derive(Clone, Copy)]
 struct TableColumns {
     body: Column<BodyState>,
     coupling: Column<CouplingState>,
     engagement: Column<ClutchEngagement>,
+    entities: *const Entity,
+    rows: usize,
 }
 
 impl TableColumns {
-    /// A table with no part states to write.
-    fn none() -> Self {
-        Self { body: Column::none(), coupling: Column::none(), engagement: Column::none() }
+    /// A table with no part states to write, whose rows hold `entities`.
+    fn none(entities: &[Entity]) -> Self {
+        Self {
+            body: Column::none(),
+            coupling: Column::none(),
+            engagement: Column::none(),
+            entities: entities.as_ptr(),
+            rows: entities.len(),
+        }
     }
+
+    /// Whether `row` of this table holds `part`.
+    fn holds(&self, row: usize, part: Entity) -> bool {
+        // SAFETY: `row` is within the table's rows, which do not change while a system runs
+        // (no entity is spawned, moved or despawned then); the entities are only read.
+        row < self.rows && unsafe { *self.entities.add(row) } == part
+    }
+}
+
+/// Where a part was last found: its table and row, packed in one word (`u64::MAX`: not yet
+/// found). A fleet's vehicle keeps one per part ([`DrivelineCache`]), so that the next tick's
+/// hints and writes reach the part's row without looking up its entity, which is another cache
+/// miss per part: the place is checked against the table's entity at that row before use.
+pub(crate) type PartPlace = std::sync::atomic::AtomicU64;
+
+/// A part's table and row, unpacked from a [`PartPlace`].
+fn unpack(place: &PartPlace) -> (usize, usize) {
+    let v = place.load(std::sync::atomic::Ordering::Relaxed);
+    ((v >> 32) as usize, (v & 0xffff_ffff) as usize)
 }
 
 /// The parameter's state: the queries it stands for, the components' ids, and the tables'
@@ -196,33 +223,53 @@ impl FleetParts<'_, '_> {
         // parameter's declared access; the storages are not borrowed mutably while a system
         // runs.
         for table in unsafe { self.world.storages() }.tables.iter() {
-            tables.push(if table.has_column(skip) {
-                TableColumns::none()
-            } else {
+            let mut columns = TableColumns::none(table.entities());
+            if !table.has_column(skip) {
                 // SAFETY: each id is the component of the type named.
                 unsafe {
-                    TableColumns {
-                        body: Column::of(table, body),
-                        coupling: Column::of(table, coupling),
-                        engagement: Column::of(table, engagement),
-                    }
+                    columns.body = Column::of(table, body);
+                    columns.coupling = Column::of(table, coupling);
+                    columns.engagement = Column::of(table, engagement);
                 }
-            });
+            }
+            tables.push(columns);
         }
     }
 
     /// Hints the rows [`FleetParts::write`] will write for `cache`'s driveline toward the cache,
     /// so that they arrive while another vehicle steps. Writes nothing.
+    /// The rows are where the parts were last found ([`PartPlace`]): a part that moved since is
+    /// found by its entity when it is written, and its hint went elsewhere.
     pub(crate) fn prefetch(&self, cache: &DrivelineCache) {
-        let entities = self.world.entities();
-        for &part in &cache.parts {
-            let Ok(at) = entities.get_spawned(part) else { continue };
-            let Some(columns) = self.state.tables.get(at.table_id.as_usize()) else { continue };
-            let row = at.table_row.index();
+        for place in &cache.places {
+            let (table, row) = unpack(place);
+            let Some(columns) = self.state.tables.get(table) else { continue };
+            driveline_core::prefetch::hint(columns.entities.wrapping_add(row) as usize);
             columns.body.hint(row);
             columns.coupling.hint(row);
             columns.engagement.hint(row);
         }
+    }
+
+    /// Part `part`'s table columns and row: at `place` if the table's row there still holds
+    /// it, else as its entity's location says (and `place` learns it).
+    #[inline(always)]
+    fn locate(&self, part: Entity, place: Option<&PartPlace>) -> Option<(&TableColumns, usize)> {
+        if let Some(place) = place {
+            let (table, row) = unpack(place);
+            if let Some(columns) = self.state.tables.get(table)
+                && columns.holds(row, part)
+            {
+                return Some((columns, row));
+            }
+        }
+        let at = self.world.entities().get_spawned(part).ok()?;
+        let (table, row) = (at.table_id.as_usize(), at.table_row.index());
+        let columns = self.state.tables.get(table)?;
+        if let Some(place) = place {
+            place.store(((table as u64) << 32) | row as u64, std::sync::atomic::Ordering::Relaxed);
+        }
+        Some((columns, row))
     }
 
     /// Writes the parts of driveline `root` from its simulation, in element order, where they
@@ -231,18 +278,15 @@ impl FleetParts<'_, '_> {
     /// [`FleetParts::prepare`] ran this tick.
     pub(crate) fn write(&self, root: Entity, cache: &DrivelineCache, book: &crate::Book) {
         let Some(sim) = cache.sim.as_ref() else { return };
-        let entities = self.world.entities();
         let tick = self.this_run;
         for (k, &part) in cache.parts.iter().enumerate() {
             if !book.claimed_by(part, root) {
                 continue;
             }
-            let Ok(at) = entities.get_spawned(part) else { continue };
-            let Some(columns) = self.state.tables.get(at.table_id.as_usize()) else { continue };
-            let row = at.table_row.index();
+            let Some((columns, row)) = self.locate(part, cache.places.get(k)) else { continue };
             // SAFETY (every write below): the column belongs to the part's table as `prepare`
             // found it this tick (no table changes while the system runs) and `row` is the
-            // part's row in it (its location); the claims name this driveline for this part
+            // part's row in it (its location, or a place whose row holds the part); the claims name this driveline for this part
             // and one driveline only for each entity index (a live entity is the only one of its
             // index), so no other call, on any thread, reaches this row.
             if let Some((angle, speed)) = sim.body_state(k) {

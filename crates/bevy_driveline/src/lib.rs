@@ -597,6 +597,8 @@ pub struct DrivelineCache {
     sim: Option<Simulation>,
     /// Part entity of each element index (each part also holds its index in a `PartSlot`).
     parts: Vec<Entity>,
+    /// Where each part of `parts` was last written (the fleet's write-back, `columns`).
+    places: Vec<columns::PartPlace>,
     /// Number of builds so far (controllers that resolved element indices rebuild on change).
     generation: u64,
     /// A part's element was accepted in place since the last sync: parameters to update.
@@ -675,8 +677,16 @@ impl Book {
         }
     }
 
-    /// Notes that `root`'s build lists `parts`.
-    fn claim(&mut self, root: Entity, parts: &[Entity]) {
+    /// Notes that `root`'s build lists `parts` (its last build listed `before`: those it no
+    /// longer lists are released, unless another driveline claimed them since).
+    fn claim(&mut self, root: Entity, before: &[Entity], parts: &[Entity]) {
+        for part in before {
+            if let Some(claim) = self.claims.get_mut(part.index_u32() as usize)
+                && *claim == root
+            {
+                *claim = Entity::PLACEHOLDER;
+            }
+        }
         for part in parts {
             let i = part.index_u32() as usize;
             if self.claims.len() <= i {
@@ -690,6 +700,11 @@ impl Book {
     #[inline(always)]
     fn claimed_by(&self, part: Entity, root: Entity) -> bool {
         self.claims.get(part.index_u32() as usize) == Some(&root)
+    }
+
+    /// The driveline whose last build listed `part`'s entity index, if any.
+    fn claim_of(&self, part: Entity) -> Option<Entity> {
+        self.claims.get(part.index_u32() as usize).copied().filter(|&root| root != Entity::PLACEHOLDER)
     }
 
     /// Notes `root` if its simulation's last step has something to send.

@@ -171,15 +171,22 @@ pub(crate) fn sync_networks(
     mut detached: RemovedComponents<PartOf>,
     mut failed: MessageWriter<DrivelineBuildFailed>,
     mut rebuilt: MessageWriter<DrivelineRebuilt>,
-    (mut book, mut touched, mut unbuilt, mut visit): (
+    (mut book, mut touched, mut unbuilt, mut visit, mut lost): (
         ResMut<crate::Book>,
+        Local<Vec<Entity>>,
         Local<Vec<Entity>>,
         Local<Vec<Entity>>,
         Local<Vec<Entity>>,
     ),
     mut commands: Commands,
 ) {
-    let any_removed = removed.read().count() + detached.read().count() > 0;
+    // The drivelines that lost a part (its element or its membership removed, the part
+    // despawned): the root whose last build listed it. The others are left alone.
+    let lost = &mut *lost;
+    lost.clear();
+    lost.extend(removed.read().chain(detached.read()).filter_map(|part| book.claim_of(part)));
+    lost.sort_unstable();
+    lost.dedup();
     // The roots of parts renamed or joined anew (structural), gathered in one pass over the
     // parts (asking each root "is one of the changed parts mine?" would scan every part once
     // per root). An element inserted (a new part) or accepted in place (a parameter edit)
@@ -189,27 +196,23 @@ pub(crate) fn sync_networks(
     structure.extend(changed.iter().map(|p| p.0));
     structure.sort_unstable();
     structure.dedup();
-    // The roots to look at: those marked, changed or touched, and those whose network is not
-    // built yet (a build that failed is tried again every tick); every root after a removal.
-    // A fleet's tick visits none of its roots when nothing changed.
+    // The roots to look at: those marked, changed, touched or that lost a part, and those whose
+    // network is not built yet (a build that failed is tried again every tick). A fleet's tick
+    // visits none of its roots when nothing changed.
     visit.clear();
-    if any_removed {
-        visit.extend(roots.iter().map(|r| r.0));
-    } else {
-        visit.append(&mut book.marks);
-        visit.extend(changed_roots.iter());
-        visit.extend(structure.iter().copied());
-        visit.append(&mut unbuilt);
-        visit.sort_unstable();
-        visit.dedup();
-    }
-    book.marks.clear();
+    visit.append(&mut book.marks);
+    visit.extend(changed_roots.iter());
+    visit.extend(structure.iter().copied());
+    visit.extend(lost.iter().copied());
+    visit.append(&mut unbuilt);
+    visit.sort_unstable();
+    visit.dedup();
     for &root in visit.iter() {
         let Ok((root, driveline, members, mut cache)) = roots.get_mut(root) else { continue };
         let marks = cache.bypass_change_detection();
         let (is_edited, restructured) = (std::mem::take(&mut marks.edited), std::mem::take(&mut marks.restructured));
         let is_structural = cache.sim.is_none()
-            || any_removed
+            || lost.binary_search(&root).is_ok()
             || restructured
             || changed_roots.contains(root)
             || structure.binary_search(&root).is_ok();
@@ -240,8 +243,10 @@ pub(crate) fn sync_networks(
             Ok((sim, warm)) => {
                 cache.sim = Some(sim);
                 cache.generation += 1;
-                cache.parts = members.0.iter().copied().filter(|e| parts.contains(*e)).collect();
-                book.claim(root, &cache.parts);
+                let listed: Vec<Entity> = members.0.iter().copied().filter(|e| parts.contains(*e)).collect();
+                book.claim(root, &cache.parts, &listed);
+                cache.parts = listed;
+                cache.places = cache.parts.iter().map(|_| u64::MAX.into()).collect();
                 for (k, &e) in cache.parts.iter().enumerate() {
                     commands.entity(e).try_insert(PartSlot(k));
                 }

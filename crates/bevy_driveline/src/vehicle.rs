@@ -912,6 +912,8 @@ pub(crate) fn step_vehicles(
             if let Some(parts) = fused {
                 parts.prefetch(&item.5);
             }
+            // The telemetry component the step writes whole.
+            driveline_core::prefetch::value(&item.4.0);
         };
         crate::columns::par_for_each_ahead(&mut roots, &mut order, |item| item.0, ahead, step);
     }

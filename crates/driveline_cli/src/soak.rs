@@ -143,9 +143,8 @@ impl Car {
     fn run_until(&mut self, cycle: &Cycle, until: f64, dt: f64) -> u64 {
         let mut steps = 0;
         while !self.failed && self.vehicle.telemetry().time + 0.5 * dt < until {
-            let mut t = *self.vehicle.telemetry();
-            t.time = (t.time + self.offset) % cycle.duration();
-            let input = self.driver.input(cycle, &t, dt);
+            let t = self.vehicle.telemetry();
+            let input = self.driver.input_at(cycle, (t.time + self.offset) % cycle.duration(), t, dt);
             if let Err(e) = self.vehicle.step(&input, dt) {
                 self.failed = true;
                 self.error = Some(format!("t = {:.3} s: {e}", self.vehicle.telemetry().time));

@@ -51,9 +51,8 @@ fn main() {
     let cycle = &cycle;
     let step = move |c: &mut Car| {
         let input = if traffic {
-            let mut t = *c.vehicle.telemetry();
-            t.time = (t.time + c.offset) % cycle.duration();
-            c.driver.input(cycle, &t, dt)
+            let t = c.vehicle.telemetry();
+            c.driver.input_at(cycle, (t.time + c.offset) % cycle.duration(), t, dt)
         } else {
             cruise
         };
