@@ -238,6 +238,7 @@ impl FleetParts<'_, '_> {
 
     /// Hints the rows [`FleetParts::write`] will write for `cache`'s driveline toward the cache,
     /// so that they arrive while another vehicle steps. Writes nothing.
+    ///
     /// The rows are where the parts were last found ([`PartPlace`]): a part that moved since is
     /// found by its entity when it is written, and its hint went elsewhere.
     pub(crate) fn prefetch(&self, cache: &DrivelineCache) {
@@ -286,9 +287,10 @@ impl FleetParts<'_, '_> {
             let Some((columns, row)) = self.locate(part, cache.places.get(k)) else { continue };
             // SAFETY (every write below): the column belongs to the part's table as `prepare`
             // found it this tick (no table changes while the system runs) and `row` is the
-            // part's row in it (its location, or a place whose row holds the part); the claims name this driveline for this part
-            // and one driveline only for each entity index (a live entity is the only one of its
-            // index), so no other call, on any thread, reaches this row.
+            // part's row in it (its location, or a kept place whose row holds the part); the
+            // claims name this driveline for this part and one driveline only for each entity
+            // index (a live entity is the only one of its index), so no other call, on any
+            // thread, reaches this row.
             if let Some((angle, speed)) = sim.body_state(k) {
                 if !columns.body.data.is_null() {
                     let value = BodyState { angle, speed };
