@@ -1,6 +1,6 @@
-//! One 8HP sedan driven over UDDS by the driver model, as a vehicle of `driveline bench`: the
-//! wall time of its steps and the solver's counters, second by second of the cycle, so the
-//! phases of a drive cycle that cost the most can be found.
+//! One vehicle (the 8HP sedan by default) driven over UDDS by the driver model, as a vehicle of
+//! `driveline bench` is: the wall time of its steps and the solver's counters, second by second
+//! of the cycle, so that the phases of a drive cycle that cost the most can be found.
 //!
 //! `cargo run --release -p driveline_tools --bin prof_cycle -- [offset_s] [seconds] [vehicle]`
 //! prints one line per simulated second whose steps took more than twice the median.
@@ -13,7 +13,8 @@ use std::time::Instant;
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let offset: f64 = args.first().and_then(|s| s.parse().ok()).unwrap_or(0.0);
-    let seconds: usize = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(1369);
+    // (At least one second: the median needs one.)
+    let seconds: usize = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(1369).max(1);
     let file = args.get(2).cloned().unwrap_or_else(|| "sedan_8hp.ron".into());
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let text = match std::fs::read_to_string(root.join("assets/cycles/udds.csv")) {
