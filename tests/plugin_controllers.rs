@@ -449,3 +449,52 @@ fn a_fleet_whose_parts_move_between_rows_still_writes_them_bit_for_bit() {
         assert_eq!(app.world().get::<driveline::bevy::DrivelineCache>(root).unwrap().generation(), 1, "built once");
     }
 }
+
+/// The fleet step's cache hints change the speed only: three sedans driven with the hints
+/// always on and never on end in the same telemetry to the bit, and `CacheHints` says which
+/// the step did (the other fleet tests run under the default `Auto`, whose trial alternates).
+#[test]
+fn a_fleet_moves_the_same_to_the_bit_with_and_without_cache_hints() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/vehicles/sedan_8hp.ron");
+    let spec = driveline::core::vehicle::Vehicle::load(&path).unwrap().spec().clone();
+    let drive = |policy: CacheHintPolicy| {
+        let mut app = create_app();
+        app.insert_resource(CacheHints::new(policy));
+        let roots: Vec<Entity> =
+            (0..3).map(|_| spawn_vehicle(app.world_mut(), spec.clone(), Road::Body).unwrap()).collect();
+        for k in 0..400 {
+            for (i, &root) in roots.iter().enumerate() {
+                let mut input = app.world_mut().get_mut::<VehicleInput>(root).unwrap();
+                input.0.selector = driveline::core::automatic::Selector::Drive;
+                input.0.throttle = if k < 100 { 0.0 } else { 0.3 + 0.2 * i as f64 };
+            }
+            fixed_step(&mut app, Duration::from_millis(1));
+        }
+        let hinting = app.world().resource::<CacheHints>().hinting();
+        let bits: Vec<Vec<u64>> = roots
+            .iter()
+            .map(|&r| {
+                let t = &app.world().get::<VehicleTelemetry>(r).unwrap().0;
+                [t.time, t.speed, t.engine_rpm, t.engine_torque, t.distance, t.acceleration].map(f64::to_bits).to_vec()
+            })
+            .collect();
+        (hinting, bits)
+    };
+    let (on, with) = drive(CacheHintPolicy::Always);
+    let (off, without) = drive(CacheHintPolicy::Never);
+    assert!(on && !off);
+    assert!(with[2][1] > with[0][1], "the cars drove apart: {with:?}");
+    assert_eq!(with, without);
+}
+
+#[test]
+fn the_plugins_resources_are_registered_for_reflection() {
+    use bevy_ecs::reflect::{AppTypeRegistry, ReflectResource};
+    let app = create_app();
+    let registry = app.world().resource::<AppTypeRegistry>().read();
+    for id in [std::any::TypeId::of::<CacheHints>(), std::any::TypeId::of::<FusedVehicleSteps>()] {
+        let reg = registry.get(id).unwrap_or_else(|| panic!("{id:?} is not registered"));
+        assert!(reg.data::<ReflectResource>().is_some(), "{} lacks ReflectResource", reg.type_info().type_path());
+    }
+    assert!(registry.get(std::any::TypeId::of::<CacheHintPolicy>()).is_some());
+}

@@ -235,6 +235,7 @@
 
 pub mod chassis;
 mod columns;
+mod hints;
 mod names;
 pub mod parts;
 mod phases;
@@ -253,6 +254,7 @@ use driveline_core::{
     BuildError, FrictionMode, IntegrationParameters, Network, NetworkSpec, Scenario, ScenarioError, Simulation,
 };
 pub use parts::*;
+pub use hints::{CacheHintPolicy, CacheHints};
 pub use phases::FusedVehicleSteps;
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
@@ -274,7 +276,7 @@ pub mod prelude {
     };
     pub use crate::{
         BodyState, Connections, CouplingState, Driveline, DrivelineBuildFailed, DrivelineCommandsExt,
-        DrivelineCorePlugin, DrivelineEditRefused, DrivelineInputRejected, DrivelineInputs, DrivelineParts,
+        CacheHintPolicy, CacheHints, DrivelineCorePlugin, DrivelineEditRefused, DrivelineInputRejected, DrivelineInputs, DrivelineParts,
         DrivelinePlugins, DrivelineRebuilt, DrivelineStepFailed, DrivelineSystems, FrictionModeChanged,
         FusedVehicleSteps, HeatPortState, PartOf, SkipWriteBack, SpawnError, StateWriteAdjusted, skip_write_back,
         spawn_scenario,
@@ -361,6 +363,7 @@ impl Plugin for DrivelineCorePlugin {
         app.init_resource::<LastWriteBack>().init_resource::<StatesTaken>().init_resource::<Book>();
         // Set at each build of the schedule (see `phases`).
         app.init_resource::<FusedVehicleSteps>().register_type::<FusedVehicleSteps>();
+        app.init_resource::<CacheHints>().register_type::<CacheHints>().register_type::<CacheHintPolicy>();
         app.edit_schedule(self.schedule, |s| {
             s.add_build_pass(phases::PhasePass);
         });

@@ -819,6 +819,7 @@ pub(crate) fn step_vehicles(
     ),
     (mut noted, mut noted_list): (Local<crate::Notes<Entity>>, Local<Vec<Entity>>),
     (book, mut parts_of, mut order): (Res<crate::Book>, crate::solve::FleetParts, Local<Vec<Entity>>),
+    mut hints: ResMut<crate::CacheHints>,
 ) {
     let notes = &*book;
     // A fleet writes each vehicle's parts right after its step, while its simulation is in the
@@ -904,8 +905,13 @@ pub(crate) fn step_vehicles(
         roots.iter_mut().for_each(step);
     } else {
         // The next vehicle's controllers and simulation hinted toward the cache while this one
-        // steps: in a fleet each vehicle's state has left the caches since its last step.
+        // steps, where that pays (`CacheHints`): in a fleet each vehicle's state has left the
+        // caches since its last step.
+        let hint = hints.bypass_change_detection().this_tick();
         let ahead = |item: &RootItem<'_>| {
+            if !hint {
+                return;
+            }
             if let (Some(control), Some(sim)) = (item.2.control.as_ref(), item.5.sim.as_ref()) {
                 control.prefetch(sim);
             }
@@ -915,7 +921,11 @@ pub(crate) fn step_vehicles(
             // The telemetry component the step writes whole.
             driveline_core::prefetch::value(&item.4.0);
         };
+        let vehicles = roots.iter().len();
+        let started = bevy_platform::time::Instant::now();
         crate::columns::par_for_each_ahead(&mut roots, &mut order, |item| item.0, ahead, step);
+        // (The tuner's own state: no system reads a change of it.)
+        hints.bypass_change_detection().record(started.elapsed().as_secs_f64(), vehicles);
     }
     crate::solve::flush_failures(&mut failures, &mut failed);
     for r in refusals.get_mut().unwrap_or_else(|p| p.into_inner()).drain(..) {

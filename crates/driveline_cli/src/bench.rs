@@ -34,7 +34,7 @@ pub struct BenchOptions {
     pub cycle: String,
     /// Write {"vehicles", "steps", "vehicle_steps_per_s", "us_per_vehicle_step",
     /// "realtime_factor", "threads", "peak_rss_bytes", "bytes_per_vehicle",
-    /// "cpu_us_per_vehicle_step", "run_us_per_vehicle_step", "phases_in_step"} here
+    /// "cpu_us_per_vehicle_step", "run_us_per_vehicle_step", "phases_in_step", "cache_hints"} here
     /// (memory: resident bytes, the peak of the process and what each vehicle added; the
     /// rates of the median run; the process's CPU time over all runs).
     #[arg(long)]
@@ -54,6 +54,21 @@ pub struct BenchOptions {
     /// is still written): what a fleet that reads only the vehicle telemetry costs.
     #[arg(long)]
     pub no_part_states: bool,
+    /// Whether the fleet's step hints the next vehicle toward the cache: auto (measure both,
+    /// keep the faster), always or never (the plugin's `CacheHints`).
+    #[arg(long, value_enum, default_value_t = Hints::Auto)]
+    pub cache_hints: Hints,
+}
+
+/// `--cache-hints`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Hints {
+    /// Measure the step with and without, keep the faster.
+    Auto,
+    /// Always hint.
+    Always,
+    /// Never hint.
+    Never,
 }
 
 /// What a bench measured (the `--json` contract).
@@ -74,6 +89,9 @@ pub struct BenchResult {
     /// Whether the vehicles' control and actuation ran inside their step (the plugin's
     /// `FusedVehicleSteps`; false for a scenario).
     pub phases_in_step: bool,
+    /// Whether the fleet's step hinted the next vehicle toward the cache at the end (the
+    /// plugin's `CacheHints::hinting`; false for a scenario).
+    pub cache_hints: bool,
     /// The process's CPU time (user and system, all threads) over the timed runs, per
     /// vehicle-step, us: the cost to compare with one vehicle alone, whatever the thread count
     /// (0 where the system does not report it).
@@ -193,6 +211,11 @@ fn fleet(o: &BenchOptions, threads: usize) -> Result<BenchResult, String> {
     app.add_plugins(TaskPoolPlugin { task_pool_options: options });
     app.add_plugins(DrivelinePlugins::default());
     app.insert_resource(BenchCycle(cycle));
+    app.insert_resource(CacheHints::new(match o.cache_hints {
+        Hints::Auto => CacheHintPolicy::Auto,
+        Hints::Always => CacheHintPolicy::Always,
+        Hints::Never => CacheHintPolicy::Never,
+    }));
     // The drivers sample like a device: before the controllers (so the vehicles' control and
     // actuation run in their step, see `FusedVehicleSteps`).
     app.add_systems(FixedUpdate, drive.in_set(DrivelineSystems::Input));
@@ -239,6 +262,7 @@ fn fleet(o: &BenchOptions, threads: usize) -> Result<BenchResult, String> {
     }
     let wall = median(&walls);
     let phases_in_step = app.world().resource::<FusedVehicleSteps>().is_fused();
+    let cache_hints = app.world().resource::<CacheHints>().hinting();
     Ok(BenchResult {
         vehicles: o.vehicles,
         steps,
@@ -249,6 +273,7 @@ fn fleet(o: &BenchOptions, threads: usize) -> Result<BenchResult, String> {
         peak_rss_bytes: crate::soak::peak_rss_bytes(),
         bytes_per_vehicle,
         phases_in_step,
+        cache_hints,
         cpu_us_per_vehicle_step: cpu.seconds() / (vehicle_steps * o.runs as f64) * 1e6,
         run_us_per_vehicle_step: walls.iter().map(|w| w / vehicle_steps * 1e6).collect(),
     })
@@ -279,6 +304,7 @@ fn scenario(path: &std::path::Path, steps: u64, dt: f64, threads: usize) -> Resu
         peak_rss_bytes: crate::soak::peak_rss_bytes(),
         bytes_per_vehicle,
         phases_in_step: false,
+        cache_hints: false,
         cpu_us_per_vehicle_step: cpu.seconds() / steps as f64 * 1e6,
         run_us_per_vehicle_step: vec![wall / steps as f64 * 1e6],
     })

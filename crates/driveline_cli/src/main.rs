@@ -235,6 +235,10 @@ fn main() -> ExitCode {
                         let runs: Vec<String> = r.run_us_per_vehicle_step.iter().map(|u| format!("{u:.2}")).collect();
                         say!("runs: {} us per vehicle-step (the median above)", runs.join(", "));
                     }
+                    if !timed_scenario && r.vehicles >= 2 {
+                        let how = if r.cache_hints { "on" } else { "off" };
+                        say!("cache hints: {how} at the end (see CacheHints)");
+                    }
                     if !timed_scenario && !r.phases_in_step {
                         say!("the vehicles' control and actuation ran as systems of their own (see FusedVehicleSteps)");
                     }

@@ -225,6 +225,8 @@ fn bench_times_a_fleet_and_a_scenario_and_writes_its_json() {
         "2",
         "--runs",
         "3",
+        "--cache-hints",
+        "never",
         "--json",
         json.to_str().unwrap(),
     ]);
@@ -242,6 +244,7 @@ fn bench_times_a_fleet_and_a_scenario_and_writes_its_json() {
         "peak_rss_bytes",
         "bytes_per_vehicle",
         "phases_in_step",
+        "cache_hints",
         "cpu_us_per_vehicle_step",
         "run_us_per_vehicle_step",
     ];
@@ -250,6 +253,7 @@ fn bench_times_a_fleet_and_a_scenario_and_writes_its_json() {
     assert_eq!(v["vehicles"], 3);
     // The bench's drivers sample before the controllers: the phases run in the step.
     assert_eq!(v["phases_in_step"], true);
+    assert_eq!(v["cache_hints"], false, "--cache-hints never");
     assert_eq!(v["steps"], 50);
     assert_eq!(v["threads"], 2);
     assert!(v["vehicle_steps_per_s"].as_f64().unwrap() > 0.0);

@@ -52,3 +52,190 @@ pub fn hint(address: usize) {
     #[cfg(not(target_arch = "x86_64"))]
     let _ = address;
 }
+
+/// Whether a pass over many vehicles hints the next one's state toward the cache.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum HintPolicy {
+    /// Measure both and keep the faster ([`HintTuner`]): the default.
+    #[default]
+    Auto,
+    /// Always hint.
+    Always,
+    /// Never hint.
+    Never,
+}
+
+/// Passes of a trial, hints on and off in turn (the first on).
+const TRIAL: usize = 16;
+/// Passes between the end of one trial and the start of the next.
+const PERIOD: u32 = 4096;
+
+/// Chooses, by measuring, whether a fleet's pass over its vehicles hints the next one
+/// ([`crate::Vehicle::prefetch`]).
+///
+/// Whether the hints pay depends on the machine: where a fleet's state does not fit the
+/// last-level cache they take the waiting out of its misses (a third of a thousand sedans'
+/// step time on a 2-core AMD EPYC with 32 MiB of L3); where it fits, the processor's own
+/// prefetchers bring most of it in time and the hints' instructions and loads cost more than
+/// they save (about a tenth on a 2-core Intel Xeon with 480 MiB of L3; docs/performance.md).
+/// With [`HintPolicy::Auto`] the tuner runs a trial of 16 passes, hints on and off in turn,
+/// keeps the setting whose median cost per vehicle is lower, and tries again every 4,096
+/// passes (a workload changes: cars that launch or shift, a fleet that grows). A trial's passes
+/// at the slower setting cost a few per mille of the passes. A hint changes no result, so the
+/// choice changes only the speed.
+///
+/// Use: before a pass, [`HintTuner::hints`] says whether to hint; after it,
+/// [`HintTuner::record`] takes what it cost per vehicle.
+#[derive(Clone, Debug)]
+pub struct HintTuner {
+    policy: HintPolicy,
+    chosen: bool,
+    until_trial: u32,
+    /// The trial's pass so far (`TRIAL`: none running).
+    pass: usize,
+    /// The trial's costs, hints on (even passes) and off (odd).
+    costs: [[f64; TRIAL / 2]; 2],
+}
+
+impl Default for HintTuner {
+    fn default() -> Self {
+        Self::new(HintPolicy::Auto)
+    }
+}
+
+impl HintTuner {
+    /// A tuner with `policy`; with [`HintPolicy::Auto`] its first passes are a trial.
+    pub fn new(policy: HintPolicy) -> Self {
+        let mut t = Self { policy, chosen: true, until_trial: 0, pass: TRIAL, costs: [[0.0; TRIAL / 2]; 2] };
+        t.apply(policy);
+        t
+    }
+
+    /// The policy in force.
+    pub fn policy(&self) -> HintPolicy {
+        self.policy
+    }
+
+    /// Sets the policy. Setting the one in force changes nothing; switching to
+    /// [`HintPolicy::Auto`] starts a trial at the next pass.
+    pub fn set_policy(&mut self, policy: HintPolicy) {
+        if policy != self.policy {
+            self.apply(policy);
+        }
+    }
+
+    fn apply(&mut self, policy: HintPolicy) {
+        self.policy = policy;
+        match policy {
+            HintPolicy::Auto => {
+                self.pass = 0;
+                self.until_trial = PERIOD;
+            }
+            HintPolicy::Always => (self.chosen, self.pass) = (true, TRIAL),
+            HintPolicy::Never => (self.chosen, self.pass) = (false, TRIAL),
+        }
+    }
+
+    /// Whether the next pass hints.
+    pub fn hints(&self) -> bool {
+        if self.pass < TRIAL { self.pass.is_multiple_of(2) } else { self.chosen }
+    }
+
+    /// Whether a trial is running (its passes alternate).
+    pub fn in_trial(&self) -> bool {
+        self.pass < TRIAL
+    }
+
+    /// What the setting is outside trials: the last trial's choice, or the policy's.
+    pub fn chosen(&self) -> bool {
+        self.chosen
+    }
+
+    /// Takes a pass's cost, in seconds per vehicle, after a pass run as [`HintTuner::hints`]
+    /// said. A cost that is not finite and positive is not counted.
+    pub fn record(&mut self, seconds_per_vehicle: f64) {
+        if self.policy != HintPolicy::Auto {
+            return;
+        }
+        if self.pass == TRIAL {
+            self.until_trial = self.until_trial.saturating_sub(1);
+            if self.until_trial == 0 {
+                self.pass = 0;
+            }
+            return;
+        }
+        if !(seconds_per_vehicle.is_finite() && seconds_per_vehicle > 0.0) {
+            return;
+        }
+        self.costs[self.pass % 2][self.pass / 2] = seconds_per_vehicle;
+        self.pass += 1;
+        if self.pass == TRIAL {
+            let [on, off] = self.costs.map(|mut c| {
+                c.sort_by(f64::total_cmp);
+                c[c.len() / 2]
+            });
+            self.chosen = on < off;
+            self.until_trial = PERIOD;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs `passes` passes of the tuner, each costing `on` or `off` seconds per vehicle.
+    fn run(t: &mut HintTuner, passes: usize, on: f64, off: f64) -> Vec<bool> {
+        (0..passes)
+            .map(|_| {
+                let h = t.hints();
+                t.record(if h { on } else { off });
+                h
+            })
+            .collect()
+    }
+
+    #[test]
+    fn auto_keeps_the_faster_setting_and_tries_again_later() {
+        let mut t = HintTuner::default();
+        // The trial alternates, hints first.
+        let trial = run(&mut t, TRIAL, 2e-6, 1e-6);
+        assert_eq!(trial, (0..TRIAL).map(|k| k % 2 == 0).collect::<Vec<_>>());
+        assert!(!t.in_trial() && !t.chosen(), "hints cost more here: off");
+        assert!(run(&mut t, PERIOD as usize - 1, 2e-6, 1e-6).iter().all(|&h| !h));
+        // The next trial sees the hints pay now.
+        assert!(run(&mut t, 1, 1e-6, 2e-6) == [false] && t.in_trial());
+        run(&mut t, TRIAL, 1e-6, 2e-6);
+        assert!(!t.in_trial() && t.chosen());
+    }
+
+    #[test]
+    fn a_trial_takes_the_median_so_one_slow_pass_does_not_decide() {
+        let mut t = HintTuner::default();
+        for k in 0..TRIAL {
+            let h = t.hints();
+            // Hints 10 % faster, but the first hinted pass (a vehicle's build, say) 100 times slower.
+            t.record(match (h, k) {
+                (true, 0) => 1e-4,
+                (true, _) => 0.9e-6,
+                (false, _) => 1e-6,
+            });
+        }
+        assert!(t.chosen());
+    }
+
+    #[test]
+    fn bad_costs_are_not_counted_and_fixed_policies_do_not_measure() {
+        let mut t = HintTuner::default();
+        for bad in [f64::NAN, f64::INFINITY, 0.0, -1.0] {
+            t.record(bad);
+        }
+        assert!(t.in_trial() && t.hints(), "still at the trial's first pass");
+        let mut t = HintTuner::new(HintPolicy::Never);
+        assert!(run(&mut t, 3 * TRIAL, 1e-6, 2e-6).iter().all(|&h| !h));
+        t.set_policy(HintPolicy::Always);
+        assert!(run(&mut t, 3 * TRIAL, 2e-6, 1e-6).iter().all(|&h| h));
+        t.set_policy(HintPolicy::Auto);
+        assert!(t.in_trial());
+    }
+}
