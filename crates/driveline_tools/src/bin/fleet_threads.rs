@@ -7,10 +7,13 @@
 //! (vehicles, threads, steps). By default the sedans pull away in D at 30 % throttle, after
 //! 0.1 s on their own. With `traffic`, the workload of `driveline bench`: each sedan starts at
 //! rest and is driven over UDDS by the driver model, vehicle `i` reading the cycle
-//! `37 i` seconds ahead, after one step that builds it (the bench's first tick).
+//! `37 i` seconds ahead, after one step that builds it (the bench's first tick). With
+//! `prefetch` each thread hints the next vehicle before stepping this one; with `auto` a
+//! `HintTuner` decides at each step, as the plugin's fleet step does by default.
 
 use driveline_core::automatic::Selector;
 use driveline_core::vehicle::driver::{Cycle, Driver, DriverParams};
+use driveline_core::prefetch::HintTuner;
 use driveline_core::{DriverInput, Vehicle};
 use std::path::Path;
 
@@ -25,6 +28,8 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let traffic = args.iter().any(|a| a == "traffic");
     let prefetch = args.iter().any(|a| a == "prefetch");
+    // `auto`: each step's pass hints or not as a `HintTuner` decides (the plugin's default).
+    let mut tuner = args.iter().any(|a| a == "auto").then(HintTuner::default);
     let mut numbers = args.iter().filter_map(|a| a.parse::<usize>().ok());
     let n = numbers.next().unwrap_or(100).max(1);
     let threads = numbers.next().unwrap_or(2).max(1);
@@ -67,6 +72,8 @@ fn main() {
     let chunk = n.div_ceil(threads);
     let start = std::time::Instant::now();
     for _ in 0..steps {
+        let prefetch = tuner.as_ref().map_or(prefetch, HintTuner::hints);
+        let pass = std::time::Instant::now();
         std::thread::scope(|s| {
             for part in cars.chunks_mut(chunk) {
                 s.spawn(move || {
@@ -79,12 +86,19 @@ fn main() {
                 });
             }
         });
+        if let Some(t) = &mut tuner {
+            t.record(pass.elapsed().as_secs_f64() / n as f64);
+        }
     }
     let wall = start.elapsed().as_secs_f64();
     let rate = (n * steps) as f64 / wall;
     let what = if traffic { "in UDDS traffic" } else { "pulling away" };
+    let hints = match &tuner {
+        Some(t) => format!(", hints {} (auto)", if t.chosen() { "on" } else { "off" }),
+        None => String::new(),
+    };
     println!(
-        "{n} sedans {what} on {threads} thread(s): {rate:.0} vehicle-steps/s, {:.2} us per vehicle-step",
+        "{n} sedans {what} on {threads} thread(s): {rate:.0} vehicle-steps/s, {:.2} us per vehicle-step{hints}",
         1e6 / rate
     );
 }
