@@ -217,6 +217,12 @@
 //! driveline's at once with [`skip_write_back`]); `driveline bench --no-part-states` measures
 //! the difference (docs/performance.md has the figures).
 //!
+//! A fleet's step hints each next vehicle's state toward the cache while it steps the current
+//! one, where that pays: [`CacheHints`] measures it now and then and keeps the faster setting
+//! (the hints pay where a fleet's state does not fit the last-level cache, and cost where it
+//! does); set its policy to always or never to fix it. The motion is the same to the bit either
+//! way.
+//!
 //! ## Reflection and scenes
 //! Every public component derives `Reflect` and [`DrivelineCorePlugin`] registers it with
 //! `ReflectComponent`, so inspectors can show and edit parts, and a vehicle's entities can be
@@ -253,8 +259,8 @@ use bevy_time::Time;
 use driveline_core::{
     BuildError, FrictionMode, IntegrationParameters, Network, NetworkSpec, Scenario, ScenarioError, Simulation,
 };
-pub use parts::*;
 pub use hints::{CacheHintPolicy, CacheHints};
+pub use parts::*;
 pub use phases::FusedVehicleSteps;
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
@@ -275,9 +281,9 @@ pub mod prelude {
         VehicleTelemetry, control_vehicles, restore_vehicle, set_road_speed, snapshot_vehicle, spawn_vehicle,
     };
     pub use crate::{
-        BodyState, Connections, CouplingState, Driveline, DrivelineBuildFailed, DrivelineCommandsExt,
-        CacheHintPolicy, CacheHints, DrivelineCorePlugin, DrivelineEditRefused, DrivelineInputRejected, DrivelineInputs, DrivelineParts,
-        DrivelinePlugins, DrivelineRebuilt, DrivelineStepFailed, DrivelineSystems, FrictionModeChanged,
+        BodyState, CacheHintPolicy, CacheHints, Connections, CouplingState, Driveline, DrivelineBuildFailed,
+        DrivelineCommandsExt, DrivelineCorePlugin, DrivelineEditRefused, DrivelineInputRejected, DrivelineInputs,
+        DrivelineParts, DrivelinePlugins, DrivelineRebuilt, DrivelineStepFailed, DrivelineSystems, FrictionModeChanged,
         FusedVehicleSteps, HeatPortState, PartOf, SkipWriteBack, SpawnError, StateWriteAdjusted, skip_write_back,
         spawn_scenario,
     };

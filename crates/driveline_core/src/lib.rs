@@ -210,7 +210,9 @@
 //! A thread that steps many vehicles in turn finds each one's state out of the caches (a
 //! thousand sedans' state is more than a processor's last-level cache holds): call
 //! [`Vehicle::prefetch`] on the next vehicle before stepping this one, and its state arrives
-//! while this one computes. The hint changes no result; the Bevy plugin's fleet step does it.
+//! while this one computes. The hint changes no result. Whether it pays depends on the machine
+//! (where the fleet's state fits the last-level cache, the processor's own prefetchers do
+//! better): [`prefetch::HintTuner`] decides by measuring, as the Bevy plugin's fleet step does.
 //!
 //! ## FAQ
 //! - *Why does my clutch not lock?* Its slip must reach zero while the torque it would need

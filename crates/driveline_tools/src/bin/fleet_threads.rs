@@ -12,8 +12,8 @@
 //! `HintTuner` decides at each step, as the plugin's fleet step does by default.
 
 use driveline_core::automatic::Selector;
-use driveline_core::vehicle::driver::{Cycle, Driver, DriverParams};
 use driveline_core::prefetch::HintTuner;
+use driveline_core::vehicle::driver::{Cycle, Driver, DriverParams};
 use driveline_core::{DriverInput, Vehicle};
 use std::path::Path;
 
