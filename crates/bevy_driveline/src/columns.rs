@@ -319,52 +319,47 @@ impl FleetParts<'_, '_> {
 /// contiguous run of the query's order per thread, as `Query::par_iter_mut` spreads them; within
 /// a run, `ahead` sees the next item before `step` takes the current one. A fleet hints the
 /// next vehicle's state toward the cache there, so that it arrives while this one steps
-/// (docs/performance.md). `list` is scratch for the entities (its room is kept).
+/// (docs/performance.md).
 ///
-/// `entity` gives an item's entity; the query's own iteration yields each entity once, so no
-/// two runs reach one entity.
+/// Each run walks the query's own iteration over its range (table by table, column by column,
+/// as the processor's prefetchers like it), not a look-up of each item by its entity.
 pub(crate) fn par_for_each_ahead<'w, 's, D, F>(
     query: &mut Query<'w, 's, D, F>,
-    list: &mut Vec<Entity>,
-    entity: impl Fn(&D::Item<'_, 's>) -> Entity,
     ahead: impl Fn(&D::Item<'_, 's>) + Sync,
     step: impl Fn(D::Item<'_, 's>) + Sync,
 ) where
     D: bevy_ecs::query::IterQueryData,
     F: bevy_ecs::query::QueryFilter,
 {
-    list.clear();
-    list.extend(query.iter_mut().map(|item| entity(&item)));
+    let len = query.iter_mut().count();
     let query = &*query;
     let (ahead, step) = (&ahead, &step);
-    let run = move |run: &[Entity]| {
-        // SAFETY: `list` holds each entity of the query once (from the query's own iteration
-        // above, under the `&mut Query` this function holds for its whole length) and the runs
-        // are disjoint, so each entity's item is fetched by one run, once, and no two items
-        // alive at once (`next` and the current one) are of the same entity.
-        let fetch = |e: Entity| unsafe { query.get_unchecked(e) }.ok();
-        let mut next = run.first().and_then(|&e| fetch(e));
-        for k in 0..run.len() {
-            let current = next.take();
-            next = run.get(k + 1).and_then(|&e| fetch(e));
+    let run = move |from: usize, to: usize| {
+        // SAFETY: a query's iteration yields each of its entities once, in the same order each
+        // time while the `&mut Query` this function holds for its whole length keeps the world
+        // from changing; each run takes the items `from..to` of it and the runs' ranges are
+        // disjoint, so no entity's item is fetched by two runs, and the two items alive at once
+        // in a run (the current and the next) are of two entities.
+        let mut items = unsafe { query.iter_unsafe() }.skip(from).take(to - from);
+        let mut next = items.next();
+        while let Some(current) = next {
+            next = items.next();
             if let Some(n) = &next {
                 ahead(n);
             }
-            if let Some(item) = current {
-                step(item);
-            }
+            step(current);
         }
     };
     match bevy_tasks::ComputeTaskPool::try_get().map(|pool| (pool, pool.thread_num())) {
         Some((pool, threads)) if threads >= 2 => {
-            let len = list.len().div_ceil(threads);
+            let per = len.div_ceil(threads).max(1);
             pool.scope(|scope| {
-                for part in list.chunks(len.max(1)) {
-                    scope.spawn(async move { run(part) });
+                for from in (0..len).step_by(per) {
+                    scope.spawn(async move { run(from, (from + per).min(len)) });
                 }
             });
         }
         // One compute thread or none: the calling thread, without a hand-off.
-        _ => run(list),
+        _ => run(0, len),
     }
 }

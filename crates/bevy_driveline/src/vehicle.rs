@@ -818,7 +818,7 @@ pub(crate) fn step_vehicles(
         Local<std::sync::Mutex<Vec<crate::DrivelineEditRefused>>>,
     ),
     (mut noted, mut noted_list): (Local<crate::Notes<Entity>>, Local<Vec<Entity>>),
-    (book, mut parts_of, mut order): (Res<crate::Book>, crate::solve::FleetParts, Local<Vec<Entity>>),
+    (book, mut parts_of): (Res<crate::Book>, crate::solve::FleetParts),
     mut hints: ResMut<crate::CacheHints>,
 ) {
     let notes = &*book;
@@ -923,7 +923,7 @@ pub(crate) fn step_vehicles(
         };
         let vehicles = roots.iter().len();
         let started = bevy_platform::time::Instant::now();
-        crate::columns::par_for_each_ahead(&mut roots, &mut order, |item| item.0, ahead, step);
+        crate::columns::par_for_each_ahead(&mut roots, ahead, step);
         // (The tuner's own state: no system reads a change of it.)
         hints.bypass_change_detection().record(started.elapsed().as_secs_f64(), vehicles);
     }
