@@ -453,8 +453,10 @@ fn a_fleet_whose_parts_move_between_rows_still_writes_them_bit_for_bit() {
 /// The fleet step's cache hints change the speed only: three sedans driven with the hints
 /// always on and never on end in the same telemetry to the bit, and `CacheHints` says which
 /// the step did (the other fleet tests run under the default `Auto`, whose trial alternates).
+/// (Named to run after `a_fleet_on_the_calling_thread_writes_the_core_state_bit_for_bit`
+/// has checked that no task pool runs yet: the plugin's first tick starts one.)
 #[test]
-fn a_fleet_moves_the_same_to_the_bit_with_and_without_cache_hints() {
+fn cache_hints_change_a_fleets_speed_and_not_a_bit_of_its_motion() {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/vehicles/sedan_8hp.ron");
     let spec = driveline::core::vehicle::Vehicle::load(&path).unwrap().spec().clone();
     let drive = |policy: CacheHintPolicy| {

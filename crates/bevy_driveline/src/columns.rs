@@ -363,3 +363,93 @@ pub(crate) fn par_for_each_ahead<'w, 's, D, F>(
         _ => run(0, len),
     }
 }
+
+/// Whether any row of any table with a column of component `id` changed since `last_run`, as
+/// `Changed` would see it at `this_run` (`Tick::is_newer_than`): one branch-free pass over each
+/// column's change ticks, which the compiler vectorises, without fetching an entity. A tick's
+/// scans of a fleet's 60,000 parts for renames, re-joins and parameter edits (none, nearly
+/// always) went row by row through queries, on the calling thread (docs/performance.md).
+///
+/// `tables` are the world's; a component stored in sparse sets is in none of them, so the
+/// caller asks only for table components ([`AnyChanged`] checks).
+pub(crate) fn any_changed_in(
+    tables: &bevy_ecs::storage::Tables,
+    id: ComponentId,
+    last_run: Tick,
+    this_run: Tick,
+) -> bool {
+    use bevy_ecs::change_detection::MAX_CHANGE_AGE;
+    let now = this_run.get();
+    let since_system = now.wrapping_sub(last_run.get()).min(MAX_CHANGE_AGE);
+    tables.iter().any(|table| {
+        let Some(ticks) = table.get_changed_ticks_slice_for(id) else { return false };
+        // SAFETY: the ticks are only read; the caller holds read access to component `id`
+        // (a system parameter declaring it, or the whole world), so no one writes them now.
+        ticks.iter().fold(false, |any, cell| {
+            let tick = unsafe { *cell.get() }.get();
+            any | (now.wrapping_sub(tick).min(MAX_CHANGE_AGE) < since_system)
+        })
+    })
+}
+
+/// A system parameter: whether any `T` changed since the system last ran ([`any_changed_in`]),
+/// declaring read access to `T` as `Query<&T>` does. For a component stored in sparse sets it
+/// always says yes (the caller then runs its query as before).
+pub(crate) struct AnyChanged<'w, 's, T: Component> {
+    world: UnsafeWorldCell<'w>,
+    state: &'s AnyChangedState<T>,
+    last_run: Tick,
+    this_run: Tick,
+}
+
+/// [`AnyChanged`]'s state.
+pub(crate) struct AnyChangedState<T: Component> {
+    query: <Query<'static, 'static, &'static T> as SystemParam>::State,
+    id: ComponentId,
+    in_tables: bool,
+}
+
+impl<T: Component> AnyChanged<'_, '_, T> {
+    /// Whether any `T` changed since the system last ran (a table component: exactly as
+    /// `Changed<T>` over every entity would say).
+    pub(crate) fn any(&self) -> bool {
+        // SAFETY: the storages are only read, under the read access to `T` this parameter
+        // declared.
+        !self.state.in_tables
+            || any_changed_in(&unsafe { self.world.storages() }.tables, self.state.id, self.last_run, self.this_run)
+    }
+}
+
+// SAFETY: the access declared is `Query<&T>`'s (read of `T`), and `get_param` reads only `T`'s
+// change ticks under it; the world cell is used for nothing else.
+unsafe impl<T: Component> SystemParam for AnyChanged<'_, '_, T> {
+    type State = AnyChangedState<T>;
+    type Item<'w, 's> = AnyChanged<'w, 's, T>;
+
+    fn init_state(world: &mut World) -> Self::State {
+        let id = world.register_component::<T>();
+        let in_tables = world
+            .components()
+            .get_info(id)
+            .is_some_and(|info| info.storage_type() == bevy_ecs::component::StorageType::Table);
+        AnyChangedState { query: <Query<&T> as SystemParam>::init_state(world), id, in_tables }
+    }
+
+    fn init_access(
+        state: &Self::State,
+        system_meta: &mut SystemMeta,
+        component_access_set: &mut FilteredAccessSet,
+        world: &mut World,
+    ) {
+        <Query<&T> as SystemParam>::init_access(&state.query, system_meta, component_access_set, world);
+    }
+
+    unsafe fn get_param<'w, 's>(
+        state: &'s mut Self::State,
+        system_meta: &SystemMeta,
+        world: UnsafeWorldCell<'w>,
+        change_tick: Tick,
+    ) -> Result<Self::Item<'w, 's>, SystemParamValidationError> {
+        Ok(AnyChanged { world, state, last_run: system_meta.get_last_run(), this_run: change_tick })
+    }
+}

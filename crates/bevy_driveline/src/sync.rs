@@ -86,12 +86,19 @@ pub(crate) trait EditScan: Send + Sync {
 /// The [`EditScan`] of the typed component `T`.
 pub(crate) struct TypedScan<T: ElementComponent> {
     query: bevy_ecs::query::QueryState<Entity, Changed<T>>,
+    /// `T`'s id, when it is stored in tables (the pre-check reads their change ticks).
+    in_tables: Option<bevy_ecs::component::ComponentId>,
 }
 
 impl<T: ElementComponent> TypedScan<T> {
     /// The scan of `T`.
     pub(crate) fn new(world: &mut World) -> Self {
-        Self { query: bevy_ecs::query::QueryState::new(world) }
+        let id = world.register_component::<T>();
+        let in_tables = world
+            .components()
+            .get_info(id)
+            .is_some_and(|info| info.storage_type() == bevy_ecs::component::StorageType::Table);
+        Self { query: bevy_ecs::query::QueryState::new(world), in_tables: in_tables.then_some(id) }
     }
 }
 
@@ -103,7 +110,14 @@ impl<T: ElementComponent> EditScan for TypedScan<T> {
 
     fn changed(&self, world: &World, index: usize, out: &mut Vec<(Entity, usize)>) {
         // Since the system last ran: an exclusive system's world reports that run as its last
-        // change tick.
+        // change tick. (Most ticks no `T` changed anywhere: a pass over the change ticks says
+        // so before the query's pass over the parts.)
+        let (last_run, this_run) = (world.last_change_tick(), world.read_change_tick());
+        if let Some(id) = self.in_tables
+            && !crate::columns::any_changed_in(&world.storages().tables, id, last_run, this_run)
+        {
+            return;
+        }
         out.extend(self.query.iter_manual(world).map(|e| (e, index)));
     }
 
@@ -165,7 +179,11 @@ pub(crate) fn accept<T: ElementComponent>(world: &mut World, entity: Entity, ref
 pub(crate) fn sync_networks(
     mut roots: Query<(Entity, &Driveline, &DrivelineParts, &mut DrivelineCache)>,
     changed_roots: Query<Entity, Or<(Changed<DrivelineParts>, Changed<Driveline>)>>,
-    changed: Query<&PartOf, (Or<(Changed<Name>, Changed<Connections>)>, With<PartElement>)>,
+    (changed, renamed, rejoined): (
+        Query<&PartOf, (Or<(Changed<Name>, Changed<Connections>)>, With<PartElement>)>,
+        crate::columns::AnyChanged<Name>,
+        crate::columns::AnyChanged<Connections>,
+    ),
     parts: Query<(Option<&Name>, &PartElement, Option<&Connections>)>,
     mut removed: RemovedComponents<PartElement>,
     mut detached: RemovedComponents<PartOf>,
@@ -193,7 +211,11 @@ pub(crate) fn sync_networks(
     // marks its driveline's cache instead: see `PartElement` and `accept`.
     let structure = &mut *touched;
     structure.clear();
-    structure.extend(changed.iter().map(|p| p.0));
+    // (Most ticks nothing was renamed or joined anew anywhere: a pass over the change ticks
+    // says so before the query's pass over the parts.)
+    if renamed.any() || rejoined.any() {
+        structure.extend(changed.iter().map(|p| p.0));
+    }
     structure.sort_unstable();
     structure.dedup();
     // The roots to look at: those marked, changed, touched or that lost a part, and those whose
