@@ -536,3 +536,45 @@ fn a_part_renamed_in_a_fleet_rebuilds_that_car_alone() {
     }
     assert!(speed(&app, roots[9]) > held + 1.0, "named back, it drives on: {held} -> {}", speed(&app, roots[9]));
 }
+
+/// Parts joined anew (their `Connections` edited) rebuild their driveline warm: two motors
+/// swapped between two flywheels drive them as swapped from then on, each flywheel starting from
+/// the speed it had. (The sync notices the edit by the parts' change ticks, `Changed<Connections>`;
+/// a tick with no such edit anywhere skips the parts' scan.)
+#[test]
+fn parts_joined_anew_rebuild_their_driveline_warm() {
+    let mut app = create_app();
+    let (root, first) = flywheel(&mut app, 2.0);
+    let part = Inertia { j: 4.0, phi_start: Some(0.0), w_start: Some(0.0) };
+    let second = app.world_mut().spawn((Name::new("J2"), part, PartOf(root))).id();
+    let strong = motor(&mut app, root, first, 4.0);
+    let idle = app
+        .world_mut()
+        .spawn((
+            Name::new("idle"),
+            TorqueSource { tau: SignalParam(Signal::Constant(0.0)), use_support: false },
+            PartOf(root),
+            Connections::new().with("flange", second, "flange_a"),
+        ))
+        .id();
+    // 4 N m on 2 kg m^2: 2 rad/s^2 for 1 s.
+    for _ in 0..100 {
+        fixed_step(&mut app, Duration::from_millis(10));
+    }
+    let speed = |app: &App, e| app.world().get::<BodyState>(e).unwrap().speed;
+    let (w1, w2) = (speed(&app, first), speed(&app, second));
+    assert!((w1 - 2.0).abs() < 1e-12 && w2 == 0.0, "w1 = {w1}, w2 = {w2}");
+    app.world_mut().resource_mut::<Messages<DrivelineRebuilt>>().clear();
+    *app.world_mut().get_mut::<Connections>(strong).unwrap() = Connections::new().with("flange", second, "flange_a");
+    *app.world_mut().get_mut::<Connections>(idle).unwrap() = Connections::new().with("flange", first, "flange_a");
+    for _ in 0..100 {
+        fixed_step(&mut app, Duration::from_millis(10));
+    }
+    let rebuilt: Vec<_> = app.world_mut().resource_mut::<Messages<DrivelineRebuilt>>().drain().collect();
+    assert!(rebuilt.len() == 1 && rebuilt[0].driveline == root && rebuilt[0].warm, "{rebuilt:?}");
+    // (Exact to rounding: constant accelerations, which the order-4 method integrates exactly.)
+    let (w1, w2) = (speed(&app, first), speed(&app, second));
+    assert!((w1 - 2.0).abs() < 1e-12, "the first coasts: w1 = {w1}");
+    // 4 N m on 4 kg m^2: 1 rad/s^2 for 1 s.
+    assert!((w2 - 1.0).abs() < 1e-12, "the second is driven: w2 = {w2}");
+}
