@@ -402,21 +402,6 @@ fn an_engagement_written_as_it_stands_holds_for_the_step_on_either_path() {
     }
 }
 
-/// A fleet on the calling thread (no compute task pool in this test binary): from
-/// `PARALLEL_WRITE_BACK` vehicles on they write their parts in their step there too, and every
-/// part of every car holds its state as the core `Vehicle` driven alike computes it, bit for
-/// bit (tests/plugin.rs runs the same check on two compute threads).
-#[test]
-fn a_fleet_on_the_calling_thread_writes_the_core_state_bit_for_bit() {
-    assert!(bevy_tasks::ComputeTaskPool::try_get().is_none(), "this binary runs without a task pool");
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/vehicles/sedan_8hp.ron");
-    let mut core = driveline::core::vehicle::Vehicle::load(&path).unwrap();
-    let mut app = create_app();
-    let roots: Vec<Entity> =
-        (0..20).map(|_| spawn_vehicle(app.world_mut(), core.spec().clone(), Road::Body).unwrap()).collect();
-    fleet_parts_hold_the_core_state(&mut app, &mut core, &roots);
-}
-
 /// A component of the test's own, on a part: the part moves to another table.
 #[derive(Component)]
 struct Tagged;
@@ -453,8 +438,6 @@ fn a_fleet_whose_parts_move_between_rows_still_writes_them_bit_for_bit() {
 /// The fleet step's cache hints change the speed only: three sedans driven with the hints
 /// always on and never on end in the same telemetry to the bit, and `CacheHints` says which
 /// the step did (the other fleet tests run under the default `Auto`, whose trial alternates).
-/// (Named to run after `a_fleet_on_the_calling_thread_writes_the_core_state_bit_for_bit`
-/// has checked that no task pool runs yet: the plugin's first tick starts one.)
 #[test]
 fn cache_hints_change_a_fleets_speed_and_not_a_bit_of_its_motion() {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/vehicles/sedan_8hp.ron");

@@ -392,6 +392,12 @@ pub(crate) fn any_changed_in(
     })
 }
 
+/// Whether component `id` is stored in tables (what [`any_changed_in`] reads), not in sparse
+/// sets.
+pub(crate) fn stored_in_tables(world: &World, id: ComponentId) -> bool {
+    world.components().get_info(id).is_some_and(|info| info.storage_type() == bevy_ecs::component::StorageType::Table)
+}
+
 /// A system parameter: whether any `T` changed since the system last ran ([`any_changed_in`]),
 /// declaring read access to `T` as `Query<&T>` does. For a component stored in sparse sets it
 /// always says yes (the caller then runs its query as before).
@@ -428,10 +434,7 @@ unsafe impl<T: Component> SystemParam for AnyChanged<'_, '_, T> {
 
     fn init_state(world: &mut World) -> Self::State {
         let id = world.register_component::<T>();
-        let in_tables = world
-            .components()
-            .get_info(id)
-            .is_some_and(|info| info.storage_type() == bevy_ecs::component::StorageType::Table);
+        let in_tables = stored_in_tables(world, id);
         AnyChangedState { query: <Query<&T> as SystemParam>::init_state(world), id, in_tables }
     }
 

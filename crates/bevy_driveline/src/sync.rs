@@ -94,11 +94,8 @@ impl<T: ElementComponent> TypedScan<T> {
     /// The scan of `T`.
     pub(crate) fn new(world: &mut World) -> Self {
         let id = world.register_component::<T>();
-        let in_tables = world
-            .components()
-            .get_info(id)
-            .is_some_and(|info| info.storage_type() == bevy_ecs::component::StorageType::Table);
-        Self { query: bevy_ecs::query::QueryState::new(world), in_tables: in_tables.then_some(id) }
+        let in_tables = crate::columns::stored_in_tables(world, id).then_some(id);
+        Self { query: bevy_ecs::query::QueryState::new(world), in_tables }
     }
 }
 
