@@ -328,10 +328,11 @@ pub(crate) fn par_for_each_ahead<'w, 's, D, F>(
     ahead: impl Fn(&D::Item<'_, 's>) + Sync,
     step: impl Fn(D::Item<'_, 's>) + Sync,
 ) where
-    D: bevy_ecs::query::IterQueryData,
-    F: bevy_ecs::query::QueryFilter,
+    D: bevy_ecs::query::IterQueryData + bevy_ecs::query::ArchetypeQueryData,
+    F: bevy_ecs::query::ArchetypeFilter,
 {
-    let len = query.iter_mut().count();
+    // (The tables' lengths summed: no pass over the items.)
+    let len = query.iter_mut().len();
     let query = &*query;
     let (ahead, step) = (&ahead, &step);
     let run = move |from: usize, to: usize| {

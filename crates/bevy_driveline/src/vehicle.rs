@@ -825,7 +825,8 @@ pub(crate) fn step_vehicles(
     // A fleet writes each vehicle's parts right after its step, while its simulation is in the
     // cache, on any number of compute threads (the write-back then leaves them: see
     // `solve::write_back`).
-    let written = crate::solve::vehicles_write_parts(roots.iter().len());
+    let vehicles = roots.iter().len();
+    let written = crate::solve::vehicles_write_parts(vehicles);
     book.vehicles_written.store(written, std::sync::atomic::Ordering::Relaxed);
     if written {
         parts_of.prepare();
@@ -901,7 +902,7 @@ pub(crate) fn step_vehicles(
                 noted_sink.push(root);
             }
         };
-    if roots.iter().len() < crate::solve::PARALLEL_DRIVELINES {
+    if vehicles < crate::solve::PARALLEL_DRIVELINES {
         roots.iter_mut().for_each(step);
     } else {
         // The next vehicle's controllers and simulation hinted toward the cache while this one
@@ -921,7 +922,6 @@ pub(crate) fn step_vehicles(
             // The telemetry component the step writes whole.
             driveline_core::prefetch::value(&item.4.0);
         };
-        let vehicles = roots.iter().len();
         let started = bevy_platform::time::Instant::now();
         crate::columns::par_for_each_ahead(&mut roots, ahead, step);
         // (The tuner's own state: no system reads a change of it.)
