@@ -35,9 +35,10 @@ impl From<CacheHintPolicy> for HintPolicy {
 /// does (the processor's own prefetchers then bring most of it in time): on a 2-core AMD EPYC
 /// (32 MiB of L3) a thousand 8HP sedans stepped about a third faster with them, on a 2-core
 /// Intel Xeon (480 MiB of L3) about a tenth slower (docs/performance.md). With
-/// [`CacheHintPolicy::Auto`] the step times itself: a trial of 16 ticks, hints on and off in
-/// turn, keeps the setting whose median time per vehicle is lower, and a new trial follows
-/// every 4,096 ticks ([`driveline_core::prefetch::HintTuner`]). A hint changes no result: the
+/// [`CacheHintPolicy::Auto`] the step times itself: after a warm-up of 64 ticks (the builds,
+/// the first modes compiled), a trial of 32 ticks in blocks of hints on, off, off, on keeps the
+/// setting whose median time per vehicle is lower, and a new trial follows every 4,096 ticks
+/// ([`driveline_core::prefetch::HintTuner`]). A hint changes no result: the
 /// setting changes the speed, never a bit of the motion.
 ///
 /// Set [`CacheHints::policy`] to fix it; [`CacheHints::hinting`] says what the step does.

@@ -65,10 +65,20 @@ pub enum HintPolicy {
     Never,
 }
 
-/// Passes of a trial, hints on and off in turn (the first on).
-const TRIAL: usize = 16;
+/// Passes of a trial: blocks of four, hints on, off, off, on (so that a cost drifting steadily
+/// through the trial weighs on both settings alike).
+const TRIAL: usize = 32;
+/// Passes before the first trial: a fleet's first passes build its vehicles and compile their
+/// first modes, and their costs fall steeply from pass to pass.
+const WARMUP: u32 = 64;
 /// Passes between the end of one trial and the start of the next.
 const PERIOD: u32 = 4096;
+
+/// Whether pass `p` of a trial hints, and its place among the costs of its setting.
+fn trial_pass(p: usize) -> (bool, usize) {
+    let on = matches!(p % 4, 0 | 3);
+    (on, (p / 4) * 2 + usize::from(p % 4 >= 2))
+}
 
 /// Chooses, by measuring, whether a fleet's pass over its vehicles hints the next one
 /// ([`crate::Vehicle::prefetch`]).
@@ -78,11 +88,13 @@ const PERIOD: u32 = 4096;
 /// step time on a 2-core AMD EPYC with 32 MiB of L3); where it fits, the processor's own
 /// prefetchers bring most of it in time and the hints' instructions and loads cost more than
 /// they save (about a tenth on a 2-core Intel Xeon with 480 MiB of L3; docs/performance.md).
-/// With [`HintPolicy::Auto`] the tuner runs a trial of 16 passes, hints on and off in turn,
-/// keeps the setting whose median cost per vehicle is lower, and tries again every 4,096
-/// passes (a workload changes: cars that launch or shift, a fleet that grows). A trial's passes
-/// at the slower setting cost a few per mille of the passes. A hint changes no result, so the
-/// choice changes only the speed.
+/// With [`HintPolicy::Auto`] the tuner hints through a warm-up of 64 passes (the vehicles'
+/// builds, the first modes compiled), then runs a trial of 32 passes in blocks of four, hints
+/// on, off, off, on (a steady drift of the cost through the trial weighs on both settings
+/// alike), keeps the setting whose median cost per vehicle is lower, and tries again every
+/// 4,096 passes (a workload changes: cars that launch or shift, a fleet that grows). A trial's
+/// passes at the slower setting cost a few per mille of the passes. A hint changes no result,
+/// so the choice changes only the speed.
 ///
 /// Use: before a pass, [`HintTuner::hints`] says whether to hint; after it,
 /// [`HintTuner::record`] takes what it cost per vehicle.
@@ -93,7 +105,7 @@ pub struct HintTuner {
     until_trial: u32,
     /// The trial's pass so far (`TRIAL`: none running).
     pass: usize,
-    /// The trial's costs, hints on (even passes) and off (odd).
+    /// The trial's costs, hints on (`[0]`) and off (`[1]`).
     costs: [[f64; TRIAL / 2]; 2],
 }
 
@@ -104,10 +116,13 @@ impl Default for HintTuner {
 }
 
 impl HintTuner {
-    /// A tuner with `policy`; with [`HintPolicy::Auto`] its first passes are a trial.
+    /// A tuner with `policy`; with [`HintPolicy::Auto`] its first trial follows a warm-up.
     pub fn new(policy: HintPolicy) -> Self {
         let mut t = Self { policy, chosen: true, until_trial: 0, pass: TRIAL, costs: [[0.0; TRIAL / 2]; 2] };
         t.apply(policy);
+        if policy == HintPolicy::Auto {
+            (t.pass, t.until_trial) = (TRIAL, WARMUP);
+        }
         t
     }
 
@@ -138,7 +153,7 @@ impl HintTuner {
 
     /// Whether the next pass hints.
     pub fn hints(&self) -> bool {
-        if self.pass < TRIAL { self.pass.is_multiple_of(2) } else { self.chosen }
+        if self.pass < TRIAL { trial_pass(self.pass).0 } else { self.chosen }
     }
 
     /// Whether a trial is running (its passes alternate).
@@ -167,12 +182,15 @@ impl HintTuner {
         if !(seconds_per_vehicle.is_finite() && seconds_per_vehicle > 0.0) {
             return;
         }
-        self.costs[self.pass % 2][self.pass / 2] = seconds_per_vehicle;
+        let (on, k) = trial_pass(self.pass);
+        self.costs[usize::from(!on)][k] = seconds_per_vehicle;
         self.pass += 1;
         if self.pass == TRIAL {
+            // The medians, each the mean of its two middle costs: with the passes' order a
+            // steady drift moves both alike.
             let [on, off] = self.costs.map(|mut c| {
                 c.sort_by(f64::total_cmp);
-                c[c.len() / 2]
+                0.5 * (c[c.len() / 2 - 1] + c[c.len() / 2])
             });
             self.chosen = on < off;
             self.until_trial = PERIOD;
@@ -198,9 +216,11 @@ mod tests {
     #[test]
     fn auto_keeps_the_faster_setting_and_tries_again_later() {
         let mut t = HintTuner::default();
-        // The trial alternates, hints first.
+        // Hints through the warm-up, then a trial in blocks of on, off, off, on.
+        assert!(run(&mut t, WARMUP as usize, 2e-6, 1e-6).iter().all(|&h| h));
+        assert!(t.in_trial());
         let trial = run(&mut t, TRIAL, 2e-6, 1e-6);
-        assert_eq!(trial, (0..TRIAL).map(|k| k % 2 == 0).collect::<Vec<_>>());
+        assert_eq!(trial, (0..TRIAL).map(|k| k % 4 == 0 || k % 4 == 3).collect::<Vec<_>>());
         assert!(!t.in_trial() && !t.chosen(), "hints cost more here: off");
         assert!(run(&mut t, PERIOD as usize - 1, 2e-6, 1e-6).iter().all(|&h| !h));
         // The next trial sees the hints pay now.
@@ -212,6 +232,7 @@ mod tests {
     #[test]
     fn a_trial_takes_the_median_so_one_slow_pass_does_not_decide() {
         let mut t = HintTuner::default();
+        run(&mut t, WARMUP as usize, 1e-6, 1e-6);
         for k in 0..TRIAL {
             let h = t.hints();
             // Hints 10 % faster, but the first hinted pass (a vehicle's build, say) 100 times slower.
@@ -224,9 +245,28 @@ mod tests {
         assert!(t.chosen());
     }
 
+    /// A fleet's costs falling steeply through a trial (its cars leaving a launch, say) do not
+    /// decide it: hints 1 % dearer lose and 1 % cheaper win, though the cost falls 3 % a pass (in
+    /// plain alternation, the hints always first, the falling cost would favour the hints).
+    #[test]
+    fn a_steady_drift_through_the_trial_weighs_on_both_settings_alike() {
+        for (factor, chosen) in [(1.01, false), (0.99, true)] {
+            let mut t = HintTuner::default();
+            run(&mut t, WARMUP as usize, 1e-6, 1e-6);
+            for k in 0..TRIAL {
+                let h = t.hints();
+                // 3 % a pass less: a sixteenth of the trial's first cost by its end.
+                let drift = 1e-6 * (1.0 - 0.03 * k as f64);
+                t.record(if h { drift * factor } else { drift });
+            }
+            assert_eq!(t.chosen(), chosen, "factor {factor}");
+        }
+    }
+
     #[test]
     fn bad_costs_are_not_counted_and_fixed_policies_do_not_measure() {
         let mut t = HintTuner::default();
+        run(&mut t, WARMUP as usize, 1e-6, 1e-6);
         for bad in [f64::NAN, f64::INFINITY, 0.0, -1.0] {
             t.record(bad);
         }

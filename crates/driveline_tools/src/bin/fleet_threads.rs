@@ -1,5 +1,6 @@
 //! The fleet without the ECS: `N` 8HP sedans, each a plain [`Vehicle`], stepped at 1 ms and split
-//! into `K` contiguous halves (thirds, ...) over `K` scoped threads every step. A baseline for
+//! into `K` contiguous halves (thirds, ...) over `K` scoped threads every step (on the calling
+//! thread when `K` is 1). A baseline for
 //! `driveline bench`: what the solver alone reaches on this machine, so the cost of the Bevy
 //! App around it (executor, task hand-offs, part write-back) can be read off the difference.
 //!
@@ -74,18 +75,24 @@ fn main() {
     for _ in 0..steps {
         let prefetch = tuner.as_ref().map_or(prefetch, HintTuner::hints);
         let pass = std::time::Instant::now();
-        std::thread::scope(|s| {
-            for part in cars.chunks_mut(chunk) {
-                s.spawn(move || {
-                    for k in 0..part.len() {
-                        if prefetch && k + 1 < part.len() {
-                            part[k + 1].vehicle.prefetch();
-                        }
-                        step(&mut part[k]);
-                    }
-                });
+        let run = move |part: &mut [Car]| {
+            for k in 0..part.len() {
+                if prefetch && k + 1 < part.len() {
+                    part[k + 1].vehicle.prefetch();
+                }
+                step(&mut part[k]);
             }
-        });
+        };
+        if threads == 1 {
+            // One thread: the calling thread, no spawn a step.
+            run(&mut cars);
+        } else {
+            std::thread::scope(|s| {
+                for part in cars.chunks_mut(chunk) {
+                    s.spawn(move || run(part));
+                }
+            });
+        }
         if let Some(t) = &mut tuner {
             t.record(pass.elapsed().as_secs_f64() / n as f64);
         }
