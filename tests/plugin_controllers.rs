@@ -402,6 +402,45 @@ fn an_engagement_written_as_it_stands_holds_for_the_step_on_either_path() {
     }
 }
 
+/// The same in a fleet, whose cars write their parts in their step (from 16 drivelines on): a
+/// user's write of one car's engagement, equal to what the part holds, holds that car's clutch
+/// for the step while the other cars' actuators move theirs.
+#[test]
+fn an_engagement_written_in_a_fleet_holds_that_cars_clutch_alone() {
+    let mut app = create_app();
+    let roots: Vec<Entity> =
+        (0..17).map(|_| spawn_vehicle(app.world_mut(), vehicle_spec("nissan_350z.ron"), Road::Body).unwrap()).collect();
+    let clutch = |app: &bevy_app::App, root: Entity| app.world().get::<VehicleParts>(root).unwrap().clutch.unwrap();
+    let all_pulled_away = |app: &mut bevy_app::App, from: usize, ticks: usize| {
+        for k in from..from + ticks {
+            let t = k as f64 / 60.0;
+            for &root in &roots {
+                app.world_mut().get_mut::<VehicleInput>(root).unwrap().0 = DriverInput {
+                    gear: 1,
+                    throttle: if t >= 0.5 { 0.3 } else { 0.0 },
+                    clutch: if t < 0.5 { 1.0 } else { (1.0 - (t - 0.5) / 2.0).max(0.0) },
+                    ..Default::default()
+                };
+            }
+            fixed_step(app, FRAME);
+        }
+    };
+    all_pulled_away(&mut app, 0, 90);
+    assert!(app.world().resource::<FusedVehicleSteps>().is_fused());
+    let (written, other) = (clutch(&app, roots[5]), clutch(&app, roots[4]));
+    let held = app.world().get::<ClutchEngagement>(written).unwrap().0;
+    let before = app.world().get::<ClutchEngagement>(other).unwrap().0;
+    assert_eq!(held.to_bits(), before.to_bits(), "the cars drive alike");
+    app.world_mut().get_mut::<ClutchEngagement>(written).unwrap().0 = held;
+    all_pulled_away(&mut app, 90, 1);
+    let after = app.world().get::<ClutchEngagement>(written).unwrap().0;
+    assert_eq!(after.to_bits(), held.to_bits(), "the written car's clutch held");
+    let t = app.world().get::<VehicleTelemetry>(roots[5]).unwrap().0;
+    assert_eq!(t.clutch_engagement.to_bits(), held.to_bits(), "its step used it");
+    let moved = app.world().get::<ClutchEngagement>(other).unwrap().0;
+    assert_ne!(moved.to_bits(), held.to_bits(), "the other cars' actuators moved theirs");
+}
+
 /// A component of the test's own, on a part: the part moves to another table.
 #[derive(Component)]
 struct Tagged;

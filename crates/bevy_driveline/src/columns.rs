@@ -379,9 +379,20 @@ pub(crate) fn any_changed_in(
     last_run: Tick,
     this_run: Tick,
 ) -> bool {
+    any_younger_in(tables, id, this_run, age(last_run, this_run))
+}
+
+/// How many ticks before `this_run` `tick` is, as `Tick::is_newer_than` counts (at most
+/// `MAX_CHANGE_AGE`).
+fn age(tick: Tick, this_run: Tick) -> u32 {
+    this_run.get().wrapping_sub(tick.get()).min(bevy_ecs::change_detection::MAX_CHANGE_AGE)
+}
+
+/// Whether any row of any table with a column of component `id` changed less than `age` ticks
+/// before `this_run` (see [`any_changed_in`]).
+fn any_younger_in(tables: &bevy_ecs::storage::Tables, id: ComponentId, this_run: Tick, since_system: u32) -> bool {
     use bevy_ecs::change_detection::MAX_CHANGE_AGE;
     let now = this_run.get();
-    let since_system = now.wrapping_sub(last_run.get()).min(MAX_CHANGE_AGE);
     tables.iter().any(|table| {
         let Some(ticks) = table.get_changed_ticks_slice_for(id) else { return false };
         // SAFETY: the ticks are only read; the caller holds read access to component `id`
@@ -424,6 +435,16 @@ impl<T: Component> AnyChanged<'_, '_, T> {
         // declared.
         !self.state.in_tables
             || any_changed_in(&unsafe { self.world.storages() }.tables, self.state.id, self.last_run, self.this_run)
+    }
+
+    /// Whether any `T` changed since the system last ran and after every one of the ticks
+    /// `since` too (as `Changed<T>` with each of them for its last run would say, all at once;
+    /// a table component exactly, else always yes).
+    pub(crate) fn any_after_all(&self, since: &[Tick]) -> bool {
+        let age = since.iter().map(|&t| age(t, self.this_run)).fold(age(self.last_run, self.this_run), u32::min);
+        // SAFETY: as in `any`.
+        !self.state.in_tables
+            || any_younger_in(&unsafe { self.world.storages() }.tables, self.state.id, self.this_run, age)
     }
 }
 

@@ -351,14 +351,22 @@ pub(crate) fn hand_over(
     ticks: bevy_ecs::system::SystemChangeTick,
     last: Res<crate::LastWriteBack>,
     mut roots: Roots,
-    mut parts: Query<(Entity, &PartOf, &PartSlot, &mut ClutchEngagement), Changed<ClutchEngagement>>,
+    mut parts: ParamSet<(
+        crate::columns::AnyChanged<ClutchEngagement>,
+        Query<(Entity, &PartOf, &PartSlot, &mut ClutchEngagement), Changed<ClutchEngagement>>,
+    )>,
     fresh: Query<(), Added<PartSlot>>,
     mut failed: MessageWriter<DrivelineBuildFailed>,
     mut refused: MessageWriter<DrivelineEditRefused>,
     fused: Res<crate::FusedVehicleSteps>,
 ) {
     apply_inputs(&mut roots, &mut failed);
-    apply_engagements(ticks, &last, &mut roots, &mut parts, &fresh, &mut refused, fused.is_fused());
+    // The actuators' and the step's own writes change engagements every tick, so `Changed`
+    // matches many: a pass over the change ticks first says whether any was written after
+    // the last write-back (nearly never), before the query's pass over them.
+    if parts.p0().any_after_all(&[last.0]) {
+        apply_engagements(ticks, &last, &mut roots, &mut parts.p1(), &fresh, &mut refused, fused.is_fused());
+    }
 }
 
 /// The roots as [`hand_over`] sees them.
@@ -469,10 +477,16 @@ pub(crate) fn write_states(
     fresh: Query<(), Added<PartSlot>>,
     mut adjusted: MessageWriter<StateWriteAdjusted>,
     mut refused: MessageWriter<DrivelineEditRefused>,
-    mut writes: Local<Vec<(Entity, usize, Entity, BodyState)>>,
+    (mut writes, any_written): (Local<Vec<(Entity, usize, Entity, BodyState)>>, crate::columns::AnyChanged<BodyState>),
 ) {
     writes.clear();
     let (now, since) = (ticks.this_run(), std::mem::replace(&mut taken.0, ticks.this_run()));
+    // Every moving body's state changes each tick (the write-back's), so `Changed` matches them
+    // all: a pass over the change ticks first says whether any was written after the last
+    // write-back and after the last take (nearly never), before the query's pass over them.
+    if !any_written.any_after_all(&[last.0, since]) {
+        return;
+    }
     for (entity, state) in &written {
         // Changed after the last write-back: a user wrote it (the write-back's own writes
         // carry its tick); and not taken yet (`Prepare` takes what was written before it,
