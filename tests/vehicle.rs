@@ -745,3 +745,53 @@ fn a_network_that_lost_what_the_controllers_drive_is_told_apart() {
     let why = layout.mismatch(&sim_of(&constant)).expect("an input made a constant");
     assert!(why.contains("'clutch.force'"), "{why}");
 }
+
+/// `Simulation::element_outputs` (what a fleet's part writes read, in one go) gives every
+/// element exactly what the separate accessors give, bit for bit, through an 8HP sedan's launch
+/// and upshifts: bodies their angle and speed, the others their relative state, torque, mode,
+/// dissipation and engagement.
+#[test]
+fn element_outputs_read_what_the_separate_accessors_read() {
+    use driveline::core::automatic::Selector;
+    use driveline::core::{DriverInput, ElementOutputs};
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/vehicles/sedan_8hp.ron");
+    let mut vehicle = driveline::core::Vehicle::load(&path).unwrap();
+    let input = DriverInput { selector: Selector::Drive, throttle: 0.8, ..Default::default() };
+    let (mut bodies, mut relatives, mut engagements) = (0, 0, 0);
+    for step in 0..8000 {
+        vehicle.step(&input, 1e-3).unwrap();
+        if step % 97 != 0 {
+            continue;
+        }
+        let sim = vehicle.simulation();
+        let bits = |x: f64| x.to_bits();
+        for k in 0..sim.network().elements.len() {
+            match sim.element_outputs(k).unwrap() {
+                ElementOutputs::Body { angle, speed } => {
+                    let (a, s) = sim.body_state(k).unwrap();
+                    assert_eq!((bits(angle), bits(speed)), (bits(a), bits(s)), "element {k}");
+                    bodies += 1;
+                }
+                ElementOutputs::Coupling { relative, engagement } => {
+                    assert!(sim.body_state(k).is_none());
+                    match (relative, sim.element_relative(k)) {
+                        (Some(r), Some((phi, w))) => {
+                            assert_eq!((bits(r.phi_rel), bits(r.w_rel)), (bits(phi), bits(w)), "element {k}");
+                            assert_eq!(bits(r.torque), bits(sim.element_torque(k)));
+                            assert_eq!(bits(r.dissipation), bits(sim.element_dissipation(k)));
+                            assert_eq!(r.mode, sim.element_mode(k));
+                            relatives += 1;
+                        }
+                        (None, None) => {}
+                        other => panic!("element {k}: {other:?}"),
+                    }
+                    assert_eq!(engagement.map(bits), sim.element_engagement(k).map(bits), "element {k}");
+                    engagements += usize::from(engagement.is_some());
+                }
+            }
+        }
+        assert!(sim.element_outputs(sim.network().elements.len()).is_none());
+    }
+    assert!(bodies > 0 && relatives > 0 && engagements > 0, "{bodies} {relatives} {engagements}");
+    assert!(vehicle.telemetry().engaged_gear >= 2, "it shifted: gear {}", vehicle.telemetry().engaged_gear);
+}

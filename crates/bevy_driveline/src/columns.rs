@@ -18,7 +18,7 @@
 // it holds.
 #![allow(unsafe_code)]
 
-use crate::solve::{coupling_state, same_body};
+use crate::solve::same_body;
 use crate::{BodyState, ClutchEngagement, CouplingState, DrivelineCache, SkipWriteBack};
 use bevy_ecs::change_detection::{MaybeLocation, Tick};
 use bevy_ecs::component::ComponentId;
@@ -26,6 +26,7 @@ use bevy_ecs::prelude::*;
 use bevy_ecs::query::FilteredAccessSet;
 use bevy_ecs::system::{SystemMeta, SystemParam, SystemParamValidationError};
 use bevy_ecs::world::unsafe_world_cell::UnsafeWorldCell;
+use driveline_core::ElementOutputs;
 use std::cell::UnsafeCell;
 use std::panic::Location;
 
@@ -291,25 +292,36 @@ impl FleetParts<'_, '_> {
             // claims name this driveline for this part and one driveline only for each entity
             // index (a live entity is the only one of its index), so no other call, on any
             // thread, reaches this row.
-            if let Some((angle, speed)) = sim.body_state(k) {
-                if !columns.body.data.is_null() {
+            match sim.element_outputs(k) {
+                Some(ElementOutputs::Body { angle, speed }) if !columns.body.data.is_null() => {
                     let value = BodyState { angle, speed };
                     unsafe { columns.body.set_if(row, tick, value, |a, b| !same_body(a, b)) };
                 }
-                continue;
-            }
-            if !columns.coupling.data.is_null()
-                && let Some(value) = coupling_state(sim, k)
-            {
-                // (`!=` as `set_if_neq` compares, on the other write-back paths.)
-                unsafe { columns.coupling.set_if(row, tick, value, |a, b| a != b) };
-            }
-            if !columns.engagement.data.is_null()
-                && let Some(u) = sim.element_engagement(k)
-            {
-                unsafe {
-                    columns.engagement.set_if(row, tick, ClutchEngagement(u), |a, b| a.0.to_bits() != b.0.to_bits())
-                };
+                Some(ElementOutputs::Coupling { relative, engagement }) => {
+                    if !columns.coupling.data.is_null()
+                        && let Some(r) = relative
+                    {
+                        let value = CouplingState {
+                            phi_rel: r.phi_rel,
+                            w_rel: r.w_rel,
+                            torque: r.torque,
+                            mode: r.mode,
+                            dissipation: r.dissipation,
+                        };
+                        // (`!=` as `set_if_neq` compares, on the other write-back paths.)
+                        unsafe { columns.coupling.set_if(row, tick, value, |a, b| a != b) };
+                    }
+                    if !columns.engagement.data.is_null()
+                        && let Some(u) = engagement
+                    {
+                        unsafe {
+                            columns
+                                .engagement
+                                .set_if(row, tick, ClutchEngagement(u), |a, b| a.0.to_bits() != b.0.to_bits())
+                        };
+                    }
+                }
+                Some(ElementOutputs::Body { .. }) | None => {}
             }
         }
     }
