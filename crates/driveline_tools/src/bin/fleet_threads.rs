@@ -1,6 +1,6 @@
 //! The fleet without the ECS: `N` 8HP sedans, each a plain [`Vehicle`], stepped at 1 ms and split
-//! into `K` contiguous halves (thirds, ...) over `K` scoped threads every step (on the calling
-//! thread when `K` is 1). A baseline for
+//! into `K` contiguous halves (thirds, ...) over the calling thread and `K - 1` threads that live
+//! for the whole run, a barrier before and after every step. A baseline for
 //! `driveline bench`: what the solver alone reaches on this machine, so the cost of the Bevy
 //! App around it (executor, task hand-offs, part write-back) can be read off the difference.
 //!
@@ -71,32 +71,45 @@ fn main() {
         (0..warm).for_each(|_| step(c));
     }
     let chunk = n.div_ceil(threads);
-    let start = std::time::Instant::now();
-    for _ in 0..steps {
-        let prefetch = tuner.as_ref().map_or(prefetch, HintTuner::hints);
-        let pass = std::time::Instant::now();
-        let run = move |part: &mut [Car]| {
-            for k in 0..part.len() {
-                if prefetch && k + 1 < part.len() {
-                    part[k + 1].vehicle.prefetch();
-                }
-                step(&mut part[k]);
+    let run = move |part: &mut [Car], prefetch: bool| {
+        for k in 0..part.len() {
+            if prefetch && k + 1 < part.len() {
+                part[k + 1].vehicle.prefetch();
             }
-        };
-        if threads == 1 {
-            // One thread: the calling thread, no spawn a step.
-            run(&mut cars);
-        } else {
-            std::thread::scope(|s| {
-                for part in cars.chunks_mut(chunk) {
-                    s.spawn(move || run(part));
+            step(&mut part[k]);
+        }
+    };
+    // The threads live for the whole run (a thread spawned every step cost about 80 us a
+    // step here, which the plugin's task pool does not pay): the calling thread steps the
+    // first part, one thread each the others, a barrier before and after every step.
+    let hint = std::sync::atomic::AtomicBool::new(false);
+    let barrier = std::sync::Barrier::new(threads);
+    let mut parts = cars.chunks_mut(chunk);
+    let first = parts.next().unwrap_or_default();
+    let start = std::time::Instant::now();
+    std::thread::scope(|s| {
+        for part in parts {
+            let (hint, barrier) = (&hint, &barrier);
+            s.spawn(move || {
+                for _ in 0..steps {
+                    barrier.wait();
+                    run(part, hint.load(std::sync::atomic::Ordering::Relaxed));
+                    barrier.wait();
                 }
             });
         }
-        if let Some(t) = &mut tuner {
-            t.record(pass.elapsed().as_secs_f64() / n as f64);
+        for _ in 0..steps {
+            let prefetch = tuner.as_ref().map_or(prefetch, HintTuner::hints);
+            hint.store(prefetch, std::sync::atomic::Ordering::Relaxed);
+            let pass = std::time::Instant::now();
+            barrier.wait();
+            run(first, prefetch);
+            barrier.wait();
+            if let Some(t) = &mut tuner {
+                t.record(pass.elapsed().as_secs_f64() / n as f64);
+            }
         }
-    }
+    });
     let wall = start.elapsed().as_secs_f64();
     let rate = (n * steps) as f64 / wall;
     let what = if traffic { "in UDDS traffic" } else { "pulling away" };
