@@ -18,7 +18,7 @@
 // it holds.
 #![allow(unsafe_code)]
 
-use crate::solve::same_body;
+use crate::solve::{coupling_of, same_body};
 use crate::{BodyState, ClutchEngagement, CouplingState, DrivelineCache, SkipWriteBack};
 use bevy_ecs::change_detection::{MaybeLocation, Tick};
 use bevy_ecs::component::ComponentId;
@@ -301,15 +301,8 @@ impl FleetParts<'_, '_> {
                     if !columns.coupling.data.is_null()
                         && let Some(r) = relative
                     {
-                        let value = CouplingState {
-                            phi_rel: r.phi_rel,
-                            w_rel: r.w_rel,
-                            torque: r.torque,
-                            mode: r.mode,
-                            dissipation: r.dissipation,
-                        };
                         // (`!=` as `set_if_neq` compares, on the other write-back paths.)
-                        unsafe { columns.coupling.set_if(row, tick, value, |a, b| a != b) };
+                        unsafe { columns.coupling.set_if(row, tick, coupling_of(r), |a, b| a != b) };
                     }
                     if !columns.engagement.data.is_null()
                         && let Some(u) = engagement
@@ -443,10 +436,7 @@ impl<T: Component> AnyChanged<'_, '_, T> {
     /// Whether any `T` changed since the system last ran (a table component: exactly as
     /// `Changed<T>` over every entity would say).
     pub(crate) fn any(&self) -> bool {
-        // SAFETY: the storages are only read, under the read access to `T` this parameter
-        // declared.
-        !self.state.in_tables
-            || any_changed_in(&unsafe { self.world.storages() }.tables, self.state.id, self.last_run, self.this_run)
+        self.any_after_all(&[])
     }
 
     /// Whether any `T` changed since the system last ran and after every one of the ticks
@@ -454,7 +444,8 @@ impl<T: Component> AnyChanged<'_, '_, T> {
     /// a table component exactly, else always yes).
     pub(crate) fn any_after_all(&self, since: &[Tick]) -> bool {
         let age = since.iter().map(|&t| age(t, self.this_run)).fold(age(self.last_run, self.this_run), u32::min);
-        // SAFETY: as in `any`.
+        // SAFETY: the storages are only read, under the read access to `T` this parameter
+        // declared.
         !self.state.in_tables
             || any_younger_in(&unsafe { self.world.storages() }.tables, self.state.id, self.this_run, age)
     }

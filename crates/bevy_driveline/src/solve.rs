@@ -288,14 +288,16 @@ pub(crate) fn same_body(a: &BodyState, b: &BodyState) -> bool {
 /// Element `k`'s [`CouplingState`] as the simulation has it, if it has a relative coordinate.
 #[inline(always)]
 pub(crate) fn coupling_state(sim: &driveline_core::Simulation, k: usize) -> Option<CouplingState> {
-    let (phi_rel, w_rel) = sim.element_relative(k)?;
-    Some(CouplingState {
-        phi_rel,
-        w_rel,
-        torque: sim.element_torque(k),
-        mode: sim.element_mode(k),
-        dissipation: sim.element_dissipation(k),
-    })
+    match sim.element_outputs(k)? {
+        driveline_core::ElementOutputs::Coupling { relative, .. } => relative.map(coupling_of),
+        driveline_core::ElementOutputs::Body { .. } => None,
+    }
+}
+
+/// The [`CouplingState`] of an element's relative outputs.
+#[inline(always)]
+pub(crate) fn coupling_of(r: driveline_core::RelativeOutputs) -> CouplingState {
+    CouplingState { phi_rel: r.phi_rel, w_rel: r.w_rel, torque: r.torque, mode: r.mode, dissipation: r.dissipation }
 }
 
 /// One coupling's state written back (see [`write_back`]).
