@@ -791,6 +791,28 @@ fn element_outputs_read_what_the_separate_accessors_read() {
             }
         }
         assert!(sim.element_outputs(sim.network().elements.len()).is_none());
+        // The pass over every element gives each one's outputs, in index order, to the bit
+        // (`ElementOutputs`' `==` would take -0.0 for 0.0 and fail on NaN: compared by bits).
+        let key = |o: ElementOutputs| match o {
+            ElementOutputs::Body { angle, speed } => vec![bits(angle), bits(speed)],
+            ElementOutputs::Coupling { relative, engagement } => {
+                let mut v: Vec<u64> = relative
+                    .map(|r| vec![bits(r.phi_rel), bits(r.w_rel), bits(r.torque), bits(r.dissipation)])
+                    .unwrap_or_default();
+                v.push(relative.map_or(u64::MAX, |r| r.mode.map_or(9, |m| m as u64)));
+                v.push(engagement.map_or(u64::MAX - 1, bits));
+                v
+            }
+        };
+        let passed = std::cell::RefCell::new(Vec::new());
+        sim.for_each_element_output(
+            |k, angle, speed| passed.borrow_mut().push((k, key(ElementOutputs::Body { angle, speed }))),
+            |k, relative, engagement| {
+                passed.borrow_mut().push((k, key(ElementOutputs::Coupling { relative, engagement })))
+            },
+        );
+        let one_by_one: Vec<_> = (0..sim.network().elements.len()).map(|k| (k, key(sim.element_outputs(k).unwrap()))).collect();
+        assert_eq!(passed.into_inner(), one_by_one);
     }
     assert!(bodies > 0 && relatives > 0 && engagements > 0, "{bodies} {relatives} {engagements}");
     assert!(vehicle.telemetry().engaged_gear >= 2, "it shifted: gear {}", vehicle.telemetry().engaged_gear);

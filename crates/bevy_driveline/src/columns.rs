@@ -26,7 +26,6 @@ use bevy_ecs::prelude::*;
 use bevy_ecs::query::FilteredAccessSet;
 use bevy_ecs::system::{SystemMeta, SystemParam, SystemParamValidationError};
 use bevy_ecs::world::unsafe_world_cell::UnsafeWorldCell;
-use driveline_core::ElementOutputs;
 use std::cell::UnsafeCell;
 use std::panic::Location;
 
@@ -281,41 +280,54 @@ impl FleetParts<'_, '_> {
     pub(crate) fn write(&self, root: Entity, cache: &DrivelineCache, book: &crate::Book) {
         let Some(sim) = cache.sim.as_ref() else { return };
         let tick = self.this_run;
-        for (k, &part) in cache.parts.iter().enumerate() {
-            if !book.claimed_by(part, root) {
-                continue;
+        let (parts, places) = (&cache.parts[..], &cache.places[..]);
+        // Every part claimed by this driveline as the claims stand (they change only at a
+        // build, never while a system writes parts): no check per part.
+        let relaxed = std::sync::atomic::Ordering::Relaxed;
+        let whole = cache.claimed_whole.load(relaxed) == book.claims_epoch;
+        let all = std::cell::Cell::new(true);
+        // Element `k`'s part's columns and row, if this driveline writes it.
+        let find = |k: usize| {
+            let part = *parts.get(k)?;
+            if !whole && !book.claimed_by(part, root) {
+                all.set(false);
+                return None;
             }
-            let Some((columns, row)) = self.locate(part, cache.places.get(k)) else { continue };
-            // SAFETY (every write below): the column belongs to the part's table as `prepare`
-            // found it this tick (no table changes while the system runs) and `row` is the
-            // part's row in it (its location, or a kept place whose row holds the part); the
-            // claims name this driveline for this part and one driveline only for each entity
-            // index (a live entity is the only one of its index), so no other call, on any
-            // thread, reaches this row.
-            match sim.element_outputs(k) {
-                Some(ElementOutputs::Body { angle, speed }) if !columns.body.data.is_null() => {
+            self.locate(part, places.get(k))
+        };
+        // SAFETY (every write below): the column belongs to the part's table as `prepare` found
+        // it this tick (no table changes while the system runs) and `row` is the part's row in
+        // it (its location, or a kept place whose row holds the part); the claims name this
+        // driveline for this part and one driveline only for each entity index (a live entity
+        // is the only one of its index), so no other call, on any thread, reaches this row.
+        sim.for_each_element_output(
+            |k, angle, speed| {
+                if let Some((columns, row)) = find(k)
+                    && !columns.body.data.is_null()
+                {
                     let value = BodyState { angle, speed };
                     unsafe { columns.body.set_if(row, tick, value, |a, b| !same_body(a, b)) };
                 }
-                Some(ElementOutputs::Coupling { relative, engagement }) => {
-                    if !columns.coupling.data.is_null()
-                        && let Some(r) = relative
-                    {
-                        // (`!=` as `set_if_neq` compares, on the other write-back paths.)
-                        unsafe { columns.coupling.set_if(row, tick, coupling_of(r), |a, b| a != b) };
-                    }
-                    if !columns.engagement.data.is_null()
-                        && let Some(u) = engagement
-                    {
-                        unsafe {
-                            columns
-                                .engagement
-                                .set_if(row, tick, ClutchEngagement(u), |a, b| a.0.to_bits() != b.0.to_bits())
-                        };
-                    }
+            },
+            |k, relative, engagement| {
+                let Some((columns, row)) = find(k) else { return };
+                if !columns.coupling.data.is_null()
+                    && let Some(r) = relative
+                {
+                    // (`!=` as `set_if_neq` compares, on the other write-back paths.)
+                    unsafe { columns.coupling.set_if(row, tick, coupling_of(r), |a, b| a != b) };
                 }
-                Some(ElementOutputs::Body { .. }) | None => {}
-            }
+                if !columns.engagement.data.is_null()
+                    && let Some(u) = engagement
+                {
+                    unsafe {
+                        columns.engagement.set_if(row, tick, ClutchEngagement(u), |a, b| a.0.to_bits() != b.0.to_bits())
+                    };
+                }
+            },
+        );
+        if !whole && all.get() {
+            cache.claimed_whole.store(book.claims_epoch, relaxed);
         }
     }
 }

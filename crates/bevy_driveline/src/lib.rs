@@ -608,6 +608,10 @@ pub struct DrivelineCache {
     parts: Vec<Entity>,
     /// Where each part of `parts` was last written (the fleet's write-back, `columns`).
     places: Vec<columns::PartPlace>,
+    /// The book's `claims_epoch` at which every part of `parts` was claimed by this driveline,
+    /// as the fleet's write-back last found (`u64::MAX`, or any other count: to be checked part
+    /// by part).
+    claimed_whole: std::sync::atomic::AtomicU64,
     /// Number of builds so far (controllers that resolved element indices rebuild on change).
     generation: u64,
     /// A part's element was accepted in place since the last sync: parameters to update.
@@ -667,6 +671,10 @@ struct Book {
     /// parts of a car are spawned together, so their entries share cache lines (a part's
     /// `PartOf` is a row of its own table, one cache miss a part).
     claims: Vec<Entity>,
+    /// Counts the changes of `claims` (one per build): a driveline that found every part of its
+    /// list claimed by it at this count skips the check per part until the next change
+    /// (`DrivelineCache::claimed_whole`).
+    claims_epoch: u64,
     /// The drivelines whose last step left mode events or input rejections to send (noted by
     /// the parallel steps), so that [`solve::send_messages`] visits those alone, not every
     /// driveline's simulation.
@@ -689,6 +697,7 @@ impl Book {
     /// Notes that `root`'s build lists `parts` (its last build listed `before`: those it no
     /// longer lists are released, unless another driveline claimed them since).
     fn claim(&mut self, root: Entity, before: &[Entity], parts: &[Entity]) {
+        self.claims_epoch += 1;
         for part in before {
             if let Some(claim) = self.claims.get_mut(part.index_u32() as usize)
                 && *claim == root
