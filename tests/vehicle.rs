@@ -811,7 +811,8 @@ fn element_outputs_read_what_the_separate_accessors_read() {
                 passed.borrow_mut().push((k, key(ElementOutputs::Coupling { relative, engagement })))
             },
         );
-        let one_by_one: Vec<_> = (0..sim.network().elements.len()).map(|k| (k, key(sim.element_outputs(k).unwrap()))).collect();
+        let one_by_one: Vec<_> =
+            (0..sim.network().elements.len()).map(|k| (k, key(sim.element_outputs(k).unwrap()))).collect();
         assert_eq!(passed.into_inner(), one_by_one);
     }
     assert!(bodies > 0 && relatives > 0 && engagements > 0, "{bodies} {relatives} {engagements}");

@@ -187,7 +187,7 @@ impl Simulation {
                 body(k, phi[node as usize], w[node as usize]);
                 continue;
             }
-            let relative = rels[k].map(|r| {
+            let relative = rels[k].as_ref().map(|r| {
                 let [phi_rel, w_rel] = r.dot_n([phi, w]);
                 let mode = match sources[k] {
                     ModeSource::None => None,
