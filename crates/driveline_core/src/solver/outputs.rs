@@ -189,14 +189,13 @@ impl Simulation {
             }
             let relative = rels[k].as_ref().map(|r| {
                 let [phi_rel, w_rel] = r.dot_n([phi, w]);
-                let mode = match sources[k] {
-                    ModeSource::None => None,
-                    ModeSource::Friction(j) => Some(self.modes[j]),
-                    ModeSource::Kinematic(j) => Some(self.kin_modes[j]),
-                    ModeSource::Ideal => Some(FrictionMode::Free),
-                    ModeSource::Law(j) => self.law_mode(j),
-                };
-                RelativeOutputs { phi_rel, w_rel, torque: tau[k], mode, dissipation: power[k] }
+                RelativeOutputs {
+                    phi_rel,
+                    w_rel,
+                    torque: tau[k],
+                    mode: self.mode_of(sources[k]),
+                    dissipation: power[k],
+                }
             });
             let engagement = engagements[k].map(|signal| signals[signal as usize].eval(self.t));
             coupling(k, relative, engagement);
@@ -219,7 +218,13 @@ impl Simulation {
     /// Mode of an element if it has one: friction elements, and elastic clutches (stick = 0,
     /// slide = +-1, no limit torque = 2).
     pub fn element_mode(&self, element: usize) -> Option<FrictionMode> {
-        match *self.model.mode_sources.get(element)? {
+        self.mode_of(*self.model.mode_sources.get(element)?)
+    }
+
+    /// The mode an element whose mode comes from `source` reports.
+    #[inline(always)]
+    fn mode_of(&self, source: ModeSource) -> Option<FrictionMode> {
+        match source {
             ModeSource::None => None,
             ModeSource::Friction(k) => Some(self.modes[k]),
             ModeSource::Kinematic(j) => Some(self.kin_modes[j]),
