@@ -26,6 +26,7 @@ use bevy_ecs::prelude::*;
 use bevy_ecs::query::FilteredAccessSet;
 use bevy_ecs::system::{SystemMeta, SystemParam, SystemParamValidationError};
 use bevy_ecs::world::unsafe_world_cell::UnsafeWorldCell;
+use driveline_core::prefetch::STAGES;
 use std::cell::UnsafeCell;
 use std::panic::Location;
 
@@ -236,19 +237,32 @@ impl FleetParts<'_, '_> {
         }
     }
 
-    /// Hints the rows [`FleetParts::write`] will write for `cache`'s driveline toward the cache,
-    /// so that they arrive while another vehicle steps. Writes nothing.
+    /// Hints what [`FleetParts::write`] will read and write for `cache`'s driveline toward the
+    /// cache, so that it arrives while another vehicle steps; one stage of it
+    /// ([`driveline_core::prefetch::STAGES`]): 0 the driveline's own bytes (nothing: they come
+    /// with its simulation's), 1 its lists of parts and of their places, 2 the parts' rows.
+    /// Writes nothing.
     ///
     /// The rows are where the parts were last found ([`PartPlace`]): a part that moved since is
     /// found by its entity when it is written, and its hint went elsewhere.
-    pub(crate) fn prefetch(&self, cache: &DrivelineCache) {
-        for place in &cache.places {
-            let (table, row) = unpack(place);
-            let Some(columns) = self.state.tables.get(table) else { continue };
-            driveline_core::prefetch::hint(columns.entities.wrapping_add(row) as usize);
-            columns.body.hint(row);
-            columns.coupling.hint(row);
-            columns.engagement.hint(row);
+    pub(crate) fn prefetch_stage(&self, cache: &DrivelineCache, stage: usize) {
+        use driveline_core::prefetch::{hint, slice};
+        match stage {
+            1 => {
+                slice(&cache.parts);
+                slice(&cache.places);
+            }
+            2 => {
+                for place in &cache.places {
+                    let (table, row) = unpack(place);
+                    let Some(columns) = self.state.tables.get(table) else { continue };
+                    hint(columns.entities.wrapping_add(row) as usize);
+                    columns.body.hint(row);
+                    columns.coupling.hint(row);
+                    columns.engagement.hint(row);
+                }
+            }
+            _ => {}
         }
     }
 
@@ -334,15 +348,18 @@ impl FleetParts<'_, '_> {
 
 /// Runs `step` on every item of `query`, the items spread over the compute threads in one
 /// contiguous run of the query's order per thread, as `Query::par_iter_mut` spreads them; within
-/// a run, `ahead` sees the next item before `step` takes the current one. A fleet hints the
-/// next vehicle's state toward the cache there, so that it arrives while this one steps
+/// a run, `ahead(item, stage)` sees each item of the next [`STAGES`] before `step` takes the
+/// current one, the item `j` places ahead with stage `STAGES - j`. A fleet hints the vehicles
+/// ahead toward the cache there, a stage at a time (their own bytes, then the buffers those
+/// point to, then the buffers named from those), so that each stage reads only pointers the
+/// stage before brought in and the state arrives while this vehicle steps
 /// (docs/performance.md).
 ///
 /// Each run walks the query's own iteration over its range (table by table, column by column,
 /// as the processor's prefetchers like it), not a look-up of each item by its entity.
 pub(crate) fn par_for_each_ahead<'w, 's, D, F>(
     query: &mut Query<'w, 's, D, F>,
-    ahead: impl Fn(&D::Item<'_, 's>) + Sync,
+    ahead: impl Fn(&D::Item<'_, 's>, usize) + Sync,
     step: impl Fn(D::Item<'_, 's>) + Sync,
 ) where
     D: bevy_ecs::query::IterQueryData + bevy_ecs::query::ArchetypeQueryData,
@@ -356,16 +373,26 @@ pub(crate) fn par_for_each_ahead<'w, 's, D, F>(
         // SAFETY: a query's iteration yields each of its entities once, in the same order each
         // time while the `&mut Query` this function holds for its whole length keeps the world
         // from changing; each run takes the items `from..to` of it and the runs' ranges are
-        // disjoint, so no entity's item is fetched by two runs, and the two items alive at once
-        // in a run (the current and the next) are of two entities.
+        // disjoint, so no entity's item is fetched by two runs, and the items alive at once in
+        // a run (the current and the next `STAGES`) are of distinct entities.
         let mut items = unsafe { query.iter_unsafe() }.skip(from).take(to - from);
-        let mut next = items.next();
-        while let Some(current) = next {
-            next = items.next();
-            if let Some(n) = &next {
-                ahead(n);
+        // `window[j]`: the item `j` places ahead of the current one (`window[0]`).
+        let mut window: [Option<D::Item<'_, 's>>; STAGES + 1] = std::array::from_fn(|_| items.next());
+        // The first items ahead get the stages they would have had further back.
+        for (j, item) in window.iter().enumerate().skip(1) {
+            if let Some(item) = item {
+                (0..STAGES - j).for_each(|stage| ahead(item, stage));
+            }
+        }
+        while let Some(current) = window[0].take() {
+            for (j, item) in window.iter().enumerate().skip(1) {
+                if let Some(item) = item {
+                    ahead(item, STAGES - j);
+                }
             }
             step(current);
+            window.rotate_left(1);
+            window[STAGES] = items.next();
         }
     };
     match bevy_tasks::ComputeTaskPool::try_get().map(|pool| (pool, pool.thread_num())) {
@@ -491,5 +518,46 @@ unsafe impl<T: Component> SystemParam for AnyChanged<'_, '_, T> {
         change_tick: Tick,
     ) -> Result<Self::Item<'w, 's>, SystemParamValidationError> {
         Ok(AnyChanged { world, state, last_run: system_meta.get_last_run(), this_run: change_tick })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Component)]
+    struct Item(usize);
+
+    /// Each item is stepped once, and before its step it saw every stage of the hints in order
+    /// (all but the first item of each thread's run, which has no item before it to see it).
+    #[test]
+    fn each_item_sees_every_stage_in_order_before_its_step() {
+        bevy_tasks::ComputeTaskPool::get_or_init(bevy_tasks::TaskPool::default);
+        for n in [0, 1, 2, 3, 4, 5, 17, 100] {
+            let mut world = World::new();
+            for i in 0..n {
+                world.spawn(Item(i));
+            }
+            // Per item: the stages seen, then `usize::MAX` for its step.
+            let log: Vec<std::sync::Mutex<Vec<usize>>> = (0..n).map(|_| Default::default()).collect();
+            let mut state = bevy_ecs::system::SystemState::<Query<&Item>>::new(&mut world);
+            par_for_each_ahead(
+                &mut state.get_mut(&mut world).unwrap(),
+                |item: &&Item, stage| log[item.0].lock().unwrap().push(stage),
+                |item: &Item| log[item.0].lock().unwrap().push(usize::MAX),
+            );
+            let all: Vec<usize> = (0..STAGES).chain([usize::MAX]).collect();
+            let mut unhinted = 0;
+            for entry in &log {
+                let seen = entry.lock().unwrap();
+                if seen[..] == [usize::MAX] {
+                    unhinted += 1;
+                } else {
+                    assert_eq!(seen[..], all[..], "{n} items");
+                }
+            }
+            let runs = bevy_tasks::ComputeTaskPool::get().thread_num().max(1);
+            assert!(unhinted <= runs.min(n), "{n} items: {unhinted} unhinted");
+        }
     }
 }

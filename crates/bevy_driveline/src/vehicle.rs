@@ -909,18 +909,20 @@ pub(crate) fn step_vehicles(
         // steps, where that pays (`CacheHints`): in a fleet each vehicle's state has left the
         // caches since its last step.
         let hint = hints.bypass_change_detection().this_tick();
-        let ahead = |item: &RootItem<'_>| {
+        let ahead = |item: &RootItem<'_>, stage: usize| {
             if !hint {
                 return;
             }
             if let (Some(control), Some(sim)) = (item.2.control.as_ref(), item.5.sim.as_ref()) {
-                control.prefetch(sim);
+                control.prefetch_stage(sim, stage);
             }
             if let Some(parts) = fused {
-                parts.prefetch(&item.5);
+                parts.prefetch_stage(&item.5, stage);
             }
-            // The telemetry component the step writes whole.
-            driveline_core::prefetch::value(&item.4.0);
+            if stage == 0 {
+                // The telemetry component the step writes whole.
+                driveline_core::prefetch::value(&item.4.0);
+            }
         };
         let started = bevy_platform::time::Instant::now();
         crate::columns::par_for_each_ahead(&mut roots, ahead, step);

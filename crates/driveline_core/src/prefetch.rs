@@ -11,6 +11,13 @@
 /// Bytes in a cache line (x86-64 and the common AArch64 cores).
 const LINE: usize = 64;
 
+/// The stages of a staged hint ([`crate::Vehicle::prefetch_stage`]): stage 0 hints a value's
+/// own bytes, stage 1 the buffers their pointers name, stage 2 the buffers named from those.
+/// Hinting a buffer reads its pointer, and a pointer out of the cache is a miss the hint waits
+/// on; a fleet that runs stage `STAGES - j` on the vehicle `j` places ahead of the one it
+/// steps reads, at each stage, only pointers the stage before brought in.
+pub const STAGES: usize = 3;
+
 /// Hints every cache line of `value`'s inline bytes (not what it points to).
 #[inline]
 pub fn value<T: ?Sized>(value: &T) {

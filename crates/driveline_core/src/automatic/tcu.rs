@@ -406,10 +406,10 @@ fn gear_number(g: &GearInfo, forward: &[usize], idx: usize) -> i32 {
 }
 
 impl Tcu {
-    /// Hints the controller's state toward the cache (`Vehicle::prefetch`). Changes nothing.
-    pub(crate) fn prefetch(&self) {
-        use crate::prefetch::{slice, value};
-        value(self);
+    /// Hints the buffers the controller points to toward the cache (`Vehicle::prefetch_stage`;
+    /// its own bytes are hinted with what holds it). Changes nothing.
+    pub(crate) fn prefetch_buffers(&self) {
+        use crate::prefetch::slice;
         slice(&self.pistons);
         slice(&self.commands);
         slice(&self.temperature);

@@ -558,44 +558,64 @@ thread_local! {
 pub(super) type ScratchLease = (u64, u64);
 
 impl Simulation {
-    /// Hints the state the next step reads toward the cache (`Vehicle::prefetch`). Changes no
-    /// result.
+    /// Hints the state the next step reads toward the cache (`Vehicle::prefetch`): every stage
+    /// of [`Simulation::prefetch_stage`] at once. Changes no result.
     pub fn prefetch(&self) {
-        use crate::prefetch::{slice, value};
-        value(self);
-        slice(&self.phi);
-        slice(&self.w);
-        slice(&self.modes);
-        slice(&self.regimes);
-        slice(&self.out_tau);
-        slice(&self.out_power);
-        // The current slot and its Newton inverse alone: the other slots are read when the mode
-        // changes, the reduced Jacobians and the pivots when the Newton matrix is formed.
-        if let Some(slot) = self.slots.get(self.cur) {
-            value(slot);
-            slice(&slot.weight_caps);
-            if let Some(set) = self.newton.sets.get(slot.newton) {
-                slice(&set.newton_inv);
-            }
+        for stage in 0..crate::prefetch::STAGES {
+            self.prefetch_stage(stage);
         }
-        slice(&self.newton.sets);
-        let p = &self.pred;
-        slice(&p.q0);
-        slice(&p.q);
-        slice(&p.g);
-        slice(&p.g_end);
-        let c = &self.signals;
-        slice(&c.unsteady);
-        slice(&c.unsteady_other);
-        slice(&c.held);
-        slice(&c.held_value);
-        slice(&c.sine_state);
-        slice(&self.inputs.steps);
-        slice(&self.inputs.step_pos);
-        slice(&self.inputs.changes);
-        slice(&self.friction.watch_list);
-        self.ws.prefetch();
-        self.kernel.prefetch();
+    }
+
+    /// One stage of [`Simulation::prefetch`] (see [`crate::prefetch::STAGES`]): 0 the
+    /// simulation's own bytes, 1 the buffers they point to, 2 the buffers those point to. Each
+    /// stage reads only what the stage before hinted, so a fleet that runs the stages on
+    /// vehicles one apart waits on no miss of its own. Changes no result.
+    pub fn prefetch_stage(&self, stage: usize) {
+        use crate::prefetch::{slice, value};
+        match stage {
+            0 => value(self),
+            1 => {
+                slice(&self.phi);
+                slice(&self.w);
+                slice(&self.modes);
+                slice(&self.regimes);
+                slice(&self.out_tau);
+                slice(&self.out_power);
+                // The current slot and its Newton inverse alone: the other slots are read when
+                // the mode changes, the reduced Jacobians and the pivots when the Newton matrix
+                // is formed.
+                if let Some(slot) = self.slots.get(self.cur) {
+                    value(slot);
+                }
+                slice(&self.newton.sets);
+                let p = &self.pred;
+                slice(&p.q0);
+                slice(&p.q);
+                slice(&p.g);
+                slice(&p.g_end);
+                let c = &self.signals;
+                slice(&c.unsteady);
+                slice(&c.unsteady_other);
+                slice(&c.held);
+                slice(&c.held_value);
+                slice(&c.sine_state);
+                slice(&self.inputs.steps);
+                slice(&self.inputs.step_pos);
+                slice(&self.inputs.changes);
+                slice(&self.friction.watch_list);
+                self.ws.prefetch();
+                self.kernel.prefetch();
+            }
+            2 => {
+                if let Some(slot) = self.slots.get(self.cur) {
+                    slice(&slot.weight_caps);
+                    if let Some(set) = self.newton.sets.get(slot.newton) {
+                        slice(&set.newton_inv);
+                    }
+                }
+            }
+            _ => {}
+        }
     }
 }
 

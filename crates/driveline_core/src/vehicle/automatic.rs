@@ -35,12 +35,6 @@ pub(crate) struct AutoControl {
 }
 
 impl AutoControl {
-    /// Hints the controller's state toward the cache (`Vehicle::prefetch`). Changes nothing.
-    pub(crate) fn prefetch(&self) {
-        crate::prefetch::value(self);
-        self.tcu.prefetch();
-    }
-
     pub fn new(at: &AutomaticSpec, layout: &Layout, engine: &EngineSpec, sim: &Simulation) -> Self {
         let engine_map = engine.map.build().expect("validated");
         let engine_inertia = engine.inertia;

@@ -65,10 +65,10 @@ pub(crate) struct Selection {
 }
 
 impl Manual {
-    /// Hints the controller's state toward the cache (`Vehicle::prefetch`). Changes nothing.
-    pub(crate) fn prefetch(&self) {
-        use crate::prefetch::{slice, value};
-        value(self);
+    /// Hints the buffers the controller points to toward the cache (`Vehicle::prefetch_stage`;
+    /// its own bytes are hinted with the box that holds it). Changes nothing.
+    pub(crate) fn prefetch_buffers(&self) {
+        use crate::prefetch::slice;
         slice(&self.sleeves);
         slice(&self.engagement);
         slice(&self.synchro_energy);

@@ -747,19 +747,43 @@ impl Vehicle {
     pub fn prefetch(&self) {
         self.control.prefetch(&self.sim);
     }
+
+    /// One stage of [`Vehicle::prefetch`] (see [`crate::prefetch::STAGES`]): 0 the vehicle's own
+    /// bytes, 1 the buffers they point to, 2 the buffers those point to. A fleet runs stage
+    /// `STAGES - j` on the vehicle `j` places ahead, so that each stage reads only lines the
+    /// stage before brought in. Changes no result.
+    pub fn prefetch_stage(&self, stage: usize) {
+        self.control.prefetch_stage(&self.sim, stage);
+    }
 }
 
 impl VehicleControl {
     /// Hints the state the next step of these controllers and `sim` reads toward the cache
     /// ([`Vehicle::prefetch`]). Changes no result.
     pub fn prefetch(&self, sim: &Simulation) {
-        crate::prefetch::value(self);
-        crate::prefetch::slice(&self.events);
-        match &self.trans {
-            Trans::Manual(m) => m.prefetch(),
-            Trans::Automatic(a) => a.prefetch(),
+        for stage in 0..crate::prefetch::STAGES {
+            self.prefetch_stage(sim, stage);
         }
-        sim.prefetch();
+    }
+
+    /// One stage of [`VehicleControl::prefetch`], `sim`'s with it ([`Vehicle::prefetch_stage`]).
+    pub fn prefetch_stage(&self, sim: &Simulation, stage: usize) {
+        use crate::prefetch::{slice, value};
+        match (stage, &self.trans) {
+            (0, _) => value(self),
+            (1, Trans::Manual(m)) => {
+                slice(&self.events);
+                value(&**m);
+            }
+            (1, Trans::Automatic(a)) => {
+                slice(&self.events);
+                value(&**a);
+            }
+            (2, Trans::Manual(m)) => m.prefetch_buffers(),
+            (2, Trans::Automatic(a)) => a.tcu.prefetch_buffers(),
+            _ => {}
+        }
+        sim.prefetch_stage(stage);
     }
 
     /// Controllers for `sim`, which must have been built from `layout` (of `spec`, on `road`):

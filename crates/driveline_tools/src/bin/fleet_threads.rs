@@ -10,7 +10,9 @@
 //! rest and is driven over UDDS by the driver model, vehicle `i` reading the cycle
 //! `37 i` seconds ahead, after one step that builds it (the bench's first tick). With
 //! `prefetch` each thread hints the next vehicle before stepping this one; with `auto` a
-//! `HintTuner` decides at each step, as the plugin's fleet step does by default.
+//! `HintTuner` decides at each step, as the plugin's fleet step does by default. With `whole`
+//! the hints are each vehicle's whole `Vehicle::prefetch` on the next one instead of the
+//! plugin's stages (`Vehicle::prefetch_stage`, stage `STAGES - j` on the vehicle `j` ahead).
 
 use driveline_core::automatic::Selector;
 use driveline_core::prefetch::HintTuner;
@@ -29,6 +31,7 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let traffic = args.iter().any(|a| a == "traffic");
     let prefetch = args.iter().any(|a| a == "prefetch");
+    let whole = args.iter().any(|a| a == "whole");
     // `auto`: each step's pass hints or not as a `HintTuner` decides (the plugin's default).
     let mut tuner = args.iter().any(|a| a == "auto").then(HintTuner::default);
     let mut numbers = args.iter().filter_map(|a| a.parse::<usize>().ok());
@@ -72,9 +75,18 @@ fn main() {
     }
     let chunk = n.div_ceil(threads);
     let run = move |part: &mut [Car], prefetch: bool| {
+        use driveline_core::prefetch::STAGES;
         for k in 0..part.len() {
-            if prefetch && k + 1 < part.len() {
-                part[k + 1].vehicle.prefetch();
+            if prefetch && whole {
+                if let Some(next) = part.get(k + 1) {
+                    next.vehicle.prefetch();
+                }
+            } else if prefetch {
+                for j in 1..=STAGES {
+                    if let Some(ahead) = part.get(k + j) {
+                        ahead.vehicle.prefetch_stage(STAGES - j);
+                    }
+                }
             }
             step(&mut part[k]);
         }
