@@ -239,8 +239,9 @@ impl FleetParts<'_, '_> {
 
     /// Hints what [`FleetParts::write`] will read and write for `cache`'s driveline toward the
     /// cache, so that it arrives while another vehicle steps; one stage of it
-    /// ([`driveline_core::prefetch::STAGES`]): 0 the driveline's own bytes (nothing: they come
-    /// with its simulation's), 1 its lists of parts and of their places, 2 the parts' rows.
+    /// ([`driveline_core::prefetch::STAGES`]): 0 the driveline's own bytes (nothing here: the
+    /// caller hints the whole `DrivelineCache`), 1 its lists of parts and of their places, 2
+    /// the parts' rows.
     /// Writes nothing.
     ///
     /// The rows are where the parts were last found ([`PartPlace`]): a part that moved since is

@@ -913,15 +913,22 @@ pub(crate) fn step_vehicles(
             if !hint {
                 return;
             }
+            if stage == 0 {
+                // The components' own bytes, read by nothing yet: the controllers and the
+                // simulation inline, the lists' pointers, the telemetry the step writes whole.
+                use driveline_core::prefetch::value;
+                value(&*item.2);
+                value(&*item.5);
+                value(&item.4.0);
+                value(&*item.6);
+                value(item.3);
+                return;
+            }
             if let (Some(control), Some(sim)) = (item.2.control.as_ref(), item.5.sim.as_ref()) {
                 control.prefetch_stage(sim, stage);
             }
             if let Some(parts) = fused {
                 parts.prefetch_stage(&item.5, stage);
-            }
-            if stage == 0 {
-                // The telemetry component the step writes whole.
-                driveline_core::prefetch::value(&item.4.0);
             }
         };
         let started = bevy_platform::time::Instant::now();
