@@ -26,7 +26,6 @@ use bevy_ecs::prelude::*;
 use bevy_ecs::query::FilteredAccessSet;
 use bevy_ecs::system::{SystemMeta, SystemParam, SystemParamValidationError};
 use bevy_ecs::world::unsafe_world_cell::UnsafeWorldCell;
-use driveline_core::prefetch::STAGES;
 use std::cell::UnsafeCell;
 use std::panic::Location;
 
@@ -241,8 +240,7 @@ impl FleetParts<'_, '_> {
     /// cache, so that it arrives while another vehicle steps; one stage of it
     /// ([`driveline_core::prefetch::STAGES`]): 0 the driveline's own bytes (nothing here: the
     /// caller hints the whole `DrivelineCache`), 1 its lists of parts and of their places, 2
-    /// the parts' rows.
-    /// Writes nothing.
+    /// the parts' rows. Writes nothing.
     ///
     /// The rows are where the parts were last found ([`PartPlace`]): a part that moved since is
     /// found by its entity when it is written, and its hint went elsewhere.
@@ -349,8 +347,9 @@ impl FleetParts<'_, '_> {
 
 /// Runs `step` on every item of `query`, the items spread over the compute threads in one
 /// contiguous run of the query's order per thread, as `Query::par_iter_mut` spreads them; within
-/// a run, `ahead(item, stage)` sees each item of the next [`STAGES`] before `step` takes the
-/// current one, the item `j` places ahead with stage `STAGES - j`. A fleet hints the vehicles
+/// a run, `ahead(item, stage)` sees each item of the next `STAGES` before `step` takes the
+/// current one, the item `j` places ahead with stage `STAGES - j`
+/// ([`driveline_core::prefetch::for_each_ahead`]). A fleet hints the vehicles
 /// ahead toward the cache there, a stage at a time (their own bytes, then the buffers those
 /// point to, then the buffers named from those), so that each stage reads only pointers the
 /// stage before brought in and the state arrives while this vehicle steps
@@ -376,25 +375,8 @@ pub(crate) fn par_for_each_ahead<'w, 's, D, F>(
         // from changing; each run takes the items `from..to` of it and the runs' ranges are
         // disjoint, so no entity's item is fetched by two runs, and the items alive at once in
         // a run (the current and the next `STAGES`) are of distinct entities.
-        let mut items = unsafe { query.iter_unsafe() }.skip(from).take(to - from);
-        // `window[j]`: the item `j` places ahead of the current one (`window[0]`).
-        let mut window: [Option<D::Item<'_, 's>>; STAGES + 1] = std::array::from_fn(|_| items.next());
-        // The first items ahead get the stages they would have had further back.
-        for (j, item) in window.iter().enumerate().skip(1) {
-            if let Some(item) = item {
-                (0..STAGES - j).for_each(|stage| ahead(item, stage));
-            }
-        }
-        while let Some(current) = window[0].take() {
-            for (j, item) in window.iter().enumerate().skip(1) {
-                if let Some(item) = item {
-                    ahead(item, STAGES - j);
-                }
-            }
-            step(current);
-            window.rotate_left(1);
-            window[STAGES] = items.next();
-        }
+        let items = unsafe { query.iter_unsafe() }.skip(from).take(to - from);
+        driveline_core::prefetch::for_each_ahead(items, ahead, step);
     };
     match bevy_tasks::ComputeTaskPool::try_get().map(|pool| (pool, pool.thread_num())) {
         Some((pool, threads)) if threads >= 2 => {
@@ -525,6 +507,7 @@ unsafe impl<T: Component> SystemParam for AnyChanged<'_, '_, T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use driveline_core::prefetch::STAGES;
 
     #[derive(Component)]
     struct Item(usize);

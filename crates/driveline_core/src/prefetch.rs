@@ -18,6 +18,31 @@ const LINE: usize = 64;
 /// steps reads, at each stage, only pointers the stage before brought in.
 pub const STAGES: usize = 3;
 
+/// Runs `step` on each of `items` in order; before each step, `ahead(item, stage)` on each of
+/// the next [`STAGES`] items, the item `j` places ahead with stage `STAGES - j`, so that every
+/// item but the first sees stages 0, 1, ... in order before its own step (the first items
+/// ahead get the stages they would have had further back). A fleet's pass hints the vehicles
+/// ahead there, a stage at a time.
+pub fn for_each_ahead<I: Iterator>(mut items: I, ahead: impl Fn(&I::Item, usize), mut step: impl FnMut(I::Item)) {
+    // `window[j]`: the item `j` places ahead of the current one (`window[0]`).
+    let mut window: [Option<I::Item>; STAGES + 1] = std::array::from_fn(|_| items.next());
+    for (j, item) in window.iter().enumerate().skip(1) {
+        if let Some(item) = item {
+            (0..STAGES - j).for_each(|stage| ahead(item, stage));
+        }
+    }
+    while let Some(current) = window[0].take() {
+        for (j, item) in window.iter().enumerate().skip(1) {
+            if let Some(item) = item {
+                ahead(item, STAGES - j);
+            }
+        }
+        step(current);
+        window.rotate_left(1);
+        window[STAGES] = items.next();
+    }
+}
+
 /// Hints every cache line of `value`'s inline bytes (not what it points to).
 #[inline]
 pub fn value<T: ?Sized>(value: &T) {
@@ -284,5 +309,29 @@ mod tests {
         assert!(run(&mut t, 3 * TRIAL, 2e-6, 1e-6).iter().all(|&h| h));
         t.set_policy(HintPolicy::Auto);
         assert!(t.in_trial());
+    }
+
+    /// Each item is stepped once, in order, and before its step it saw every stage in order
+    /// (all but the first, which has no item before it).
+    #[test]
+    fn for_each_ahead_gives_every_item_every_stage_before_its_step() {
+        for n in [0usize, 1, 2, 3, 4, 5, 17] {
+            let log: Vec<std::cell::RefCell<Vec<usize>>> = (0..n).map(|_| Default::default()).collect();
+            let mut order = Vec::new();
+            for_each_ahead(
+                0..n,
+                |&k, stage| log[k].borrow_mut().push(stage),
+                |k| {
+                    log[k].borrow_mut().push(usize::MAX);
+                    order.push(k);
+                },
+            );
+            assert_eq!(order, (0..n).collect::<Vec<_>>());
+            let all: Vec<usize> = (0..STAGES).chain([usize::MAX]).collect();
+            for (k, seen) in log.iter().enumerate() {
+                let want = if k == 0 { &all[STAGES..] } else { &all[..] };
+                assert_eq!(seen.borrow()[..], *want, "{n} items, item {k}");
+            }
+        }
     }
 }

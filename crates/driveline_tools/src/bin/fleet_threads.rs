@@ -75,18 +75,13 @@ fn main() {
     }
     let chunk = n.div_ceil(threads);
     let run = move |part: &mut [Car], prefetch: bool| {
-        use driveline_core::prefetch::STAGES;
+        if prefetch && !whole {
+            driveline_core::prefetch::for_each_ahead(part.iter_mut(), |c, stage| c.vehicle.prefetch_stage(stage), step);
+            return;
+        }
         for k in 0..part.len() {
-            if prefetch && whole {
-                if let Some(next) = part.get(k + 1) {
-                    next.vehicle.prefetch();
-                }
-            } else if prefetch {
-                for j in 1..=STAGES {
-                    if let Some(ahead) = part.get(k + j) {
-                        ahead.vehicle.prefetch_stage(STAGES - j);
-                    }
-                }
+            if prefetch && let Some(next) = part.get(k + 1) {
+                next.vehicle.prefetch();
             }
             step(&mut part[k]);
         }
