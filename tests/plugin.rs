@@ -451,6 +451,71 @@ fn fleets_parts_hold_the_core_state(phased: bool) {
     assert_eq!(app.world().resource::<FusedVehicleSteps>().is_fused(), !phased);
 }
 
+/// A fleet's car whose parts are all marked `SkipWriteBack` is left out of the write-back
+/// without a pass over its elements; a mark removed from one of its parts has that part written
+/// from the next step (the other parts still left alone), and all marks removed, every part.
+#[test]
+fn a_fleet_car_unmarked_part_by_part_is_written_again() {
+    let (_, mut app, roots) = sedan_fleet(20, false);
+    let (written, skipped) = (roots[0], roots[3]);
+    skip_write_back(app.world_mut(), skipped);
+    let drive = |app: &mut App, input: driveline::core::DriverInput, ticks: usize| {
+        for _ in 0..ticks {
+            for &root in &roots {
+                app.world_mut().get_mut::<VehicleInput>(root).unwrap().0 = input;
+            }
+            fixed_step(app, Duration::from_millis(1));
+        }
+    };
+    let mut input = held_in_drive();
+    drive(&mut app, input, 100);
+    input.brake = 0.0;
+    input.throttle = 1.0;
+    drive(&mut app, input, 200);
+    // The parts of element k of both cars (all the cars are driven alike: the same motion).
+    let parts = |app: &App, k: usize| {
+        let part = |root| app.world().get::<driveline::bevy::DrivelineCache>(root).unwrap().part(k).unwrap();
+        (part(written), part(skipped))
+    };
+    let elements = app
+        .world()
+        .get::<driveline::bevy::DrivelineCache>(written)
+        .unwrap()
+        .simulation()
+        .unwrap()
+        .network()
+        .elements
+        .len();
+    let bodies: Vec<usize> =
+        (0..elements).filter(|&k| app.world().get::<BodyState>(parts(&app, k).0).is_some()).collect();
+    let moving = |app: &App, k: usize| app.world().get::<BodyState>(parts(app, k).0).unwrap().speed != 0.0;
+    let k = *bodies.iter().find(|&&k| moving(&app, k)).expect("a moving body");
+    for &j in &bodies {
+        assert_eq!(*app.world().get::<BodyState>(parts(&app, j).1).unwrap(), BodyState::default(), "element {j}");
+    }
+    let part = parts(&app, k).1;
+    app.world_mut().entity_mut(part).remove::<SkipWriteBack>();
+    drive(&mut app, input, 1);
+    let state = |app: &App, part| *app.world().get::<BodyState>(part).unwrap();
+    let (a, b) = parts(&app, k);
+    assert_eq!(
+        (state(&app, b).speed.to_bits(), state(&app, b).angle.to_bits()),
+        (state(&app, a).speed.to_bits(), state(&app, a).angle.to_bits())
+    );
+    for &j in bodies.iter().filter(|&&j| j != k) {
+        assert_eq!(state(&app, parts(&app, j).1), BodyState::default(), "element {j}");
+    }
+    for j in 0..elements {
+        let part = parts(&app, j).1;
+        app.world_mut().entity_mut(part).remove::<SkipWriteBack>();
+    }
+    drive(&mut app, input, 1);
+    for &j in &bodies {
+        let (a, b) = parts(&app, j);
+        assert_eq!(state(&app, b).speed.to_bits(), state(&app, a).speed.to_bits(), "element {j}");
+    }
+}
+
 /// A state written on one car of a fleet (whose parts are written in the vehicles' parallel
 /// step, straight into their columns) is where that car's next step starts, exactly as on a car
 /// alone; the other cars do not see it.

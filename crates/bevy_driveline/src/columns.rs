@@ -111,6 +111,8 @@ struct TableColumns {
     engagement: Column<ClutchEngagement>,
     entities: *const Entity,
     rows: usize,
+    /// Whether the table's parts are marked [`SkipWriteBack`] (then the columns are none).
+    skip: bool,
 }
 
 impl TableColumns {
@@ -122,6 +124,7 @@ impl TableColumns {
             engagement: Column::none(),
             entities: entities.as_ptr(),
             rows: entities.len(),
+            skip: false,
         }
     }
 
@@ -224,7 +227,8 @@ impl FleetParts<'_, '_> {
         // runs.
         for table in unsafe { self.world.storages() }.tables.iter() {
             let mut columns = TableColumns::none(table.entities());
-            if !table.has_column(skip) {
+            columns.skip = table.has_column(skip);
+            if !columns.skip {
                 // SAFETY: each id is the component of the type named.
                 unsafe {
                     columns.body = Column::of(table, body);
@@ -292,21 +296,35 @@ impl FleetParts<'_, '_> {
     /// [`FleetParts::prepare`] ran this tick.
     pub(crate) fn write(&self, root: Entity, cache: &DrivelineCache, book: &crate::Book) {
         let Some(sim) = cache.sim.as_ref() else { return };
+        let relaxed = std::sync::atomic::Ordering::Relaxed;
+        // Every part marked `SkipWriteBack` when last looked at, and no mark removed since:
+        // nothing to write, and no pass over the elements.
+        if cache.skipped_whole.load(relaxed) == book.skip_epoch {
+            return;
+        }
         let tick = self.this_run;
         let (parts, places) = (&cache.parts[..], &cache.places[..]);
         // Every part claimed by this driveline as the claims stand (they change only at a
         // build, never while a system writes parts): no check per part.
-        let relaxed = std::sync::atomic::Ordering::Relaxed;
         let whole = cache.claimed_whole.load(relaxed) == book.claims_epoch;
         let all = std::cell::Cell::new(true);
+        // Whether every part visited was found in a table of parts marked `SkipWriteBack`, and
+        // how many were visited.
+        let (skipped, visited) = (std::cell::Cell::new(true), std::cell::Cell::new(0));
         // Element `k`'s part's columns and row, if this driveline writes it.
         let find = |k: usize| {
             let part = *parts.get(k)?;
+            visited.set(visited.get() + 1);
             if !whole && !book.claimed_by(part, root) {
                 all.set(false);
+                skipped.set(false);
                 return None;
             }
-            self.locate(part, places.get(k))
+            let found = self.locate(part, places.get(k));
+            if !found.is_some_and(|(columns, _)| columns.skip) {
+                skipped.set(false);
+            }
+            found
         };
         // SAFETY (every write below): the column belongs to the part's table as `prepare` found
         // it this tick (no table changes while the system runs) and `row` is the part's row in
@@ -341,6 +359,11 @@ impl FleetParts<'_, '_> {
         );
         if !whole && all.get() {
             cache.claimed_whole.store(book.claims_epoch, relaxed);
+        }
+        // (Only when every part of the list was visited: one that no element names, which no
+        // build makes, would keep the pass.)
+        if skipped.get() && visited.get() == parts.len() {
+            cache.skipped_whole.store(book.skip_epoch, relaxed);
         }
     }
 }

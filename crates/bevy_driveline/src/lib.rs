@@ -557,12 +557,23 @@ pub struct HeatPortState {
 ///
 /// Every part is written after every step by default, which for a vehicle means some 50
 /// entities per step; a fleet that reads only [`VehicleTelemetry`](crate::vehicle::VehicleTelemetry)
-/// saves that work (one to three microseconds per vehicle-step, a fifth to a half of a sedan
-/// fleet's time in `driveline bench`, the larger share in the larger fleets) by marking the
-/// parts it does not read, for example with [`skip_write_back`].
+/// saves that work by marking the parts it does not read, for example with
+/// [`skip_write_back`]. A vehicle whose parts are all marked is left out of the write-back
+/// altogether (no pass over its elements, until a mark is removed from any part): in
+/// `driveline bench --no-part-states`, 1,000 8HP sedans on two threads, about a tenth of the
+/// fleet's time (docs/performance.md, "Fleets").
 #[derive(Component, Reflect, Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[reflect(Component, Debug, Clone, PartialEq, Default)]
+#[component(on_remove = skip_write_back_removed)]
 pub struct SkipWriteBack;
+
+/// A part lost its [`SkipWriteBack`] (removed, or despawned): the drivelines that found all of
+/// their parts marked look at their parts again (`Book::skip_epoch`).
+fn skip_write_back_removed(mut world: bevy_ecs::world::DeferredWorld, _: bevy_ecs::lifecycle::HookContext) {
+    if let Some(mut book) = world.get_resource_mut::<Book>() {
+        book.skip_epoch += 1;
+    }
+}
 
 /// Marks every part of the driveline `root` with [`SkipWriteBack`] (parts added later are
 /// written unless marked too).
@@ -612,6 +623,10 @@ pub struct DrivelineCache {
     /// as the fleet's write-back last found (`u64::MAX`, or any other count: to be checked part
     /// by part).
     claimed_whole: std::sync::atomic::AtomicU64,
+    /// The book's `skip_epoch` at which every part of `parts` was marked [`SkipWriteBack`], as
+    /// the fleet's write-back last found (`u64::MAX`, or any other count: to be visited part by
+    /// part): the write-back then leaves the driveline without a pass over its elements.
+    skipped_whole: std::sync::atomic::AtomicU64,
     /// Number of builds so far (controllers that resolved element indices rebuild on change).
     generation: u64,
     /// A part's element was accepted in place since the last sync: parameters to update.
@@ -675,6 +690,11 @@ struct Book {
     /// list claimed by it at this count skips the check per part until the next change
     /// (`DrivelineCache::claimed_whole`).
     claims_epoch: u64,
+    /// Counts the removals of [`SkipWriteBack`] from any part (its hook): a driveline that
+    /// found every part of its list marked at this count has nothing to write until the next
+    /// one (`DrivelineCache::skipped_whole`). A part keeps its mark until it is removed, and a
+    /// build resets the driveline's own count, so no part of the list can have lost it since.
+    skip_epoch: u64,
     /// The drivelines whose last step left mode events or input rejections to send (noted by
     /// the parallel steps), so that [`solve::send_messages`] visits those alone, not every
     /// driveline's simulation.
