@@ -453,7 +453,8 @@ fn fleets_parts_hold_the_core_state(phased: bool) {
 
 /// A fleet's car whose parts are all marked `SkipWriteBack` is left out of the write-back
 /// without a pass over its elements; a mark removed from one of its parts has that part written
-/// from the next step (the other parts still left alone), and all marks removed, every part.
+/// from the next step (the other parts still left alone), all marks removed, every part, and
+/// marked again, none.
 #[test]
 fn a_fleet_car_unmarked_part_by_part_is_written_again() {
     let (_, mut app, roots) = sedan_fleet(20, false);
@@ -514,6 +515,13 @@ fn a_fleet_car_unmarked_part_by_part_is_written_again() {
         let (a, b) = parts(&app, j);
         assert_eq!(state(&app, b).speed.to_bits(), state(&app, a).speed.to_bits(), "element {j}");
     }
+    // Marked again while it runs: its parts keep what they last held, the other cars' move on.
+    skip_write_back(app.world_mut(), skipped);
+    let held = state(&app, parts(&app, k).1);
+    drive(&mut app, input, 5);
+    let (a, b) = parts(&app, k);
+    assert_eq!(state(&app, b), held);
+    assert_ne!(state(&app, a), held);
 }
 
 /// A state written on one car of a fleet (whose parts are written in the vehicles' parallel

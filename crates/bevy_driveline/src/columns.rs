@@ -297,34 +297,38 @@ impl FleetParts<'_, '_> {
     pub(crate) fn write(&self, root: Entity, cache: &DrivelineCache, book: &crate::Book) {
         let Some(sim) = cache.sim.as_ref() else { return };
         let relaxed = std::sync::atomic::Ordering::Relaxed;
-        // Every part marked `SkipWriteBack` when last looked at, and no mark removed since:
-        // nothing to write, and no pass over the elements.
-        if cache.skipped_whole.load(relaxed) == book.skip_epoch {
-            return;
-        }
-        let tick = self.this_run;
         let (parts, places) = (&cache.parts[..], &cache.places[..]);
         // Every part claimed by this driveline as the claims stand (they change only at a
         // build, never while a system writes parts): no check per part.
         let whole = cache.claimed_whole.load(relaxed) == book.claims_epoch;
+        // Whether every part is marked `SkipWriteBack`: as found at the marks' last count (no
+        // mark added or removed since, no build), else looked at part by part now. A car whose
+        // parts are all marked has nothing to write: no pass over its elements.
+        let marks = cache.marks.load(relaxed);
+        let all_marked = if marks != u64::MAX && marks >> 1 == book.marks_epoch {
+            marks & 1 == 1
+        } else {
+            let all_marked = !parts.is_empty()
+                && parts.iter().enumerate().all(|(k, &part)| {
+                    (whole || book.claimed_by(part, root))
+                        && self.locate(part, places.get(k)).is_some_and(|(columns, _)| columns.skip)
+                });
+            cache.marks.store(book.marks_epoch << 1 | u64::from(all_marked), relaxed);
+            all_marked
+        };
+        if all_marked {
+            return;
+        }
+        let tick = self.this_run;
         let all = std::cell::Cell::new(true);
-        // Whether every part visited was found in a table of parts marked `SkipWriteBack`, and
-        // how many were visited.
-        let (skipped, visited) = (std::cell::Cell::new(true), std::cell::Cell::new(0));
         // Element `k`'s part's columns and row, if this driveline writes it.
         let find = |k: usize| {
             let part = *parts.get(k)?;
-            visited.set(visited.get() + 1);
             if !whole && !book.claimed_by(part, root) {
                 all.set(false);
-                skipped.set(false);
                 return None;
             }
-            let found = self.locate(part, places.get(k));
-            if !found.is_some_and(|(columns, _)| columns.skip) {
-                skipped.set(false);
-            }
-            found
+            self.locate(part, places.get(k))
         };
         // SAFETY (every write below): the column belongs to the part's table as `prepare` found
         // it this tick (no table changes while the system runs) and `row` is the part's row in
@@ -359,11 +363,6 @@ impl FleetParts<'_, '_> {
         );
         if !whole && all.get() {
             cache.claimed_whole.store(book.claims_epoch, relaxed);
-        }
-        // (Only when every part of the list was visited: one that no element names, which no
-        // build makes, would keep the pass.)
-        if skipped.get() && visited.get() == parts.len() {
-            cache.skipped_whole.store(book.skip_epoch, relaxed);
         }
     }
 }

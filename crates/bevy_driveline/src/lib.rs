@@ -559,19 +559,19 @@ pub struct HeatPortState {
 /// entities per step; a fleet that reads only [`VehicleTelemetry`](crate::vehicle::VehicleTelemetry)
 /// saves that work by marking the parts it does not read, for example with
 /// [`skip_write_back`]. A vehicle whose parts are all marked is left out of the write-back
-/// altogether (no pass over its elements, until a mark is removed from any part): in
+/// altogether (no pass over its elements, until a mark is added or removed anywhere): in
 /// `driveline bench --no-part-states`, 1,000 8HP sedans on two threads, about a tenth of the
 /// fleet's time (docs/performance.md, "Fleets").
 #[derive(Component, Reflect, Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[reflect(Component, Debug, Clone, PartialEq, Default)]
-#[component(on_remove = skip_write_back_removed)]
+#[component(on_insert = skip_write_back_changed, on_remove = skip_write_back_changed)]
 pub struct SkipWriteBack;
 
-/// A part lost its [`SkipWriteBack`] (removed, or despawned): the drivelines that found all of
-/// their parts marked look at their parts again (`Book::skip_epoch`).
-fn skip_write_back_removed(mut world: bevy_ecs::world::DeferredWorld, _: bevy_ecs::lifecycle::HookContext) {
+/// A part gained or lost its [`SkipWriteBack`] (inserted, removed, or despawned): the
+/// drivelines look at their parts' marks again (`Book::marks_epoch`).
+fn skip_write_back_changed(mut world: bevy_ecs::world::DeferredWorld, _: bevy_ecs::lifecycle::HookContext) {
     if let Some(mut book) = world.get_resource_mut::<Book>() {
-        book.skip_epoch += 1;
+        book.marks_epoch += 1;
     }
 }
 
@@ -623,10 +623,11 @@ pub struct DrivelineCache {
     /// as the fleet's write-back last found (`u64::MAX`, or any other count: to be checked part
     /// by part).
     claimed_whole: std::sync::atomic::AtomicU64,
-    /// The book's `skip_epoch` at which every part of `parts` was marked [`SkipWriteBack`], as
-    /// the fleet's write-back last found (`u64::MAX`, or any other count: to be visited part by
-    /// part): the write-back then leaves the driveline without a pass over its elements.
-    skipped_whole: std::sync::atomic::AtomicU64,
+    /// Whether every part of `parts` is marked [`SkipWriteBack`] (the lowest bit), as the
+    /// fleet's write-back found at the book's `marks_epoch` (the other bits; `u64::MAX`: not
+    /// looked at since the build). A driveline whose parts are all marked is left out of the
+    /// write-back without a pass over its elements.
+    marks: std::sync::atomic::AtomicU64,
     /// Number of builds so far (controllers that resolved element indices rebuild on change).
     generation: u64,
     /// A part's element was accepted in place since the last sync: parameters to update.
@@ -690,11 +691,10 @@ struct Book {
     /// list claimed by it at this count skips the check per part until the next change
     /// (`DrivelineCache::claimed_whole`).
     claims_epoch: u64,
-    /// Counts the removals of [`SkipWriteBack`] from any part (its hook): a driveline that
-    /// found every part of its list marked at this count has nothing to write until the next
-    /// one (`DrivelineCache::skipped_whole`). A part keeps its mark until it is removed, and a
-    /// build resets the driveline's own count, so no part of the list can have lost it since.
-    skip_epoch: u64,
+    /// Counts the insertions and removals of [`SkipWriteBack`] on any part (its hooks, a
+    /// despawn included): what a driveline found of its parts' marks at this count holds until
+    /// the next one (`DrivelineCache::marks`; a build resets the driveline's own record).
+    marks_epoch: u64,
     /// The drivelines whose last step left mode events or input rejections to send (noted by
     /// the parallel steps), so that [`solve::send_messages`] visits those alone, not every
     /// driveline's simulation.

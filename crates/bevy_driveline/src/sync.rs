@@ -267,7 +267,7 @@ pub(crate) fn sync_networks(
                 cache.parts = listed;
                 cache.places = cache.parts.iter().map(|_| u64::MAX.into()).collect();
                 cache.claimed_whole = u64::MAX.into();
-                cache.skipped_whole = u64::MAX.into();
+                cache.marks = u64::MAX.into();
                 for (k, &e) in cache.parts.iter().enumerate() {
                     commands.entity(e).try_insert(PartSlot(k));
                 }

@@ -24,22 +24,27 @@ pub const STAGES: usize = 3;
 /// ahead get the stages they would have had further back). A fleet's pass hints the vehicles
 /// ahead there, a stage at a time.
 pub fn for_each_ahead<I: Iterator>(mut items: I, ahead: impl Fn(&I::Item, usize), mut step: impl FnMut(I::Item)) {
-    // `window[j]`: the item `j` places ahead of the current one (`window[0]`).
+    // At first `window[j]` is the item `j` places ahead of the current one (`window[0]`).
     let mut window: [Option<I::Item>; STAGES + 1] = std::array::from_fn(|_| items.next());
     for (j, item) in window.iter().enumerate().skip(1) {
         if let Some(item) = item {
             (0..STAGES - j).for_each(|stage| ahead(item, stage));
         }
     }
-    while let Some(current) = window[0].take() {
-        for (j, item) in window.iter().enumerate().skip(1) {
-            if let Some(item) = item {
+    // A ring: `window[(head + j) % (STAGES + 1)]` is the item `j` places ahead (the items stay
+    // where they are: rotating the array moved every item of a fleet's window, a few hundred
+    // bytes each, at every step).
+    let mut head = 0;
+    while let Some(current) = window[head].take() {
+        for j in 1..=STAGES {
+            if let Some(item) = &window[(head + j) % (STAGES + 1)] {
                 ahead(item, STAGES - j);
             }
         }
         step(current);
-        window.rotate_left(1);
-        window[STAGES] = items.next();
+        // (The slot just emptied is the farthest ahead of the next item.)
+        window[head] = items.next();
+        head = (head + 1) % (STAGES + 1);
     }
 }
 
