@@ -321,6 +321,9 @@ impl FleetParts<'_, '_> {
         }
         let tick = self.this_run;
         let all = std::cell::Cell::new(true);
+        // (Slices of one length: the check of one covers the other.)
+        let n = parts.len().min(places.len());
+        let (parts, places) = (&parts[..n], &places[..n]);
         // Element `k`'s part's columns and row, if this driveline writes it.
         let find = |k: usize| {
             let part = *parts.get(k)?;
@@ -328,7 +331,7 @@ impl FleetParts<'_, '_> {
                 all.set(false);
                 return None;
             }
-            self.locate(part, places.get(k))
+            self.locate(part, Some(&places[k]))
         };
         // SAFETY (every write below): the column belongs to the part's table as `prepare` found
         // it this tick (no table changes while the system runs) and `row` is the part's row in
@@ -369,8 +372,8 @@ impl FleetParts<'_, '_> {
 
 /// Runs `step` on every item of `query`, the items spread over the compute threads in one
 /// contiguous run of the query's order per thread, as `Query::par_iter_mut` spreads them; within
-/// a run, `ahead(item, stage)` sees each item of the next `STAGES` before `step` takes the
-/// current one, the item `j` places ahead with stage `STAGES - j`
+/// a run, if `hint`, `ahead(item, stage)` sees each item of the next `STAGES` before `step` takes
+/// the current one, the item `j` places ahead with stage `STAGES - j`
 /// ([`driveline_core::prefetch::for_each_ahead`]). A fleet hints the vehicles
 /// ahead toward the cache there, a stage at a time (their own bytes, then the buffers those
 /// point to, then the buffers named from those), so that each stage reads only pointers the
@@ -381,6 +384,7 @@ impl FleetParts<'_, '_> {
 /// as the processor's prefetchers like it), not a look-up of each item by its entity.
 pub(crate) fn par_for_each_ahead<'w, 's, D, F>(
     query: &mut Query<'w, 's, D, F>,
+    hint: bool,
     ahead: impl Fn(&D::Item<'_, 's>, usize) + Sync,
     step: impl Fn(D::Item<'_, 's>) + Sync,
 ) where
@@ -398,7 +402,13 @@ pub(crate) fn par_for_each_ahead<'w, 's, D, F>(
         // disjoint, so no entity's item is fetched by two runs, and the items alive at once in
         // a run (the current and the next `STAGES`) are of distinct entities.
         let items = unsafe { query.iter_unsafe() }.skip(from).take(to - from);
-        driveline_core::prefetch::for_each_ahead(items, ahead, step);
+        if hint {
+            driveline_core::prefetch::for_each_ahead(items, ahead, step);
+        } else {
+            // (No window when nothing is hinted: each item goes straight to its step, not
+            // through the window's slots.)
+            items.for_each(step);
+        }
     };
     match bevy_tasks::ComputeTaskPool::try_get().map(|pool| (pool, pool.thread_num())) {
         Some((pool, threads)) if threads >= 2 => {
@@ -535,10 +545,26 @@ mod tests {
     struct Item(usize);
 
     /// Each item is stepped once, and before its step it saw every stage of the hints in order
-    /// (all but the first item of each thread's run, which has no item before it to see it).
+    /// (all but the first item of each thread's run, which has no item before it to see it);
+    /// without hints, each item is stepped once and sees none.
     #[test]
     fn each_item_sees_every_stage_in_order_before_its_step() {
         bevy_tasks::ComputeTaskPool::get_or_init(bevy_tasks::TaskPool::default);
+        for n in [0, 1, 2, 3, 4, 5, 17, 100] {
+            let mut world = World::new();
+            for i in 0..n {
+                world.spawn(Item(i));
+            }
+            let log: Vec<std::sync::Mutex<Vec<usize>>> = (0..n).map(|_| Default::default()).collect();
+            let mut state = bevy_ecs::system::SystemState::<Query<&Item>>::new(&mut world);
+            par_for_each_ahead(
+                &mut state.get_mut(&mut world).unwrap(),
+                false,
+                |item: &&Item, stage| log[item.0].lock().unwrap().push(stage),
+                |item: &Item| log[item.0].lock().unwrap().push(usize::MAX),
+            );
+            assert!(log.iter().all(|entry| entry.lock().unwrap()[..] == [usize::MAX]), "{n} items, no hints");
+        }
         for n in [0, 1, 2, 3, 4, 5, 17, 100] {
             let mut world = World::new();
             for i in 0..n {
@@ -549,6 +575,7 @@ mod tests {
             let mut state = bevy_ecs::system::SystemState::<Query<&Item>>::new(&mut world);
             par_for_each_ahead(
                 &mut state.get_mut(&mut world).unwrap(),
+                true,
                 |item: &&Item, stage| log[item.0].lock().unwrap().push(stage),
                 |item: &Item| log[item.0].lock().unwrap().push(usize::MAX),
             );

@@ -176,10 +176,12 @@ pub(crate) fn accept<T: ElementComponent>(world: &mut World, entity: Entity, ref
 pub(crate) fn sync_networks(
     mut roots: Query<(Entity, &Driveline, &DrivelineParts, &mut DrivelineCache)>,
     changed_roots: Query<Entity, Or<(Changed<DrivelineParts>, Changed<Driveline>)>>,
-    (changed, renamed, rejoined): (
+    (changed, renamed, rejoined, listed, configured): (
         Query<&PartOf, (Or<(Changed<Name>, Changed<Connections>)>, With<PartElement>)>,
         crate::columns::AnyChanged<Name>,
         crate::columns::AnyChanged<Connections>,
+        crate::columns::AnyChanged<DrivelineParts>,
+        crate::columns::AnyChanged<Driveline>,
     ),
     parts: Query<(Option<&Name>, &PartElement, Option<&Connections>)>,
     mut removed: RemovedComponents<PartElement>,
@@ -220,7 +222,10 @@ pub(crate) fn sync_networks(
     // visits none of its roots when nothing changed.
     visit.clear();
     visit.append(&mut book.marks);
-    visit.extend(changed_roots.iter());
+    // (Likewise the roots' change ticks before the query's pass over the roots.)
+    if listed.any() || configured.any() {
+        visit.extend(changed_roots.iter());
+    }
     visit.extend(structure.iter().copied());
     visit.extend(lost.iter().copied());
     visit.append(&mut unbuilt);

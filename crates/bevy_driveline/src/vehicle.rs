@@ -892,7 +892,10 @@ pub(crate) fn step_vehicles(
                 overrides.engagements.clear();
                 overrides.inputs.clear();
             }
-            tele.0 = *control.telemetry();
+            // (The place first, then one copy into it: assigned the other way round, the
+            // telemetry went through a temporary, two copies of its 776 bytes.)
+            let into = &mut tele.0;
+            *into = *control.telemetry();
             notes.note(root, sim);
             if let Some(parts) = fused {
                 parts.write(root, &cache, notes);
@@ -932,7 +935,7 @@ pub(crate) fn step_vehicles(
             }
         };
         let started = bevy_platform::time::Instant::now();
-        crate::columns::par_for_each_ahead(&mut roots, ahead, step);
+        crate::columns::par_for_each_ahead(&mut roots, hint, ahead, step);
         // (The tuner's own state: no system reads a change of it.)
         hints.bypass_change_detection().record(started.elapsed().as_secs_f64(), vehicles);
     }

@@ -16,6 +16,42 @@ pub(super) enum ModeSource {
     /// Elastic clutch law `k`.
     Law(usize),
 }
+/// What [`Simulation::for_each_element_output`] reads for an element that is not a body and
+/// reports something: its index, relative-coordinate row, mode source and engagement signal.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct CouplingOutput {
+    /// The element's index.
+    element: u32,
+    /// Its normalised normal-force signal (`u32::MAX`: none, not a clutch or brake).
+    engagement: u32,
+    /// Where its mode comes from.
+    source: ModeSource,
+    /// Its relative-coordinate row, if it has one.
+    rel: Option<Row>,
+}
+
+impl CouplingOutput {
+    /// The records of `net`'s elements that are not bodies and have a relative coordinate or
+    /// an engagement, in element order.
+    pub(super) fn of(net: &Network) -> Vec<Self> {
+        let sources = Simulation::mode_sources(net);
+        net.elements
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| e.body.is_none())
+            .filter_map(|(k, e)| {
+                let engagement = Simulation::engagement_signal(net, e);
+                (e.rel.is_some() || engagement.is_some()).then(|| CouplingOutput {
+                    element: k as u32,
+                    engagement: engagement.unwrap_or(u32::MAX),
+                    source: sources[k],
+                    rel: e.rel,
+                })
+            })
+            .collect()
+    }
+}
+
 /// What one element shows after a step ([`Simulation::element_outputs`]).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum ElementOutputs {
@@ -162,14 +198,16 @@ impl Simulation {
         Some(ElementOutputs::Coupling { relative, engagement })
     }
 
-    /// [`Simulation::element_outputs`] of every element in index order (the same values to the
-    /// bit): `body(element, angle, speed)` for an Inertia or Mass, `coupling(element, relative,
-    /// engagement)` for any other element. A fleet's part writes read all of a vehicle's
-    /// elements after each of its steps: here the elements' entries are read side by side in
-    /// one pass, and each closure is inlined where it is called (no call and no returned value
-    /// in memory per element). (It forms what `element_outputs` forms, over slices cut to one
-    /// length: built on `element_outputs` itself, the checked look-ups cost the fleet's tick
-    /// 1,200 instructions a vehicle-step; `tests/vehicle.rs` holds the two equal.)
+    /// [`Simulation::element_outputs`] of every element that reports something (the same
+    /// values to the bit): `body(element, angle, speed)` for each Inertia or Mass, in index
+    /// order; then `coupling(element, relative, engagement)` for each other element with a
+    /// relative coordinate or an engagement, in index order (an element with neither, a torque
+    /// source say, is left out). A fleet's part writes read all of a vehicle's elements after
+    /// each of its steps: here they go down two lists made when the network was compiled (the
+    /// bodies' nodes; each other element's row, mode source and engagement signal in one
+    /// record), shared by the simulations of one network, and each closure is inlined where it
+    /// is called (no call and no returned value in memory per element). `tests/vehicle.rs`
+    /// holds the pass equal to `element_outputs`.
     #[inline(always)]
     pub fn for_each_element_output(
         &self,
@@ -177,29 +215,23 @@ impl Simulation {
         mut coupling: impl FnMut(usize, Option<RelativeOutputs>, Option<f64>),
     ) {
         let model = &*self.model;
-        let n = model.out_body.len();
-        // (Slices of one length: the indexing below needs no checks.)
-        let (bodies, rels) = (&model.out_body[..n], &model.out_rel[..n]);
-        let (sources, engagements) = (&model.mode_sources[..n], &model.out_engagement[..n]);
+        // (Slices of one length: the check of one covers the other.)
+        let m = self.phi.len().min(self.w.len());
+        let (phi, w) = (&self.phi[..m], &self.w[..m]);
+        for &(k, node) in &model.out_bodies {
+            body(k as usize, phi[node as usize], w[node as usize]);
+        }
+        // (Slices of one length: one check covers both.)
+        let n = self.out_tau.len().min(self.out_power.len());
         let (tau, power) = (&self.out_tau[..n], &self.out_power[..n]);
-        let (phi, w) = (&self.phi[..], &self.w[..]);
         let signals = &self.model.signals[..];
-        for k in 0..n {
-            if let Some(node) = bodies[k] {
-                body(k, phi[node as usize], w[node as usize]);
-                continue;
-            }
-            let relative = rels[k].as_ref().map(|r| {
+        for c in &model.out_couplings {
+            let k = c.element as usize;
+            let relative = c.rel.as_ref().map(|r| {
                 let [phi_rel, w_rel] = r.dot_n([phi, w]);
-                RelativeOutputs {
-                    phi_rel,
-                    w_rel,
-                    torque: tau[k],
-                    mode: self.mode_of(sources[k]),
-                    dissipation: power[k],
-                }
+                RelativeOutputs { phi_rel, w_rel, torque: tau[k], mode: self.mode_of(c.source), dissipation: power[k] }
             });
-            let engagement = engagements[k].map(|signal| signals[signal as usize].eval(self.t));
+            let engagement = signals.get(c.engagement as usize).map(|s| s.eval(self.t));
             coupling(k, relative, engagement);
         }
     }

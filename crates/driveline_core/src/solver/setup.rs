@@ -116,6 +116,15 @@ impl Simulation {
             .collect()
     }
 
+    /// The normalised normal-force signal of element `e` of `net`, if it is a clutch or brake
+    /// whose normal force is one ([`Simulation::element_engagement`]).
+    pub(super) fn engagement_signal(net: &Network, e: &crate::network::ElementInfo) -> Option<u32> {
+        match net.friction[e.friction?].law {
+            crate::elements::FrictionLaw::Normal { signal, .. } => Some(signal as u32),
+            _ => None,
+        }
+    }
+
     /// The permanent rows that report an element torque (see `row_outputs`).
     pub(super) fn row_outputs(net: &Network) -> Vec<(usize, usize, f64)> {
         let mut out = Vec::new();
@@ -228,6 +237,12 @@ pub(super) struct Derived {
     /// Each clutch's or brake's normalised normal-force signal, likewise (the ECS writes the
     /// engagement of every clutch part back after every step).
     pub(super) out_engagement: Vec<Option<u32>>,
+    /// The bodies' outputs, `(element, node)` in element order: what
+    /// [`Simulation::for_each_element_output`] reads for them, without a pass over the others.
+    pub(super) out_bodies: Vec<(u32, u32)>,
+    /// The other elements that report anything (a relative coordinate or an engagement), in
+    /// element order, each with what that pass reads for it in one record.
+    pub(super) out_couplings: Vec<CouplingOutput>,
     /// The run-time input names, each once, in [`Simulation::input_names`] order.
     pub(super) input_names: Vec<String>,
     /// Per signal that is a whole input, its name's index in `input_names` (`u32::MAX`: not an
@@ -318,14 +333,9 @@ impl Derived {
             mode_sources: Simulation::mode_sources(&net),
             out_rel: net.elements.iter().map(|e| e.rel).collect(),
             out_body: net.elements.iter().map(|e| e.body.map(|k| k as u32)).collect(),
-            out_engagement: net
-                .elements
-                .iter()
-                .map(|e| match net.friction[e.friction?].law {
-                    crate::elements::FrictionLaw::Normal { signal, .. } => Some(signal as u32),
-                    _ => None,
-                })
-                .collect(),
+            out_engagement: net.elements.iter().map(|e| Simulation::engagement_signal(&net, e)).collect(),
+            out_bodies: net.elements.iter().enumerate().filter_map(|(k, e)| Some((k as u32, e.body? as u32))).collect(),
+            out_couplings: CouplingOutput::of(&net),
             input_law_start,
             input_laws,
             net,
