@@ -544,52 +544,42 @@ mod tests {
     #[derive(Component)]
     struct Item(usize);
 
+    /// What each of `n` items saw through `par_for_each_ahead` with `hint`: the stages, then
+    /// `usize::MAX` for its step.
+    fn seen(n: usize, hint: bool) -> Vec<Vec<usize>> {
+        let mut world = World::new();
+        for i in 0..n {
+            world.spawn(Item(i));
+        }
+        let log: Vec<std::sync::Mutex<Vec<usize>>> = (0..n).map(|_| Default::default()).collect();
+        let mut state = bevy_ecs::system::SystemState::<Query<&Item>>::new(&mut world);
+        par_for_each_ahead(
+            &mut state.get_mut(&mut world).unwrap(),
+            hint,
+            |item: &&Item, stage| log[item.0].lock().unwrap().push(stage),
+            |item: &Item| log[item.0].lock().unwrap().push(usize::MAX),
+        );
+        log.into_iter().map(|entry| entry.into_inner().unwrap()).collect()
+    }
+
     /// Each item is stepped once, and before its step it saw every stage of the hints in order
     /// (all but the first item of each thread's run, which has no item before it to see it);
     /// without hints, each item is stepped once and sees none.
     #[test]
     fn each_item_sees_every_stage_in_order_before_its_step() {
         bevy_tasks::ComputeTaskPool::get_or_init(bevy_tasks::TaskPool::default);
+        let all: Vec<usize> = (0..STAGES).chain([usize::MAX]).collect();
+        let runs = bevy_tasks::ComputeTaskPool::get().thread_num().max(1);
         for n in [0, 1, 2, 3, 4, 5, 17, 100] {
-            let mut world = World::new();
-            for i in 0..n {
-                world.spawn(Item(i));
-            }
-            let log: Vec<std::sync::Mutex<Vec<usize>>> = (0..n).map(|_| Default::default()).collect();
-            let mut state = bevy_ecs::system::SystemState::<Query<&Item>>::new(&mut world);
-            par_for_each_ahead(
-                &mut state.get_mut(&mut world).unwrap(),
-                false,
-                |item: &&Item, stage| log[item.0].lock().unwrap().push(stage),
-                |item: &Item| log[item.0].lock().unwrap().push(usize::MAX),
-            );
-            assert!(log.iter().all(|entry| entry.lock().unwrap()[..] == [usize::MAX]), "{n} items, no hints");
-        }
-        for n in [0, 1, 2, 3, 4, 5, 17, 100] {
-            let mut world = World::new();
-            for i in 0..n {
-                world.spawn(Item(i));
-            }
-            // Per item: the stages seen, then `usize::MAX` for its step.
-            let log: Vec<std::sync::Mutex<Vec<usize>>> = (0..n).map(|_| Default::default()).collect();
-            let mut state = bevy_ecs::system::SystemState::<Query<&Item>>::new(&mut world);
-            par_for_each_ahead(
-                &mut state.get_mut(&mut world).unwrap(),
-                true,
-                |item: &&Item, stage| log[item.0].lock().unwrap().push(stage),
-                |item: &Item| log[item.0].lock().unwrap().push(usize::MAX),
-            );
-            let all: Vec<usize> = (0..STAGES).chain([usize::MAX]).collect();
+            assert!(seen(n, false).iter().all(|s| s[..] == [usize::MAX]), "{n} items, no hints");
             let mut unhinted = 0;
-            for entry in &log {
-                let seen = entry.lock().unwrap();
-                if seen[..] == [usize::MAX] {
+            for s in seen(n, true) {
+                if s[..] == [usize::MAX] {
                     unhinted += 1;
                 } else {
-                    assert_eq!(seen[..], all[..], "{n} items");
+                    assert_eq!(s[..], all[..], "{n} items");
                 }
             }
-            let runs = bevy_tasks::ComputeTaskPool::get().thread_num().max(1);
             assert!(unhinted <= runs.min(n), "{n} items: {unhinted} unhinted");
         }
     }
