@@ -384,6 +384,7 @@ impl FleetParts<'_, '_> {
 /// as the processor's prefetchers like it), not a look-up of each item by its entity.
 pub(crate) fn par_for_each_ahead<'w, 's, D, F>(
     query: &mut Query<'w, 's, D, F>,
+    split: &mut Split,
     hint: bool,
     ahead: impl Fn(&D::Item<'_, 's>, usize) + Sync,
     step: impl Fn(D::Item<'_, 's>) + Sync,
@@ -412,15 +413,109 @@ pub(crate) fn par_for_each_ahead<'w, 's, D, F>(
     };
     match bevy_tasks::ComputeTaskPool::try_get().map(|pool| (pool, pool.thread_num())) {
         Some((pool, threads)) if threads >= 2 => {
-            let per = len.div_ceil(threads).max(1);
+            split.deal(len, threads);
+            let started = bevy_platform::time::Instant::now();
+            let (bounds, ends) = (&split.bounds, &split.ends);
             pool.scope(|scope| {
-                for from in (0..len).step_by(per) {
-                    scope.spawn(async move { run(from, (from + per).min(len)) });
+                for (k, end) in ends.iter().enumerate() {
+                    let (from, to) = (bounds[k], bounds[k + 1]);
+                    if from < to {
+                        scope.spawn(async move {
+                            run(from, to);
+                            let took = started.elapsed().as_nanos().min(u64::MAX as u128) as u64;
+                            end.store(took, std::sync::atomic::Ordering::Relaxed);
+                        });
+                    }
                 }
             });
+            split.balance();
         }
         // One compute thread or none: the calling thread, without a hand-off.
         _ => run(0, len),
+    }
+}
+
+/// How [`par_for_each_ahead`] deals the items out: one contiguous run of the query's order per
+/// compute thread, each run's length from how fast its thread went through its run at the last
+/// ticks, counted from the pass's start to the run's end (a thread that wakes late, or whose
+/// run holds the costlier vehicles, gets fewer), so that the threads finish together rather
+/// than one waiting for the other at the end of every tick. Which thread steps an item changes
+/// nothing but the time: each vehicle's step is its own.
+#[derive(Default)]
+pub(crate) struct Split {
+    /// Each run's share of the items, summing to 1 (empty: not dealt yet).
+    shares: Vec<f64>,
+    /// This tick's runs: run `k` takes the items `bounds[k]..bounds[k + 1]`.
+    bounds: Vec<usize>,
+    /// How long after the pass's start each run of this tick ended, ns (0: no run).
+    ends: Vec<std::sync::atomic::AtomicU64>,
+}
+
+impl Split {
+    /// The weight of a tick's measured shares against those kept: a few ticks follow a lasting
+    /// change, one slow tick (the thread preempted) moves the runs by a fraction.
+    const FOLLOW: f64 = 0.25;
+    /// The smallest share of a run, as a fraction of an equal share: a run that went slowly
+    /// once keeps items enough to be measured again.
+    const FLOOR: f64 = 0.25;
+
+    /// Deals `len` items out to `runs` runs for this tick.
+    fn deal(&mut self, len: usize, runs: usize) {
+        if self.shares.len() != runs {
+            self.shares = vec![1.0 / runs as f64; runs];
+            self.ends = (0..runs).map(|_| Default::default()).collect();
+        }
+        self.bounds.clear();
+        let mut sum = 0.0;
+        self.bounds.push(0);
+        for share in &self.shares[..runs - 1] {
+            sum += share;
+            let bound = ((len as f64 * sum).round() as usize).clamp(*self.bounds.last().unwrap_or(&0), len);
+            self.bounds.push(bound);
+        }
+        self.bounds.push(len);
+        for end in &self.ends {
+            end.store(0, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
+    /// Moves the shares toward each run's measured rate of items a second (runs that did not
+    /// run, or took no measurable time, leave the shares as they are).
+    fn balance(&mut self) {
+        let runs = self.shares.len();
+        let mut rates = [0.0f64; 64];
+        let mut total = 0.0;
+        for k in 0..runs.min(64) {
+            let (n, ns) =
+                (self.bounds[k + 1] - self.bounds[k], self.ends[k].load(std::sync::atomic::Ordering::Relaxed));
+            if n == 0 || ns == 0 {
+                return;
+            }
+            rates[k] = n as f64 / ns as f64;
+            total += rates[k];
+        }
+        if runs > 64 || !(total.is_finite() && total > 0.0) {
+            return;
+        }
+        let mut sum = 0.0;
+        for (share, rate) in self.shares.iter_mut().zip(&rates) {
+            *share = (1.0 - Self::FOLLOW) * *share + Self::FOLLOW * rate / total;
+            sum += *share;
+        }
+        // Shares below the floor raised to it, the rest taken from the others in proportion.
+        let floor = Self::FLOOR / runs as f64;
+        let (mut deficit, mut above) = (0.0, 0.0);
+        for share in &mut self.shares {
+            *share /= sum;
+            if *share < floor {
+                deficit += floor - *share;
+            } else {
+                above += *share;
+            }
+        }
+        for share in &mut self.shares {
+            *share = if *share < floor { floor } else { *share - deficit * *share / above };
+        }
     }
 }
 
@@ -555,11 +650,50 @@ mod tests {
         let mut state = bevy_ecs::system::SystemState::<Query<&Item>>::new(&mut world);
         par_for_each_ahead(
             &mut state.get_mut(&mut world).unwrap(),
+            &mut Split::default(),
             hint,
             |item: &&Item, stage| log[item.0].lock().unwrap().push(stage),
             |item: &Item| log[item.0].lock().unwrap().push(usize::MAX),
         );
         log.into_iter().map(|entry| entry.into_inner().unwrap()).collect()
+    }
+
+    /// The runs cover the items once, in order; a run that went slower gets fewer items at the
+    /// next ticks, never fewer than its floor; a tick without a measure changes nothing.
+    #[test]
+    fn the_split_follows_the_runs_rates() {
+        let mut split = Split::default();
+        split.deal(10, 2);
+        assert_eq!(split.bounds, [0, 5, 10]);
+        let measured = |split: &mut Split, ns: [u64; 2]| {
+            for (end, ns) in split.ends.iter().zip(ns) {
+                end.store(ns, std::sync::atomic::Ordering::Relaxed);
+            }
+            split.balance();
+        };
+        // Run 1 took three times as long for as many items: its rate is a third of run 0's.
+        measured(&mut split, [1000, 3000]);
+        assert!((split.shares[0] - (0.75 * 0.5 + 0.25 * 0.75)).abs() < 1e-12, "{:?}", split.shares);
+        split.deal(10, 2);
+        assert_eq!(split.bounds, [0, 6, 10]);
+        // No measure (a run that did not end, or did not run): the shares stay.
+        let before = split.shares.clone();
+        measured(&mut split, [0, 3000]);
+        assert_eq!(split.shares, before);
+        // A run that is always far slower keeps at least its floor, and the shares sum to 1.
+        for _ in 0..200 {
+            split.deal(1000, 2);
+            let n = [split.bounds[1] - split.bounds[0], split.bounds[2] - split.bounds[1]];
+            measured(&mut split, [n[0] as u64 * 10, n[1] as u64 * 10_000 + 1]);
+        }
+        let floor = Split::FLOOR / 2.0;
+        assert!((split.shares[1] - floor).abs() < 1e-12, "{:?}", split.shares);
+        assert!((split.shares.iter().sum::<f64>() - 1.0).abs() < 1e-12);
+        split.deal(1000, 2);
+        assert!(split.bounds.windows(2).all(|w| w[0] <= w[1]) && split.bounds[2] == 1000);
+        // Another number of threads starts again from equal shares.
+        split.deal(9, 3);
+        assert_eq!(split.bounds, [0, 3, 6, 9]);
     }
 
     /// Each item is stepped once, and before its step it saw every stage of the hints in order

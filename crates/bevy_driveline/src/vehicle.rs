@@ -819,7 +819,7 @@ pub(crate) fn step_vehicles(
     ),
     (mut noted, mut noted_list): (Local<crate::Notes<Entity>>, Local<Vec<Entity>>),
     (book, mut parts_of): (Res<crate::Book>, crate::solve::FleetParts),
-    mut hints: ResMut<crate::CacheHints>,
+    (mut hints, mut split): (ResMut<crate::CacheHints>, Local<crate::columns::Split>),
 ) {
     let notes = &*book;
     // A fleet writes each vehicle's parts right after its step, while its simulation is in the
@@ -935,7 +935,7 @@ pub(crate) fn step_vehicles(
             }
         };
         let started = bevy_platform::time::Instant::now();
-        crate::columns::par_for_each_ahead(&mut roots, hint, ahead, step);
+        crate::columns::par_for_each_ahead(&mut roots, &mut split, hint, ahead, step);
         // (The tuner's own state: no system reads a change of it.)
         hints.bypass_change_detection().record(started.elapsed().as_secs_f64(), vehicles);
     }
