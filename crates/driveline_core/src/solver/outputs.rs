@@ -32,15 +32,15 @@ pub(super) struct CouplingOutput {
 
 impl CouplingOutput {
     /// The records of `net`'s elements that are not bodies and have a relative coordinate or
-    /// an engagement, in element order.
-    pub(super) fn of(net: &Network) -> Vec<Self> {
-        let sources = Simulation::mode_sources(net);
+    /// an engagement, in element order, from the elements' mode sources and engagement signals
+    /// (as [`Derived`] holds them).
+    pub(super) fn of(net: &Network, sources: &[ModeSource], engagements: &[Option<u32>]) -> Vec<Self> {
         net.elements
             .iter()
             .enumerate()
             .filter(|(_, e)| e.body.is_none())
             .filter_map(|(k, e)| {
-                let engagement = Simulation::engagement_signal(net, e);
+                let engagement = engagements[k];
                 (e.rel.is_some() || engagement.is_some()).then(|| CouplingOutput {
                     element: k as u32,
                     engagement: engagement.unwrap_or(u32::MAX),

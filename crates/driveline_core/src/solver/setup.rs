@@ -323,6 +323,10 @@ impl Derived {
     pub(super) fn new(net: Network) -> Self {
         let (input_law_start, input_laws) = input_law_index(&net);
         let (input_names, signal_name) = inputs::InputPolicy::names_of(&net.signals);
+        let mode_sources = Simulation::mode_sources(&net);
+        let out_engagement: Vec<Option<u32>> =
+            net.elements.iter().map(|e| Simulation::engagement_signal(&net, e)).collect();
+        let out_couplings = CouplingOutput::of(&net, &mode_sources, &out_engagement);
         Derived {
             input_names,
             signal_name,
@@ -330,12 +334,12 @@ impl Derived {
                 .map(|k| mask_where(&net.friction, |fe| fe.law.free_signal() == Some(k)))
                 .collect(),
             row_outputs: Simulation::row_outputs(&net),
-            mode_sources: Simulation::mode_sources(&net),
+            mode_sources,
             out_rel: net.elements.iter().map(|e| e.rel).collect(),
             out_body: net.elements.iter().map(|e| e.body.map(|k| k as u32)).collect(),
-            out_engagement: net.elements.iter().map(|e| Simulation::engagement_signal(&net, e)).collect(),
+            out_engagement,
             out_bodies: net.elements.iter().enumerate().filter_map(|(k, e)| Some((k as u32, e.body? as u32))).collect(),
-            out_couplings: CouplingOutput::of(&net),
+            out_couplings,
             input_law_start,
             input_laws,
             net,
