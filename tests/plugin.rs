@@ -651,3 +651,78 @@ fn parts_joined_anew_rebuild_their_driveline_warm() {
     // 4 N m on 4 kg m^2: 1 rad/s^2 for 1 s.
     assert!((w2 - 1.0).abs() < 1e-12, "the second is driven: w2 = {w2}");
 }
+
+/// UDDS, the shipped urban cycle.
+fn udds() -> std::sync::Arc<driveline::core::vehicle::driver::Cycle> {
+    use driveline::core::vehicle::driver::Cycle;
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/cycles/udds.csv");
+    std::sync::Arc::new(Cycle::parse(&std::fs::read_to_string(path).unwrap(), "udds").unwrap())
+}
+
+/// A `CycleDriver` on each car of a fleet (the parallel pass, the parts written in the step)
+/// drives it as the core's `Driver` drives a core `Vehicle`: each car at its own place on UDDS
+/// (stopped, launching, cruising, braking), the same inputs on the root and the same telemetry
+/// bit for bit, whether the phases run in the step or as systems (where the driver runs in
+/// `Control`).
+#[test]
+fn cycle_drivers_drive_a_fleet_as_the_core_driver_drives_a_vehicle() {
+    use driveline::core::vehicle::Vehicle;
+    use driveline::core::vehicle::driver::{Driver, DriverParams};
+    let cycle = udds();
+    for phased in [false, true] {
+        let (core, mut app, roots) = sedan_fleet(17, phased);
+        let offsets: Vec<f64> = (0..roots.len()).map(|i| (i as f64 * 37.0 + 15.0) % cycle.duration()).collect();
+        let mut cores: Vec<(Vehicle, Driver)> = Vec::new();
+        for (&root, &offset) in roots.iter().zip(&offsets) {
+            let driver = CycleDriver::new(core.spec(), cycle.clone()).starting_at(offset, true);
+            app.world_mut().entity_mut(root).insert(driver);
+            cores.push((Vehicle::new(core.spec().clone()).unwrap(), Driver::new(core.spec(), DriverParams::default())));
+        }
+        let dt = 1e-3;
+        for _ in 0..1500 {
+            fixed_step(&mut app, Duration::from_millis(1));
+            for ((v, d), &offset) in cores.iter_mut().zip(&offsets) {
+                let t = v.telemetry();
+                let input = d.input_at(&cycle, (t.time + offset) % cycle.duration(), t, dt);
+                v.step(&input, dt).unwrap();
+            }
+        }
+        let (mut moving, mut launching) = (0, 0);
+        for ((v, _), &root) in cores.iter().zip(&roots) {
+            let (tele, input) = (&app.world().get::<VehicleTelemetry>(root).unwrap().0, v.telemetry());
+            assert_eq!(tele.time.to_bits(), input.time.to_bits());
+            assert_eq!(format!("{tele:?}"), format!("{input:?}"), "phased {phased}: car {root:?}'s telemetry");
+            let written = app.world().get::<VehicleInput>(root).unwrap().0;
+            moving += usize::from(tele.speed > 1.0);
+            launching += usize::from(written.throttle > 0.0 && tele.speed < 5.0);
+        }
+        // The test means something only if the drivers did drive.
+        assert!(moving >= 5 && launching >= 1, "phased {phased}: {moving} cars moving, {launching} launching");
+        assert!(app.world_mut().resource_mut::<Messages<DrivelineStepFailed>>().drain().next().is_none());
+    }
+}
+
+/// A `CycleDriver` whose offset is not finite is refused, with a message naming the field, and
+/// the car keeps the input it has; fixed, it drives again. Nothing panics.
+#[test]
+fn a_cycle_driver_with_a_bad_offset_is_refused_and_the_input_kept() {
+    let mut app = create_app();
+    let spec = vehicle_spec("sedan_8hp.ron");
+    let root = spawn_vehicle(app.world_mut(), spec.clone(), driveline::core::vehicle::Road::Body).unwrap();
+    let mut driver = CycleDriver::new(&spec, udds()).starting_at(30.0, false);
+    driver.offset = f64::NAN;
+    app.world_mut().entity_mut(root).insert(driver);
+    let kept = held_in_drive();
+    app.world_mut().get_mut::<VehicleInput>(root).unwrap().0 = kept;
+    for _ in 0..5 {
+        fixed_step(&mut app, Duration::from_millis(1));
+    }
+    let refused: Vec<_> = app.world_mut().resource_mut::<Messages<DrivelineEditRefused>>().drain().collect();
+    assert!(!refused.is_empty() && refused.iter().all(|r| r.message.contains("CycleDriver.offset")), "{refused:?}");
+    assert_eq!(app.world().get::<VehicleInput>(root).unwrap().0, kept);
+    app.world_mut().get_mut::<CycleDriver>(root).unwrap().offset = 30.0;
+    fixed_step(&mut app, Duration::from_millis(1));
+    assert!(app.world_mut().resource_mut::<Messages<DrivelineEditRefused>>().drain().next().is_none());
+    // 30 s into UDDS the trace asks for speed: the driver lets the brake off.
+    assert_eq!(app.world().get::<VehicleInput>(root).unwrap().0.brake, 0.0);
+}

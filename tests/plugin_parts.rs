@@ -311,6 +311,7 @@ fn every_public_component_is_registered_for_reflection() {
         TypeId::of::<VehicleTelemetry>(),
         TypeId::of::<EngineController>(),
         TypeId::of::<TransmissionController>(),
+        TypeId::of::<CycleDriver>(),
         TypeId::of::<Inertia>(),
         TypeId::of::<parts::Fixed>(),
         TypeId::of::<TorqueSource>(),
@@ -469,6 +470,57 @@ fn a_saved_vehicle_loads_into_another_world_and_drives_like_the_original() {
         };
         assert_eq!(names(&loaded, root2), names(&fresh, root3), "{file}: the same parts in the same order");
     }
+}
+
+/// A vehicle's `CycleDriver`, mid-drive (its integral, gear and phase moved), saves in a scene
+/// and loads equal, its trace with it; a trace that breaks `Cycle::new`'s rules is refused by
+/// the loader with a message, not loaded to panic later.
+#[test]
+fn a_cycle_driver_round_trips_through_a_scene() {
+    use bevy_ecs::entity::EntityHashMap;
+    use bevy_ecs::reflect::AppTypeRegistry;
+    use bevy_world_serialization::DynamicWorldBuilder;
+    use bevy_world_serialization::serde::WorldDeserializer;
+    use driveline::core::vehicle::driver::Cycle;
+    use serde::de::DeserializeSeed;
+
+    let mut app = create_app();
+    let spec = vehicle_spec("sedan_8hp.ron");
+    let root = spawn_vehicle(app.world_mut(), spec.clone(), Road::Body).unwrap();
+    let cycle = Cycle::new("launch", vec![0.0, 2.0, 10.0], vec![0.0, 0.0, 8.0]).unwrap();
+    app.world_mut().entity_mut(root).insert(CycleDriver::new(&spec, std::sync::Arc::new(cycle)).starting_at(1.5, true));
+    for _ in 0..120 {
+        fixed_step(&mut app, Duration::from_nanos(16_666_667));
+    }
+    let before = app.world().get::<CycleDriver>(root).unwrap().clone();
+    assert!(app.world().get::<VehicleInput>(root).unwrap().0.throttle > 0.0, "the driver drives off");
+    let text = {
+        let registry = app.world().resource::<AppTypeRegistry>().clone();
+        let registry = registry.read();
+        let saved =
+            DynamicWorldBuilder::from_world(app.world(), &registry).extract_entities([root].into_iter()).build();
+        saved.serialize(&registry).unwrap_or_else(|e| panic!("{e}"))
+    };
+    let load = |text: &str| {
+        let mut loaded = create_app();
+        let registry = loaded.world().resource::<AppTypeRegistry>().clone();
+        let world = {
+            let registry = registry.read();
+            let mut de = ron::Deserializer::from_str(text).unwrap();
+            WorldDeserializer { type_registry: &registry, load_from_path: &mut NoAssets }.deserialize(&mut de)
+        };
+        world.map(|w| {
+            let mut map = EntityHashMap::default();
+            w.write_to_world(loaded.world_mut(), &mut map).unwrap();
+            loaded.world().get::<CycleDriver>(map[&root]).cloned()
+        })
+    };
+    assert_eq!(load(&text).unwrap_or_else(|e| panic!("{e}")), Some(before));
+    // The trace's last time made earlier than the one before it.
+    let broken = text.replacen("10.0", "1.0", 1);
+    assert_ne!(broken, text);
+    let e = load(&broken).expect_err("a trace whose times do not increase");
+    assert!(e.to_string().contains("does not increase"), "{e}");
 }
 
 #[derive(Resource, Default)]

@@ -276,9 +276,10 @@ pub mod prelude {
         Spring, SpringDamper, TorqueConverter, TorqueSource, Tyre,
     };
     pub use crate::vehicle::{
-        ClutchActuator, DrivelineRate, EngineController, HydraulicPiston, ShiftLinkage, TransmissionController,
-        VehicleController, VehicleDefinition, VehicleInput, VehicleMessage, VehicleParts, VehicleSnapshotError,
-        VehicleTelemetry, control_vehicles, restore_vehicle, set_road_speed, snapshot_vehicle, spawn_vehicle,
+        ClutchActuator, CycleDriver, DrivelineRate, EngineController, HydraulicPiston, ShiftLinkage,
+        TransmissionController, VehicleController, VehicleDefinition, VehicleInput, VehicleMessage, VehicleParts,
+        VehicleSnapshotError, VehicleTelemetry, control_vehicles, restore_vehicle, set_road_speed, snapshot_vehicle,
+        spawn_vehicle,
     };
     pub use crate::{
         BodyState, CacheHintPolicy, CacheHints, Connections, CouplingState, Driveline, DrivelineBuildFailed,

@@ -19,6 +19,7 @@ use crate::{Driveline, DrivelineCache, DrivelineStepFailed, SpawnError, spawn_ne
 use bevy_ecs::entity::{EntityMapper, MapEntities};
 use bevy_ecs::prelude::*;
 use bevy_reflect::prelude::*;
+use driveline_core::vehicle::driver::{Cycle, Driver, DriverParams};
 use driveline_core::vehicle::{
     Controlled, Controllers, DriverInput, Layout, PendingStep, Road, StepPlan, Telemetry, VehicleControl, VehicleError,
     VehicleEvent, VehicleSpec, WHEELS, build,
@@ -87,6 +88,9 @@ enum Stage {
     /// `Control`, or the step size is zero).
     #[default]
     Idle,
+    /// The [`CycleDriver`] ran in `Control`, which then refused the step (a bad step size):
+    /// `Solve`, which reports the refusal, does not drive again.
+    Driven,
     /// Input checked, transmission and engine controllers run.
     Controlled { plan: StepPlan, controlled: Controlled },
     /// Actuated: the inputs of the first sub-step are written.
@@ -381,9 +385,110 @@ pub struct VehicleInput(pub DriverInput);
 #[reflect(Component, Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct VehicleTelemetry(pub Telemetry);
 
+/// A drive-cycle driver on a vehicle's root: the driver model of
+/// [`driveline_core::vehicle::driver`] follows a speed trace and writes the root's
+/// [`VehicleInput`] (pedals, clutch, gear or selector) at the start of each step, from the
+/// vehicle's telemetry at that moment. It runs in [`crate::DrivelineSystems::Control`], first
+/// (in the vehicles' step when the phases run there: see [`crate::FusedVehicleSteps`]), so an
+/// input written in `Input` is overwritten; remove the component to drive the car yourself.
+///
+/// The result is bit for bit that of a core [`driveline_core::Vehicle`] stepped with
+/// `driver.input_at(&cycle, at, vehicle.telemetry(), dt)` before each step, `at` as
+/// [`CycleDriver::input`] says. Traffic, Monte Carlo runs and benches put one on each car:
+/// the driver runs in the car's own step, where its telemetry is in the cache, without a pass
+/// over the fleet of its own.
+///
+/// An `offset` that is not finite, or a `repeat` over a trace that ends at or before 0 s, is
+/// refused with a [`crate::DrivelineEditRefused`] on the root each step, and the input is left
+/// as it stands.
+#[derive(Component, Reflect, Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[reflect(opaque)]
+#[reflect(Component, Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CycleDriver {
+    /// The speed trace, shared by the cars that follow it.
+    pub cycle: Arc<Cycle>,
+    /// Where on the trace the car starts, s: the trace is read at the vehicle's time plus this.
+    /// Default 0 (a fleet spreads its cars over the trace with different offsets).
+    pub offset: f64,
+    /// Whether the trace starts over at its end (traffic that never stops). Default false: past
+    /// the end the driver holds the last sample's speed.
+    pub repeat: bool,
+    /// The driver model and its state (speed controller's integral, gear, shift phase), tuned
+    /// by its [`DriverParams`].
+    pub driver: Driver,
+}
+
+impl CycleDriver {
+    /// A driver of `spec`'s vehicle with the default [`DriverParams`], following `cycle` from
+    /// its start, once.
+    pub fn new(spec: &VehicleSpec, cycle: Arc<Cycle>) -> Self {
+        Self::with_params(spec, cycle, DriverParams::default())
+    }
+
+    /// As [`CycleDriver::new`], with the driver tuned by `params`.
+    pub fn with_params(spec: &VehicleSpec, cycle: Arc<Cycle>, params: DriverParams) -> Self {
+        Self { cycle, offset: 0.0, repeat: false, driver: Driver::new(spec, params) }
+    }
+
+    /// The trace read `offset` seconds ahead of the vehicle's clock, starting over at its end
+    /// when `repeat`.
+    pub fn starting_at(mut self, offset: f64, repeat: bool) -> Self {
+        self.offset = offset;
+        self.repeat = repeat;
+        self
+    }
+
+    /// The input for the step of length `dt` that starts at `tel.time`: the driver reads the
+    /// trace at `tel.time + offset`, taken modulo the trace's duration when `repeat`.
+    pub fn input(&mut self, tel: &Telemetry, dt: f64) -> DriverInput {
+        let mut at = tel.time + self.offset;
+        if self.repeat {
+            at %= self.cycle.duration();
+        }
+        self.driver.input_at(&self.cycle, at, tel, dt)
+    }
+
+    /// Why the fields cannot be followed, if they cannot.
+    fn check(&self) -> Result<(), String> {
+        if !self.offset.is_finite() {
+            return Err(format!("CycleDriver.offset: {} s is not finite", self.offset));
+        }
+        if self.repeat && self.cycle.duration() <= 0.0 {
+            return Err(format!(
+                "CycleDriver.repeat: the trace `{}` ends at {} s; repeating needs a trace that ends after 0 s",
+                self.cycle.name,
+                self.cycle.duration()
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A vehicle's cycle driver, if it has one, writes the input of the step that starts now
+/// (`control`'s telemetry is the last step's end); refusals into `sink`.
+fn drive(
+    driver: Option<Mut<CycleDriver>>,
+    control: &VehicleControl,
+    input: &mut Mut<VehicleInput>,
+    dt: f64,
+    root: Entity,
+    sink: &std::sync::Mutex<Vec<crate::DrivelineEditRefused>>,
+) {
+    let Some(mut d) = driver else { return };
+    if let Err(message) = d.check() {
+        refuse(sink, root, root, message);
+        return;
+    }
+    let next = d.input(control.telemetry(), dt);
+    if input.0 != next {
+        input.0 = next;
+    }
+}
+
 /// Registers the vehicle components for reflection.
 pub(crate) fn register_types(app: &mut bevy_app::App) {
     app.register_type::<VehicleDefinition>()
+        .register_type::<CycleDriver>()
         .register_type::<VehicleController>()
         .register_type::<VehicleParts>()
         .register_type::<VehicleInput>()
@@ -658,12 +763,13 @@ pub fn control_vehicles(
     mut roots: Query<(
         Entity,
         &VehicleDefinition,
-        &VehicleInput,
+        &mut VehicleInput,
         &mut VehicleController,
         &mut DrivelineCache,
         Ref<VehicleParts>,
         Has<TransmissionController>,
         Option<Ref<DrivelineRate>>,
+        Option<&mut CycleDriver>,
     )>,
     components: ControllerComponents,
     contacts: Query<Ref<crate::chassis::WheelContact>>,
@@ -678,7 +784,7 @@ pub fn control_vehicles(
     let dt = time.delta_secs_f64();
     let components = &components;
     let (contacts, sink) = (&contacts, &*refusals);
-    for_each_vehicle!(roots, |(root, def, input, mut vc, mut cache, parts, transmission, rate)| {
+    for_each_vehicle!(roots, |(root, def, mut input, mut vc, mut cache, parts, transmission, rate, driver)| {
         let vc = &mut *vc;
         vc.stage = Stage::Idle;
         let controllers = running_controllers(vc, &parts, transmission, components);
@@ -693,9 +799,16 @@ pub fn control_vehicles(
         if dt <= 0.0 {
             return;
         }
+        drive(driver, control, &mut input, dt, root, sink);
         // A refused step (a bad step size) is left to `Solve`, which reports it.
-        let Ok(plan) = control.plan_step(sim, &input.0, dt) else { return };
-        let Ok(mut controlled) = control.check_input(sim, &input.0, plan.length(1, sim.time())) else { return };
+        let Ok(plan) = control.plan_step(sim, &input.0, dt) else {
+            vc.stage = Stage::Driven;
+            return;
+        };
+        let Ok(mut controlled) = control.check_input(sim, &input.0, plan.length(1, sim.time())) else {
+            vc.stage = Stage::Driven;
+            return;
+        };
         control.control_transmission(sim, &mut controlled);
         control.control_engine(sim, &mut controlled);
         vc.stage = Stage::Controlled { plan, controlled };
@@ -777,13 +890,14 @@ type RootItem<'a> = (
     Entity,
     &'a VehicleDefinition,
     Mut<'a, VehicleController>,
-    &'a VehicleInput,
+    Mut<'a, VehicleInput>,
     Mut<'a, VehicleTelemetry>,
     Mut<'a, DrivelineCache>,
     Mut<'a, Overrides>,
     Ref<'a, VehicleParts>,
     bool,
     Option<Ref<'a, DrivelineRate>>,
+    Option<Mut<'a, CycleDriver>>,
 );
 
 /// `Solve`: the coupled step of every vehicle, in parallel across the compute task pool, with
@@ -800,13 +914,14 @@ pub(crate) fn step_vehicles(
         Entity,
         &VehicleDefinition,
         &mut VehicleController,
-        &VehicleInput,
+        &mut VehicleInput,
         &mut VehicleTelemetry,
         &mut DrivelineCache,
         &mut Overrides,
         Ref<VehicleParts>,
         Has<TransmissionController>,
         Option<Ref<DrivelineRate>>,
+        Option<&mut CycleDriver>,
     )>,
     components: ControllerComponents,
     (contacts, mut wheel_forces): (Query<Ref<crate::chassis::WheelContact>>, Query<&mut crate::chassis::WheelForces>),
@@ -841,70 +956,85 @@ pub(crate) fn step_vehicles(
     };
     let components = &components;
     let (contacts, refusal_sink) = (&contacts, &*refusals);
-    let step =
-        |(root, def, mut vc, input, mut tele, mut cache, mut overrides, parts, transmission, rate): RootItem<'_>| {
-            let vc = &mut *vc;
-            let stage = match vc.stage {
-                Stage::Actuated { plan, pending } => Some((plan, pending)),
-                _ => None,
-            };
-            vc.stage = Stage::Idle;
-            // Started in `Control` (which built the controllers), or not: then the whole chain here.
-            if stage.is_none() {
-                let controllers = running_controllers(vc, &parts, transmission, components);
-                if let Err(message) = ensure_controllers(def, vc, &mut cache, controllers) {
-                    refuse(refusal_sink, root, root, message);
-                }
+    let step = |(
+        root,
+        def,
+        mut vc,
+        mut input,
+        mut tele,
+        mut cache,
+        mut overrides,
+        parts,
+        transmission,
+        rate,
+        driver,
+    ): RootItem<'_>| {
+        let vc = &mut *vc;
+        let stage = match vc.stage {
+            Stage::Actuated { plan, pending } => Some((plan, pending)),
+            _ => None,
+        };
+        let driven = matches!(vc.stage, Stage::Driven);
+        vc.stage = Stage::Idle;
+        // Started in `Control` (which built the controllers), or not: then the whole chain here.
+        if stage.is_none() {
+            let controllers = running_controllers(vc, &parts, transmission, components);
+            if let Err(message) = ensure_controllers(def, vc, &mut cache, controllers) {
+                refuse(refusal_sink, root, root, message);
             }
-            let (Some(control), Some(sim)) = (vc.control.as_mut(), cache.sim.as_mut()) else { return };
-            if stage.is_none() {
-                apply_rate(control, root, rate, refusal_sink);
-                if def.road == Road::Chassis {
-                    take_contacts(control, root, &parts, contacts, refusal_sink);
-                }
+        }
+        let (Some(control), Some(sim)) = (vc.control.as_mut(), cache.sim.as_mut()) else { return };
+        if stage.is_none() {
+            apply_rate(control, root, rate, refusal_sink);
+            if def.road == Road::Chassis {
+                take_contacts(control, root, &parts, contacts, refusal_sink);
             }
-            if dt <= 0.0 {
-                // No step; the parts still get what the simulation holds (a written state taken).
-                if let Some(parts) = fused {
-                    parts.write(root, &cache, notes);
-                }
-                return;
-            }
-            let (engagements, inputs) = (&overrides.engagements, &overrides.inputs);
-            // The same step as the core `Vehicle`'s: the first sub-step's phases ran in `Control`
-            // and `Actuation`; a refused step leaves the state where it was, and the controllers
-            // still see its end.
-            let result = match stage {
-                Some((plan, pending)) => {
-                    let h = plan.length(1, sim.time());
-                    control
-                        .solve(sim, pending, h, engagements, inputs)
-                        .and_then(|()| control.finish_step(sim, &input.0, &plan, 2, engagements, inputs))
-                }
-                None => control
-                    .plan_step(sim, &input.0, dt)
-                    .and_then(|plan| control.finish_step(sim, &input.0, &plan, 1, engagements, inputs)),
-            };
-            if let Err(e) = result {
-                fail(root, e);
-            }
-            if !overrides.engagements.is_empty() || !overrides.inputs.is_empty() {
-                overrides.engagements.clear();
-                overrides.inputs.clear();
-            }
-            // (The place first, then one copy into it: assigned the other way round, the
-            // telemetry went through a temporary, two copies of its 776 bytes.)
-            let into = &mut tele.0;
-            *into = *control.telemetry();
-            notes.note(root, sim);
+        }
+        if dt <= 0.0 {
+            // No step; the parts still get what the simulation holds (a written state taken).
             if let Some(parts) = fused {
                 parts.write(root, &cache, notes);
             }
-            // What the calling thread has to send below: events, a chassis' wheel forces.
-            if !control.events().is_empty() || def.road == Road::Chassis {
-                noted_sink.push(root);
+            return;
+        }
+        if stage.is_none() && !driven {
+            drive(driver, control, &mut input, dt, root, refusal_sink);
+        }
+        let (engagements, inputs) = (&overrides.engagements, &overrides.inputs);
+        // The same step as the core `Vehicle`'s: the first sub-step's phases ran in `Control`
+        // and `Actuation`; a refused step leaves the state where it was, and the controllers
+        // still see its end.
+        let result = match stage {
+            Some((plan, pending)) => {
+                let h = plan.length(1, sim.time());
+                control
+                    .solve(sim, pending, h, engagements, inputs)
+                    .and_then(|()| control.finish_step(sim, &input.0, &plan, 2, engagements, inputs))
             }
+            None => control
+                .plan_step(sim, &input.0, dt)
+                .and_then(|plan| control.finish_step(sim, &input.0, &plan, 1, engagements, inputs)),
         };
+        if let Err(e) = result {
+            fail(root, e);
+        }
+        if !overrides.engagements.is_empty() || !overrides.inputs.is_empty() {
+            overrides.engagements.clear();
+            overrides.inputs.clear();
+        }
+        // (The place first, then one copy into it: assigned the other way round, the
+        // telemetry went through a temporary, two copies of its 776 bytes.)
+        let into = &mut tele.0;
+        *into = *control.telemetry();
+        notes.note(root, sim);
+        if let Some(parts) = fused {
+            parts.write(root, &cache, notes);
+        }
+        // What the calling thread has to send below: events, a chassis' wheel forces.
+        if !control.events().is_empty() || def.road == Road::Chassis {
+            noted_sink.push(root);
+        }
+    };
     if vehicles < crate::solve::PARALLEL_DRIVELINES {
         roots.iter_mut().for_each(step);
     } else {
@@ -924,7 +1054,7 @@ pub(crate) fn step_vehicles(
                 value(&*item.5);
                 value(&item.4.0);
                 value(&*item.6);
-                value(item.3);
+                value(&*item.3);
                 return;
             }
             if let (Some(control), Some(sim)) = (item.2.control.as_ref(), item.5.sim.as_ref()) {
@@ -948,7 +1078,7 @@ pub(crate) fn step_vehicles(
     noted.drain_into(&mut noted_list);
     let noted = &mut *noted_list;
     noted.sort_unstable();
-    for (root, def, vc, .., parts, _, _) in noted.drain(..).filter_map(|root| roots.get(root).ok()) {
+    for (root, def, vc, .., parts, _, _, _) in noted.drain(..).filter_map(|root| roots.get(root).ok()) {
         for e in vc.events() {
             messages.write(VehicleMessage { vehicle: root, event: *e });
         }

@@ -4,8 +4,7 @@
 
 use bevy_app::{App, FixedUpdate, TaskPoolOptions, TaskPoolPlugin, TaskPoolThreadAssignmentPolicy};
 use bevy_driveline::prelude::*;
-use bevy_ecs::prelude::*;
-use driveline_core::vehicle::driver::{Cycle, Driver, DriverParams};
+
 use driveline_core::vehicle::{Road, Vehicle};
 use driveline_core::{Scenario, Simulation};
 use std::path::PathBuf;
@@ -133,41 +132,6 @@ fn median(values: &[f64]) -> f64 {
     sorted[(sorted.len() - 1) / 2]
 }
 
-/// The driver of one benched vehicle, reading the shared cycle `offset` seconds ahead (so the
-/// fleet is spread over the trace).
-#[derive(Component)]
-struct BenchDriver {
-    driver: Driver,
-    offset: f64,
-}
-
-#[derive(Resource)]
-struct BenchCycle(Cycle);
-
-/// The drivers, in parallel: telemetry of the last step in, pedals and gears out.
-fn drive(
-    cycle: Res<BenchCycle>,
-    mut q: Query<(&mut BenchDriver, &VehicleTelemetry, &mut VehicleInput)>,
-    time: Res<bevy_time::Time>,
-) {
-    let dt = time.delta_secs_f64();
-    let drive = |(mut d, tele, mut input): (Mut<BenchDriver>, &VehicleTelemetry, Mut<VehicleInput>)| {
-        let at = (tele.0.time + d.offset) % cycle.0.duration();
-        input.0 = d.driver.input_at(&cycle.0, at, &tele.0, dt);
-    };
-    // A few drivers on the calling thread: a hand-off to the pool costs more than they do, and
-    // the bench measures the plugin, not its own drivers.
-    if q.iter().len() < PARALLEL_DRIVERS {
-        q.iter_mut().for_each(drive);
-    } else {
-        q.par_iter_mut().for_each(drive);
-    }
-}
-
-/// From this many vehicles on, the bench's drivers run in parallel (as the plugin's systems do
-/// from 16 drivelines on).
-const PARALLEL_DRIVERS: usize = 16;
-
 /// Runs the bench; prints and returns the figures.
 pub fn bench(o: BenchOptions) -> Result<BenchResult, String> {
     if !(o.dt.is_finite() && o.dt > 0.0 && o.dt <= 0.05) {
@@ -210,23 +174,20 @@ fn fleet(o: &BenchOptions, threads: usize) -> Result<BenchResult, String> {
     let options = TaskPoolOptions { io: none(), async_compute: none(), ..TaskPoolOptions::with_num_threads(threads) };
     app.add_plugins(TaskPoolPlugin { task_pool_options: options });
     app.add_plugins(DrivelinePlugins::default());
-    app.insert_resource(BenchCycle(cycle));
     app.insert_resource(CacheHints::new(match o.cache_hints {
         Hints::Auto => CacheHintPolicy::Auto,
         Hints::Always => CacheHintPolicy::Always,
         Hints::Never => CacheHintPolicy::Never,
     }));
-    // The drivers sample like a device: before the controllers (so the vehicles' control and
-    // actuation run in their step, see `FusedVehicleSteps`).
-    app.add_systems(FixedUpdate, drive.in_set(DrivelineSystems::Input));
-    // The fixed schedule is a short chain (drivers, then the solve): its systems run where the
+    // The fixed schedule is a short chain (the plugin's systems): its systems run where the
     // tick runs, without hand-offs to a worker, and spread their vehicles over the `threads`
     // compute threads themselves (more vehicle-steps per second than a multi-threaded executor;
     // see docs/performance.md).
     app.edit_schedule(FixedUpdate, |s| {
         s.set_executor(bevy_ecs::schedule::SingleThreadedExecutor::new());
     });
-    let spread = app.world().resource::<BenchCycle>().0.duration();
+    let spread = cycle.duration();
+    let cycle = std::sync::Arc::new(cycle);
     // (The plugin's schedules are built at the first tick: one empty tick first, so that the
     // memory measured below is the vehicles'.)
     app.world_mut().run_schedule(FixedUpdate);
@@ -234,9 +195,8 @@ fn fleet(o: &BenchOptions, threads: usize) -> Result<BenchResult, String> {
     for i in 0..o.vehicles {
         let root = spawn_vehicle(app.world_mut(), spec.clone(), Road::Body).map_err(|e| e.to_string())?;
         let offset = (i as f64 * 37.0) % spread;
-        app.world_mut()
-            .entity_mut(root)
-            .insert(BenchDriver { driver: Driver::new(&spec, DriverParams::default()), offset });
+        // Each car's driver runs in its step (`CycleDriver`), read at its own place on the trace.
+        app.world_mut().entity_mut(root).insert(CycleDriver::new(&spec, cycle.clone()).starting_at(offset, true));
         if o.no_part_states {
             skip_write_back(app.world_mut(), root);
         }

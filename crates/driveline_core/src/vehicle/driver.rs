@@ -31,8 +31,12 @@
 use super::{DriverInput, GearboxKind, Telemetry, VehicleSpec};
 use crate::automatic::Selector;
 
-/// A speed trace: time, s, and speed, m/s; linear between samples, 0 outside.
-#[derive(Debug, Clone, PartialEq)]
+/// A speed trace: time, s, and speed, m/s; linear between samples, held at the ends.
+///
+/// Deserialised through [`Cycle::new`]'s checks (a saved scene cannot load a trace that
+/// [`Cycle::speed_at`] cannot read).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(try_from = "CycleFields")]
 pub struct Cycle {
     /// Name (file stem).
     pub name: String,
@@ -42,7 +46,43 @@ pub struct Cycle {
     pub speed: Vec<f64>,
 }
 
+/// A [`Cycle`]'s fields as a file holds them, before [`Cycle::new`] checks them.
+#[derive(serde::Deserialize)]
+struct CycleFields {
+    name: String,
+    time: Vec<f64>,
+    speed: Vec<f64>,
+}
+
+impl TryFrom<CycleFields> for Cycle {
+    type Error = String;
+    fn try_from(f: CycleFields) -> Result<Cycle, String> {
+        Cycle::new(f.name, f.time, f.speed)
+    }
+}
+
 impl Cycle {
+    /// A trace from its samples: at least two, as many speeds as times, every value finite,
+    /// times increasing, speeds >= 0 m/s. The error says which sample breaks which rule.
+    pub fn new(name: impl Into<String>, time: Vec<f64>, speed: Vec<f64>) -> Result<Cycle, String> {
+        let name = name.into();
+        if time.len() != speed.len() {
+            return Err(format!("{name}: {} times but {} speeds", time.len(), speed.len()));
+        }
+        if time.len() < 2 {
+            return Err(format!("{name}: a cycle needs at least two samples"));
+        }
+        for (k, (&t, &v)) in time.iter().zip(&speed).enumerate() {
+            if !t.is_finite() || !v.is_finite() || v < 0.0 {
+                return Err(format!("{name}: sample {k}: time and speed must be finite, speed >= 0 m/s"));
+            }
+            if k > 0 && t <= time[k - 1] {
+                return Err(format!("{name}: sample {k}: time {t} s does not increase"));
+            }
+        }
+        Ok(Cycle { name, time, speed })
+    }
+
     /// Parses `time_s,speed_mps` CSV (a header line, then one sample per line); errors name
     /// the line.
     pub fn parse(text: &str, name: &str) -> Result<Cycle, String> {
