@@ -94,7 +94,7 @@
 //! ```text
 //! root            Driveline, VehicleDefinition, VehicleParts, VehicleInput, VehicleTelemetry,
 //!  |              VehicleController, TransmissionController, DrivelineParts, DrivelineInputs,
-//!  |              DrivelineCache (and DrivelineRate, when you insert one)
+//!  |              DrivelineCache (and DrivelineRate, CycleDriver, when you insert them)
 //!  +- "engine"         Name, Inertia, BodyState, EngineController,     <- VehicleParts::engine
 //!  |                   PartOf(root)
 //!  +- "engine_torque"  Name, Engine, Connections(flange -> engine)
@@ -127,6 +127,7 @@
 //! | edits accepted (one per part type) | `Prepare` | the typed part components | [`PartElement`]; a refused edit set back |
 //! | written states taken | `Prepare`, and `Solve` for those written since | [`BodyState`] | the simulation's state |
 //! | networks in step with their parts | `Prepare` | [`PartElement`], `Name`, [`Connections`], [`PartOf`] | [`DrivelineCache`] (in place, or rebuilt) |
+//! | [`vehicle::control_vehicles`], first: a [`vehicle::CycleDriver`] on the root follows its drive cycle | `Control` | [`vehicle::CycleDriver`], the vehicle's telemetry at the step's start | [`vehicle::CycleDriver`] (its state), [`vehicle::VehicleInput`] |
 //! | [`vehicle::control_vehicles`]: controllers built (after a build) and turned on or off; driver input checked; shift controller or TCU; engine controller (idle, limiter, stall, starter, torque reduction) | `Control` | [`vehicle::VehicleDefinition`], [`vehicle::DrivelineRate`], [`vehicle::EngineController`], [`vehicle::TransmissionController`], [`vehicle::ClutchActuator`], [`vehicle::HydraulicPiston`], [`vehicle::ShiftLinkage`], [`vehicle::VehicleInput`], the simulation's state | [`vehicle::VehicleController`] (gear, shift phase, effective throttle, starter) |
 //! | your controllers | `Control` | states, telemetry | [`vehicle::VehicleInput`], [`DrivelineInputs`] |
 //! | `actuate_vehicles`: shift linkages, clutch actuator, hydraulic pistons, brakes, tyre loads | `Actuation` | [`vehicle::VehicleController`] | the simulation's inputs, [`ClutchEngagement`] |
