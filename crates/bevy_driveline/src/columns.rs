@@ -18,7 +18,7 @@
 // it holds.
 #![allow(unsafe_code)]
 
-use crate::solve::{coupling_of, same_body};
+use crate::solve::{coupling_of, same_body, same_coupling};
 use crate::{BodyState, ClutchEngagement, CouplingState, DrivelineCache, SkipWriteBack};
 use bevy_ecs::change_detection::{MaybeLocation, Tick};
 use bevy_ecs::component::ComponentId;
@@ -352,8 +352,7 @@ impl FleetParts<'_, '_> {
                 if !columns.coupling.data.is_null()
                     && let Some(r) = relative
                 {
-                    // (`!=` as `set_if_neq` compares, on the other write-back paths.)
-                    unsafe { columns.coupling.set_if(row, tick, coupling_of(r), |a, b| a != b) };
+                    unsafe { columns.coupling.set_if(row, tick, coupling_of(r), |a, b| !same_coupling(a, b)) };
                 }
                 if !columns.engagement.data.is_null()
                     && let Some(u) = engagement
