@@ -285,18 +285,6 @@ pub(crate) fn same_body(a: &BodyState, b: &BodyState) -> bool {
     a.angle.to_bits() == b.angle.to_bits() && a.speed.to_bits() == b.speed.to_bits()
 }
 
-/// Whether two coupling states are the same to the bit, as [`same_body`] (a `-0.0` written
-/// over a `0.0` is a change: the part then holds the simulation's bits). The relative angle
-/// first: it moves at almost every step, and the test stops there.
-#[inline(always)]
-pub(crate) fn same_coupling(a: &CouplingState, b: &CouplingState) -> bool {
-    a.phi_rel.to_bits() == b.phi_rel.to_bits()
-        && a.w_rel.to_bits() == b.w_rel.to_bits()
-        && a.torque.to_bits() == b.torque.to_bits()
-        && a.dissipation.to_bits() == b.dissipation.to_bits()
-        && a.mode == b.mode
-}
-
 /// Element `k`'s [`CouplingState`] as the simulation has it, if it has a relative coordinate.
 #[inline(always)]
 pub(crate) fn coupling_state(sim: &driveline_core::Simulation, k: usize) -> Option<CouplingState> {
@@ -336,10 +324,8 @@ fn set_coupling(
     mut coupling: Mut<CouplingState>,
     engagement: Option<Mut<ClutchEngagement>>,
 ) {
-    if let Some(state) = coupling_state(sim, k)
-        && !same_coupling(&coupling, &state)
-    {
-        *coupling = state;
+    if let Some(state) = coupling_state(sim, k) {
+        coupling.set_if_neq(state);
     }
     if let Some(mut e) = engagement
         && let Some(u) = sim.element_engagement(k)

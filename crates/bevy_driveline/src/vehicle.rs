@@ -398,9 +398,9 @@ pub struct VehicleTelemetry(pub Telemetry);
 /// the driver runs in the car's own step, where its telemetry is in the cache, without a pass
 /// over the fleet of its own.
 ///
-/// An `offset` that is not finite, or a `repeat` over a trace that ends at or before 0 s, is
-/// refused with a [`crate::DrivelineEditRefused`] on the root each step, and the input is left
-/// as it stands.
+/// Where the time on the trace it would read is not finite (an `offset` that is not finite, a
+/// `repeat` over a trace that ends at 0 s), the driver is refused with a
+/// [`crate::DrivelineEditRefused`] on the root each step, and the input is left as it stands.
 #[derive(Component, Reflect, Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[reflect(opaque)]
 #[reflect(Component, Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -441,26 +441,31 @@ impl CycleDriver {
     /// The input for the step of length `dt` that starts at `tel.time`: the driver reads the
     /// trace at `tel.time + offset`, taken modulo the trace's duration when `repeat`.
     pub fn input(&mut self, tel: &Telemetry, dt: f64) -> DriverInput {
-        let mut at = tel.time + self.offset;
-        if self.repeat {
-            at = lap(at, self.cycle.duration());
-        }
+        let at = self.trace_time(tel.time);
         self.driver.input_at(&self.cycle, at, tel, dt)
     }
 
-    /// Why the fields cannot be followed, if they cannot.
-    fn check(&self) -> Result<(), String> {
+    /// Where on the trace the driver reads at the vehicle's time `time`, s.
+    #[inline(always)]
+    fn trace_time(&self, time: f64) -> f64 {
+        let at = time + self.offset;
+        if self.repeat { lap(at, self.cycle.duration()) } else { at }
+    }
+
+    /// Why the trace cannot be read where [`CycleDriver::trace_time`] gave a value that is not
+    /// finite.
+    #[cold]
+    fn refusal(&self) -> String {
         if !self.offset.is_finite() {
-            return Err(format!("CycleDriver.offset: {} s is not finite", self.offset));
-        }
-        if self.repeat && self.cycle.duration() <= 0.0 {
-            return Err(format!(
-                "CycleDriver.repeat: the trace `{}` ends at {} s; repeating needs a trace that ends after 0 s",
+            format!("CycleDriver.offset: {} s is not finite; the input is kept", self.offset)
+        } else {
+            format!(
+                "CycleDriver.repeat: the trace `{}` ends at {} s; repeating needs a trace that \
+                 does not end at 0 s; the input is kept",
                 self.cycle.name,
                 self.cycle.duration()
-            ));
+            )
         }
-        Ok(())
     }
 }
 
@@ -489,14 +494,14 @@ fn drive(
     sink: &std::sync::Mutex<Vec<crate::DrivelineEditRefused>>,
 ) {
     let Some(mut d) = driver else { return };
-    if let Err(message) = d.check() {
-        refuse(sink, root, root, message);
+    let tel = control.telemetry();
+    let at = d.trace_time(tel.time);
+    if !at.is_finite() {
+        refuse(sink, root, root, d.refusal());
         return;
     }
-    let next = d.input(control.telemetry(), dt);
-    if input.0 != next {
-        input.0 = next;
-    }
+    let d = &mut *d;
+    input.0 = d.driver.input_at(&d.cycle, at, tel, dt);
 }
 
 /// Registers the vehicle components for reflection.
