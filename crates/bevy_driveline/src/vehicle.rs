@@ -401,6 +401,37 @@ pub struct VehicleTelemetry(pub Telemetry);
 /// Where the time on the trace it would read is not finite (an `offset` that is not finite, a
 /// `repeat` over a trace that ends at 0 s), the driver is refused with a
 /// [`crate::DrivelineEditRefused`] on the root each step, and the input is left as it stands.
+///
+/// ```
+/// use bevy_app::{App, FixedUpdate};
+/// use bevy_driveline::prelude::*;
+/// use driveline_core::vehicle::driver::Cycle;
+/// use driveline_core::vehicle::{Road, Vehicle};
+/// use std::sync::Arc;
+///
+/// let assets = concat!(env!("CARGO_MANIFEST_DIR"), "/../../assets");
+/// let spec = Vehicle::load(format!("{assets}/vehicles/sedan_8hp.ron").as_ref()).unwrap().spec().clone();
+/// let text = std::fs::read_to_string(format!("{assets}/cycles/udds.csv")).unwrap();
+/// let udds = Arc::new(Cycle::parse(&text, "udds").unwrap());
+/// let mut app = App::new();
+/// app.add_plugins(DrivelinePlugins::default());
+/// // Three cars, each 37 s further along UDDS, looping.
+/// let cars: Vec<_> = (0..3)
+///     .map(|i| {
+///         let root = spawn_vehicle(app.world_mut(), spec.clone(), Road::Body).unwrap();
+///         let driver = CycleDriver::new(&spec, udds.clone()).starting_at(37.0 * i as f64, true);
+///         app.world_mut().entity_mut(root).insert(driver);
+///         root
+///     })
+///     .collect();
+/// for _ in 0..100 {
+///     let step = std::time::Duration::from_millis(1);
+///     app.world_mut().resource_mut::<bevy_time::Time>().advance_by(step);
+///     app.world_mut().run_schedule(FixedUpdate);
+/// }
+/// // 37 s into UDDS the trace asks for speed: that car's driver is on the throttle.
+/// assert!(app.world().get::<VehicleInput>(cars[1]).unwrap().0.throttle > 0.0);
+/// ```
 #[derive(Component, Reflect, Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[reflect(opaque)]
 #[reflect(Component, Debug, Clone, PartialEq, Serialize, Deserialize)]
