@@ -373,8 +373,9 @@ impl FleetParts<'_, '_> {
 
 /// Runs `step` on every item of `query`, the items spread over the compute threads in one
 /// contiguous run of the query's order per thread, each run as long as `split` deals it (from
-/// the threads' rates at the last ticks, see [`Split`]); within a run, if `hint`, `ahead(item, stage)` sees each item of the next `STAGES` before `step` takes
-/// the current one, the item `j` places ahead with stage `STAGES - j`
+/// the threads' rates at the last ticks, see [`Split`]); within a run, if `hint`,
+/// `ahead(item, stage)` sees each item of the next `STAGES` before `step` takes the current
+/// one, the item `j` places ahead with stage `STAGES - j`
 /// ([`driveline_core::prefetch::for_each_ahead`]). A fleet hints the vehicles
 /// ahead toward the cache there, a stage at a time (their own bytes, then the buffers those
 /// point to, then the buffers named from those), so that each stage reads only pointers the

@@ -4,7 +4,6 @@
 
 use bevy_app::{App, FixedUpdate, TaskPoolOptions, TaskPoolPlugin, TaskPoolThreadAssignmentPolicy};
 use bevy_driveline::prelude::*;
-
 use driveline_core::vehicle::{Road, Vehicle};
 use driveline_core::{Scenario, Simulation};
 use std::path::PathBuf;

@@ -46,6 +46,15 @@ pub struct Cycle {
     pub speed: Vec<f64>,
 }
 
+/// What is wrong with a trace's sample at time `t`, s, of speed `v`, m/s, after a sample at
+/// `before`, s, if anything: the rules [`Cycle::new`] and [`Cycle::parse`] share.
+fn sample_fault(t: f64, v: f64, before: Option<f64>) -> Option<String> {
+    if !t.is_finite() || !v.is_finite() || v < 0.0 {
+        return Some("time and speed must be finite, speed >= 0 m/s".into());
+    }
+    before.is_some_and(|p| t <= p).then(|| format!("time {t} s does not increase"))
+}
+
 /// A [`Cycle`]'s fields as a file holds them, before [`Cycle::new`] checks them.
 #[derive(serde::Deserialize)]
 struct CycleFields {
@@ -73,11 +82,8 @@ impl Cycle {
             return Err(format!("{name}: a cycle needs at least two samples"));
         }
         for (k, (&t, &v)) in time.iter().zip(&speed).enumerate() {
-            if !t.is_finite() || !v.is_finite() || v < 0.0 {
-                return Err(format!("{name}: sample {k}: time and speed must be finite, speed >= 0 m/s"));
-            }
-            if k > 0 && t <= time[k - 1] {
-                return Err(format!("{name}: sample {k}: time {t} s does not increase"));
+            if let Some(fault) = sample_fault(t, v, k.checked_sub(1).map(|p| time[p])) {
+                return Err(format!("{name}: sample {k}: {fault}"));
             }
         }
         Ok(Cycle { name, time, speed })
@@ -99,11 +105,8 @@ impl Cycle {
             };
             let t: f64 = a.trim().parse().map_err(|_| format!("{name}:{}: time `{a}` is not a number", k + 1))?;
             let v: f64 = b.trim().parse().map_err(|_| format!("{name}:{}: speed `{b}` is not a number", k + 1))?;
-            if !t.is_finite() || !v.is_finite() || v < 0.0 {
-                return Err(format!("{name}:{}: time and speed must be finite, speed >= 0 m/s", k + 1));
-            }
-            if time.last().is_some_and(|&p| t <= p) {
-                return Err(format!("{name}:{}: time {t} s does not increase", k + 1));
+            if let Some(fault) = sample_fault(t, v, time.last().copied()) {
+                return Err(format!("{name}:{}: {fault}", k + 1));
             }
             time.push(t);
             speed.push(v);
