@@ -375,7 +375,7 @@ impl FleetParts<'_, '_> {
         // it (its location, or a kept place whose row holds the part); the claims name this
         // driveline for this part and one driveline only for each entity index (a live entity
         // is the only one of its index), so no other call, on any thread, reaches this row.
-        sim.for_each_element_output(
+        sim.for_each_output(
             |k, angle, speed| {
                 if let Some((columns, row)) = find(k)
                     && !columns.body.data.is_null()
@@ -384,17 +384,19 @@ impl FleetParts<'_, '_> {
                     unsafe { columns.body.set_if(row, tick, value, |a, b| !same_body(a, b)) };
                 }
             },
-            |k, relative, engagement| {
-                let Some((columns, row)) = find(k) else { return };
+            |c| {
+                // The part's row first, then what goes there (read from the simulation only
+                // now: nothing held across the search).
+                let Some((columns, row)) = find(c.element()) else { return };
                 if !columns.coupling.data.is_null()
-                    && let Some(r) = relative
+                    && let Some(r) = c.relative()
                 {
                     // (`!=` as `set_if_neq` compares, on the other write-back paths; the derived
                     // comparison takes fewer instructions here than one of the bits field by field.)
                     unsafe { columns.coupling.set_if(row, tick, coupling_of(r), |a, b| a != b) };
                 }
                 if !columns.engagement.data.is_null()
-                    && let Some(u) = engagement
+                    && let Some(u) = c.engagement()
                 {
                     unsafe {
                         columns.engagement.set_if(row, tick, ClutchEngagement(u), |a, b| a.0.to_bits() != b.0.to_bits())

@@ -295,9 +295,9 @@ pub use output::CsvRecorder;
 pub use scenario::{Scenario, ScenarioError};
 pub use signal::Signal;
 pub use solver::{
-    ElementOutputs, EnergyLedger, Follow, FrictionMode, InputError, InputId, InputRejected, IntegrationParameters,
-    MAX_STEP_TURN, MIN_OWN_MAX_STEP, ModeEvent, NewtonStart, RelativeOutputs, Simulation, StateAdjustment, StateWrite,
-    StateWriteError, StepError, StepStats, ThermalLedger, UpdateError,
+    CouplingReading, ElementOutputs, EnergyLedger, Follow, FrictionMode, InputError, InputId, InputRejected,
+    IntegrationParameters, MAX_STEP_TURN, MIN_OWN_MAX_STEP, ModeEvent, NewtonStart, RelativeOutputs, Simulation,
+    StateAdjustment, StateWrite, StateWriteError, StepError, StepStats, ThermalLedger, UpdateError,
 };
 pub use table::{Locus, Table1D};
 pub use torque_map::{TorqueMap, TorqueMapSpec};

@@ -243,7 +243,7 @@ use work::*;
 pub use edit::{Follow, StateAdjustment, StateWrite, StateWriteError, UpdateError};
 pub use fastest::{MAX_STEP_TURN, MIN_OWN_MAX_STEP};
 pub use inputs::InputId;
-pub use outputs::{ElementOutputs, RelativeOutputs};
+pub use outputs::{CouplingReading, ElementOutputs, RelativeOutputs};
 pub use params::{IntegrationParameters, NewtonStart};
 pub use report::{EnergyLedger, FrictionMode, InputError, InputRejected, ModeEvent, StepError, StepStats};
 pub use thermal::ThermalLedger;

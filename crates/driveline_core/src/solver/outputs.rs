@@ -87,6 +87,52 @@ pub struct RelativeOutputs {
     pub dissipation: f64,
 }
 
+/// One element's outputs other than a body's, read when asked
+/// ([`Simulation::for_each_output`]): each method reads what
+/// [`Simulation::element_outputs`] reports for the element, to the bit, and nothing is read
+/// before it is asked for.
+#[derive(Clone, Copy)]
+pub struct CouplingReading<'a> {
+    sim: &'a Simulation,
+    rec: &'a CouplingOutput,
+    phi: &'a [f64],
+    w: &'a [f64],
+    tau: &'a [f64],
+    power: &'a [f64],
+}
+
+impl CouplingReading<'_> {
+    /// The element's index.
+    #[inline(always)]
+    pub fn element(&self) -> usize {
+        self.rec.element as usize
+    }
+
+    /// Its relative state, torque, mode and dissipation, if it has a relative coordinate
+    /// ([`ElementOutputs::Coupling`]'s `relative`).
+    #[inline(always)]
+    pub fn relative(&self) -> Option<RelativeOutputs> {
+        let k = self.element();
+        // (No closure: `map`'s was called out of line here.)
+        let r = self.rec.rel.as_ref()?;
+        let [phi_rel, w_rel] = r.dot_n([self.phi, self.w]);
+        Some(RelativeOutputs {
+            phi_rel,
+            w_rel,
+            torque: self.tau[k],
+            mode: self.sim.mode_of(self.rec.source),
+            dissipation: self.power[k],
+        })
+    }
+
+    /// A clutch's or brake's normalised normal force now, if it is one
+    /// ([`ElementOutputs::Coupling`]'s `engagement`).
+    #[inline(always)]
+    pub fn engagement(&self) -> Option<f64> {
+        self.sim.model.signals.get(self.rec.engagement as usize).map(|s| s.eval(self.sim.t))
+    }
+}
+
 impl Simulation {
     /// The network being simulated, shared with every simulation of an equal network (the
     /// same description, run-time input values aside). Its signals' run-time input values are
@@ -211,8 +257,21 @@ impl Simulation {
     #[inline(always)]
     pub fn for_each_element_output(
         &self,
-        mut body: impl FnMut(usize, f64, f64),
+        body: impl FnMut(usize, f64, f64),
         mut coupling: impl FnMut(usize, Option<RelativeOutputs>, Option<f64>),
+    ) {
+        self.for_each_output(body, |c| coupling(c.element(), c.relative(), c.engagement()));
+    }
+
+    /// [`Simulation::for_each_element_output`] with each other element's outputs read when
+    /// the closure asks for them ([`CouplingReading`]): a caller that first finds where they
+    /// go (a part's row) keeps no values in registers across that search, and reads nothing
+    /// it has no place for.
+    #[inline(always)]
+    pub fn for_each_output(
+        &self,
+        mut body: impl FnMut(usize, f64, f64),
+        mut coupling: impl FnMut(CouplingReading<'_>),
     ) {
         let model = &*self.model;
         // (Slices of one length: the check of one covers the other.)
@@ -224,15 +283,8 @@ impl Simulation {
         // (Slices of one length: one check covers both.)
         let n = self.out_tau.len().min(self.out_power.len());
         let (tau, power) = (&self.out_tau[..n], &self.out_power[..n]);
-        let signals = &self.model.signals[..];
-        for c in &model.out_couplings {
-            let k = c.element as usize;
-            let relative = c.rel.as_ref().map(|r| {
-                let [phi_rel, w_rel] = r.dot_n([phi, w]);
-                RelativeOutputs { phi_rel, w_rel, torque: tau[k], mode: self.mode_of(c.source), dissipation: power[k] }
-            });
-            let engagement = signals.get(c.engagement as usize).map(|s| s.eval(self.t));
-            coupling(k, relative, engagement);
+        for rec in &model.out_couplings {
+            coupling(CouplingReading { sim: self, rec, phi, w, tau, power });
         }
     }
 
