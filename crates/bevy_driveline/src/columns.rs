@@ -596,9 +596,8 @@ fn any_younger_in(tables: &bevy_ecs::storage::Tables, id: ComponentId, this_run:
 /// Whether any of `ticks` is less than `since_system` ticks before `now` (as
 /// `Tick::is_newer_than` counts, at most `MAX_CHANGE_AGE`). A fleet's every tick reads the
 /// change ticks of every part's name, joints and typed component, on the calling thread
-/// (some 170 a vehicle): with AVX2 where the processor has it (8 ticks an instruction, a
-/// quarter of the SSE2 loop's instructions), else the portable loop. The same answer either
-/// way: integer compares.
+/// (some 170 a vehicle): with AVX2 where the processor has it (eight ticks a subtraction and a
+/// minimum), else the portable loop. The same answer either way: integer arithmetic.
 ///
 /// # Safety
 /// Nothing writes `ticks` while this reads them.
@@ -612,25 +611,15 @@ unsafe fn any_younger(ticks: &[UnsafeCell<Tick>], now: u32, since_system: u32) -
     unsafe { any_younger_portable(ticks, now, since_system) }
 }
 
-/// [`any_younger`] compiled for AVX2 (the same loop, vectorised eight lanes wide).
+/// [`any_younger`] with AVX2: the youngest tick's age, then one compare (some tick's age,
+/// capped at `MAX_CHANGE_AGE`, is under `since_system` exactly when the least of them is); no
+/// early exit, so that it vectorises to a subtraction and an unsigned minimum per eight lanes.
 ///
 /// # Safety
 /// The processor has AVX2; nothing writes `ticks` meanwhile.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 unsafe fn any_younger_avx2(ticks: &[UnsafeCell<Tick>], now: u32, since_system: u32) -> bool {
-    // SAFETY: the caller's promise.
-    unsafe { any_younger_portable(ticks, now, since_system) }
-}
-
-/// [`any_younger`]'s loop: the youngest tick's age, then one compare (some tick's age, capped
-/// at `MAX_CHANGE_AGE`, is under `since_system` exactly when the least of them is); no early
-/// exit, so that it vectorises to a subtraction and a minimum per lane.
-///
-/// # Safety
-/// Nothing writes `ticks` meanwhile.
-#[inline(always)]
-unsafe fn any_younger_portable(ticks: &[UnsafeCell<Tick>], now: u32, since_system: u32) -> bool {
     use bevy_ecs::change_detection::MAX_CHANGE_AGE;
     let youngest = ticks.iter().fold(u32::MAX, |least, cell| {
         // SAFETY: the caller's promise: the ticks are only read.
@@ -638,6 +627,21 @@ unsafe fn any_younger_portable(ticks: &[UnsafeCell<Tick>], now: u32, since_syste
         least.min(now.wrapping_sub(tick))
     });
     youngest.min(MAX_CHANGE_AGE) < since_system
+}
+
+/// [`any_younger`] without AVX2: each tick's age compared, the answers or-ed, no early exit
+/// (SSE2 has no unsigned minimum, which makes the minimum's loop dearer there than this one).
+///
+/// # Safety
+/// Nothing writes `ticks` meanwhile.
+#[inline(always)]
+unsafe fn any_younger_portable(ticks: &[UnsafeCell<Tick>], now: u32, since_system: u32) -> bool {
+    use bevy_ecs::change_detection::MAX_CHANGE_AGE;
+    ticks.iter().fold(false, |any, cell| {
+        // SAFETY: the caller's promise: the ticks are only read.
+        let tick = unsafe { *cell.get() }.get();
+        any | (now.wrapping_sub(tick).min(MAX_CHANGE_AGE) < since_system)
+    })
 }
 
 /// Whether component `id` is stored in tables (what [`any_changed_in`] reads), not in sparse
