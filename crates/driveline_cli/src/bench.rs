@@ -100,27 +100,17 @@ pub struct BenchResult {
 }
 
 /// The CPU time this process has used since [`CpuClock::start`], user and system over all its
-/// threads (fields 14 and 15 of `/proc/self/stat`, in the kernel's fixed 100 ticks a second).
+/// threads ([`driveline_core::process::cpu_seconds`]).
 struct CpuClock(Option<f64>);
 
 impl CpuClock {
     fn start() -> Self {
-        CpuClock(Self::now())
+        CpuClock(driveline_core::process::cpu_seconds())
     }
 
     /// Seconds of CPU since the start; 0 where the system does not report it.
     fn seconds(&self) -> f64 {
-        self.0.zip(Self::now()).map_or(0.0, |(a, b)| (b - a).max(0.0))
-    }
-
-    fn now() -> Option<f64> {
-        let text = std::fs::read_to_string("/proc/self/stat").ok()?;
-        // The command name (field 2) is in parentheses and may hold spaces: count after it.
-        let rest = &text[text.rfind(')')? + 1..];
-        let mut fields = rest.split_whitespace().skip(11);
-        let utime: u64 = fields.next()?.parse().ok()?;
-        let stime: u64 = fields.next()?.parse().ok()?;
-        Some((utime + stime) as f64 / 100.0)
+        self.0.zip(driveline_core::process::cpu_seconds()).map_or(0.0, |(a, b)| (b - a).max(0.0))
     }
 }
 
@@ -190,7 +180,7 @@ fn fleet(o: &BenchOptions, threads: usize) -> Result<BenchResult, String> {
     // (The plugin's schedules are built at the first tick: one empty tick first, so that the
     // memory measured below is the vehicles'.)
     app.world_mut().run_schedule(FixedUpdate);
-    let rss_before = crate::soak::rss_bytes();
+    let rss_before = driveline_core::process::rss_bytes();
     for i in 0..o.vehicles {
         let root = spawn_vehicle(app.world_mut(), spec.clone(), Road::Body).map_err(|e| e.to_string())?;
         let offset = (i as f64 * 37.0) % spread;
@@ -207,7 +197,7 @@ fn fleet(o: &BenchOptions, threads: usize) -> Result<BenchResult, String> {
     };
     // The first step builds every network.
     tick(&mut app);
-    let bytes_per_vehicle = crate::soak::rss_bytes().saturating_sub(rss_before) / o.vehicles as u64;
+    let bytes_per_vehicle = driveline_core::process::rss_bytes().saturating_sub(rss_before) / o.vehicles as u64;
     let steps = ((o.seconds / o.dt).round() as u64).max(1);
     let vehicle_steps = steps as f64 * o.vehicles as f64;
     let cpu = CpuClock::start();
@@ -229,7 +219,7 @@ fn fleet(o: &BenchOptions, threads: usize) -> Result<BenchResult, String> {
         us_per_vehicle_step: wall / vehicle_steps * 1e6,
         realtime_factor: steps as f64 * o.dt / wall,
         threads,
-        peak_rss_bytes: crate::soak::peak_rss_bytes(),
+        peak_rss_bytes: driveline_core::process::peak_rss_bytes(),
         bytes_per_vehicle,
         phases_in_step,
         cache_hints,
@@ -242,10 +232,10 @@ fn scenario(path: &std::path::Path, steps: u64, dt: f64, threads: usize) -> Resu
     if steps == 0 {
         return Err("--steps 0: time at least one step".into());
     }
-    let rss_before = crate::soak::rss_bytes();
+    let rss_before = driveline_core::process::rss_bytes();
     let (_, net) = Scenario::load_network(path).map_err(|e| e.to_string())?;
     let mut sim = Simulation::new(net);
-    let bytes_per_vehicle = crate::soak::rss_bytes().saturating_sub(rss_before);
+    let bytes_per_vehicle = driveline_core::process::rss_bytes().saturating_sub(rss_before);
     sim.step(dt).map_err(|e| e.to_string())?;
     let cpu = CpuClock::start();
     let start = Instant::now();
@@ -260,7 +250,7 @@ fn scenario(path: &std::path::Path, steps: u64, dt: f64, threads: usize) -> Resu
         us_per_vehicle_step: wall / steps as f64 * 1e6,
         realtime_factor: steps as f64 * dt / wall,
         threads: threads.min(1),
-        peak_rss_bytes: crate::soak::peak_rss_bytes(),
+        peak_rss_bytes: driveline_core::process::peak_rss_bytes(),
         bytes_per_vehicle,
         phases_in_step: false,
         cache_hints: false,

@@ -397,7 +397,7 @@ pub fn drive(o: DriveOptions) -> Result<serde_json::Value, String> {
     let mut base = start; // deadline of step `base_k`
     let mut base_k = 0u64;
     let mut k = 0u64;
-    let mut cpu = cpu_time();
+    let mut cpu = driveline_core::process::cpu_seconds();
     while k < steps_max && !stop.load(Ordering::SeqCst) {
         let due = base + period.mul_f64((k - base_k) as f64);
         if !o.no_pacing {
@@ -502,7 +502,7 @@ pub fn drive(o: DriveOptions) -> Result<serde_json::Value, String> {
         w.flush().map_err(|e| e.to_string())?;
     }
     let wall = start.elapsed().as_secs_f64();
-    cpu = cpu_time().zip(cpu).map(|(b, a)| b - a);
+    cpu = driveline_core::process::cpu_seconds().zip(cpu).map(|(b, a)| b - a);
     let tm = car.telemetry();
     let (udp_in, udp_dropped) = match &src {
         Source::Udp(u) => (u.applied, u.dropped),
@@ -531,15 +531,6 @@ pub fn drive(o: DriveOptions) -> Result<serde_json::Value, String> {
             "engaged_gear": tm.engaged_gear,
         },
     }))
-}
-
-/// CPU time of this process, s (Linux: `/proc/self/stat`; `None` elsewhere).
-fn cpu_time() -> Option<f64> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-    let rest = &stat[stat.rfind(')')? + 2..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let ticks: f64 = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
-    Some(ticks / 100.0)
 }
 
 #[cfg(test)]

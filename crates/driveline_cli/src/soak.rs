@@ -104,27 +104,6 @@ pub fn mixed_cycle() -> Result<Cycle, String> {
     Ok(out)
 }
 
-/// Resident memory of this process, bytes (`VmRSS` of `/proc/self/status`; 0 where there is
-/// none).
-pub fn rss_bytes() -> u64 {
-    status_bytes("VmRSS:")
-}
-
-/// The peak resident memory of this process so far, bytes (`VmHWM` of `/proc/self/status`; 0
-/// where there is none).
-pub fn peak_rss_bytes() -> u64 {
-    status_bytes("VmHWM:")
-}
-
-/// A `kB` field of `/proc/self/status`, in bytes (0 where there is none).
-fn status_bytes(field: &str) -> u64 {
-    let Ok(text) = std::fs::read_to_string("/proc/self/status") else { return 0 };
-    text.lines()
-        .find_map(|l| l.strip_prefix(field))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        .map_or(0, |kb| kb * 1024)
-}
-
 /// One vehicle of the soak.
 struct Car {
     kind: usize,
@@ -199,7 +178,7 @@ pub fn soak(o: SoakOptions) -> Result<SoakResult, String> {
     }
     // Interleave the kinds so that each thread gets a like share of each.
     cars.sort_by_key(|c| (c.offset.to_bits(), c.kind));
-    let rss_start = rss_bytes();
+    let rss_start = driveline_core::process::rss_bytes();
     let started = Instant::now();
     let minutes = (o.seconds / 60.0).ceil() as usize;
     let mut rss = Vec::with_capacity(minutes);
@@ -216,7 +195,7 @@ pub fn soak(o: SoakOptions) -> Result<SoakResult, String> {
             handles.into_iter().map(|h| h.join().unwrap_or(0)).sum()
         });
         vehicle_steps += steps;
-        rss.push(rss_bytes());
+        rss.push(driveline_core::process::rss_bytes());
         let failed = cars.iter().filter(|c| c.failed).count();
         eprintln!(
             "soak: {:>6.0} s simulated, {:>7.1} s wall, {} vehicle-steps, RSS {:.1} MiB, {} stopped by errors",

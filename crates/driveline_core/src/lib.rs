@@ -213,6 +213,8 @@
 //! while this one computes. The hint changes no result. Whether it pays depends on the machine
 //! (where the fleet's state fits the last-level cache, the processor's own prefetchers do
 //! better): [`prefetch::HintTuner`] decides by measuring, as the Bevy plugin's fleet step does.
+//! What a fleet costs the process (CPU time over all threads, resident memory) is in
+//! [`process`], which the benchmarks report.
 //!
 //! ## FAQ
 //! - *Why does my clutch not lock?* Its slip must reach zero while the torque it would need
@@ -279,6 +281,7 @@ pub mod model;
 pub mod network;
 pub mod output;
 pub mod prefetch;
+pub mod process;
 pub mod scenario;
 pub mod signal;
 mod snapshot;

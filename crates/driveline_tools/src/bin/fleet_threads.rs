@@ -95,7 +95,7 @@ fn main() {
     let barrier = std::sync::Barrier::new(threads);
     let mut parts = cars.chunks_mut(chunk);
     let first = parts.next().unwrap_or_default();
-    let (start, cpu_start) = (std::time::Instant::now(), cpu_seconds());
+    let (start, cpu_start) = (std::time::Instant::now(), driveline_core::process::cpu_seconds());
     std::thread::scope(|s| {
         for part in parts {
             let (hint, barrier) = (&hint, &barrier);
@@ -120,7 +120,7 @@ fn main() {
         }
     });
     let wall = start.elapsed().as_secs_f64();
-    let cpu = cpu_seconds().zip(cpu_start).map(|(b, a)| (b - a).max(0.0));
+    let cpu = driveline_core::process::cpu_seconds().zip(cpu_start).map(|(b, a)| (b - a).max(0.0));
     let rate = (n * steps) as f64 / wall;
     let what = if traffic { "in UDDS traffic" } else { "pulling away" };
     let hints = match &tuner {
@@ -135,16 +135,4 @@ fn main() {
     if let Some(cpu) = cpu {
         println!("CPU time: {:.2} us per vehicle-step (all threads)", cpu * 1e6 / (n * steps) as f64);
     }
-}
-
-/// The CPU time this process has used, user and system over all its threads, s (fields 14 and
-/// 15 of `/proc/self/stat`, in the kernel's fixed 100 ticks a second; `None` elsewhere).
-fn cpu_seconds() -> Option<f64> {
-    let text = std::fs::read_to_string("/proc/self/stat").ok()?;
-    // The command name (field 2) is in parentheses and may hold spaces: count after it.
-    let rest = &text[text.rfind(')')? + 1..];
-    let mut fields = rest.split_whitespace().skip(11);
-    let utime: u64 = fields.next()?.parse().ok()?;
-    let stime: u64 = fields.next()?.parse().ok()?;
-    Some((utime + stime) as f64 / 100.0)
 }
