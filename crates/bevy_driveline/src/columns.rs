@@ -60,14 +60,15 @@ impl<T> Column<T> {
     /// # Safety
     /// `T` is the type of component `id`.
     unsafe fn of(table: &bevy_ecs::storage::Table, id: ComponentId) -> Self {
-        // SAFETY: `T` is component `id`'s type (the caller's promise).
-        let (Some(data), Some(changed)) =
-            (unsafe { table.get_data_slice_for::<T>(id) }, table.get_changed_ticks_slice_for(id))
-        else {
-            return Self::none();
+        // (The column found once, its three slices read from it.)
+        let Some(column) = table.get_column(id) else { return Self::none() };
+        let len = table.entity_count() as usize;
+        // SAFETY: `T` is component `id`'s type (the caller's promise) and `len` the table's
+        // row count, the column's length.
+        let (data, changed, by) = unsafe {
+            (column.get_data_slice::<T>(len), column.get_changed_ticks_slice(len), column.get_changed_by_slice(len))
         };
-        let by = table.get_changed_by_slice_for(id).map(|s| s.map_or(std::ptr::null(), <[_]>::as_ptr));
-        Self { data: data.as_ptr(), changed: changed.as_ptr(), by }
+        Self { data: data.as_ptr(), changed: changed.as_ptr(), by: by.map(<[_]>::as_ptr) }
     }
 
     /// Writes `value` in `row` if `differs` says it differs from what is there, with its change
@@ -163,6 +164,9 @@ pub(crate) struct FleetPartsState {
     bodies: <BodyQuery as SystemParam>::State,
     couplings: <CouplingQuery as SystemParam>::State,
     ids: [ComponentId; 4],
+    /// The tables with a column of [`BodyState`], and of [`CouplingState`]: those `prepare`
+    /// fills (a part's table has one or the other).
+    with_state: [TablesWith; 2],
     tables: Vec<TableColumns>,
 }
 
@@ -200,6 +204,7 @@ unsafe impl SystemParam for FleetParts<'_, '_> {
             bodies: <BodyQuery as SystemParam>::init_state(world),
             couplings: <CouplingQuery as SystemParam>::init_state(world),
             ids,
+            with_state: [TablesWith::new(ids[0]), TablesWith::new(ids[1])],
             tables: Vec::new(),
         }
     }
@@ -225,27 +230,34 @@ unsafe impl SystemParam for FleetParts<'_, '_> {
 }
 
 impl FleetParts<'_, '_> {
-    /// Finds the state columns of every table for this tick's writes (tables with parts marked
-    /// [`SkipWriteBack`] get none). Some tens of tables: once a tick, on the calling thread.
+    /// Finds the state columns of every table that holds part states for this tick's writes
+    /// (tables with parts marked [`SkipWriteBack`] get none; the other tables have no rows
+    /// here). Once a tick, on the calling thread: the columns move as their tables grow.
     pub(crate) fn prepare(&mut self) {
         let [body, coupling, engagement, skip] = self.state.ids;
-        let tables = &mut self.state.tables;
-        tables.clear();
         // SAFETY: the world is only read here, and the columns found are only used under this
         // parameter's declared access; the storages are not borrowed mutably while a system
         // runs.
-        for table in unsafe { self.world.storages() }.tables.iter() {
-            let mut columns = TableColumns::none(table.entities());
-            columns.skip = table.has_column(skip);
-            if !columns.skip {
-                // SAFETY: each id is the component of the type named.
-                unsafe {
-                    columns.body = Column::of(table, body);
-                    columns.coupling = Column::of(table, coupling);
-                    columns.engagement = Column::of(table, engagement);
+        let world = unsafe { self.world.storages() };
+        let state = &mut *self.state;
+        // (A table without part states stays as it was added, with no rows here.)
+        state.tables.resize(world.tables.len(), TableColumns::none(&[]));
+        for with in &mut state.with_state {
+            with.refresh(&world.tables);
+            for &id in &with.list {
+                let Some(table) = world.tables.get(id) else { continue };
+                let mut columns = TableColumns::none(table.entities());
+                columns.skip = table.has_column(skip);
+                if !columns.skip {
+                    // SAFETY: each id is the component of the type named.
+                    unsafe {
+                        columns.body = Column::of(table, body);
+                        columns.coupling = Column::of(table, coupling);
+                        columns.engagement = Column::of(table, engagement);
+                    }
                 }
+                state.tables[id.as_usize()] = columns;
             }
-            tables.push(columns);
         }
     }
 
@@ -560,39 +572,84 @@ impl Split {
     }
 }
 
-/// Whether any row of any table with a column of component `id` changed since `last_run`, as
-/// `Changed` would see it at `this_run` (`Tick::is_newer_than`): one branch-free pass over each
-/// column's change ticks, which the compiler vectorises, without fetching an entity. A tick's
-/// scans of a fleet's 60,000 parts for renames, re-joins and parameter edits (none, nearly
-/// always) went row by row through queries, on the calling thread (docs/performance.md).
-///
-/// `tables` are the world's; a component stored in sparse sets is in none of them, so the
-/// caller asks only for table components ([`AnyChanged`] checks).
-pub(crate) fn any_changed_in(
-    tables: &bevy_ecs::storage::Tables,
+/// The tables that have a column of one component, kept from tick to tick: the world's tables
+/// are only ever appended (Bevy never removes one), so each refresh looks only at those added
+/// since the last. A scan of change ticks then visits the few tables that hold the component
+/// (one to three for most part components) instead of asking each of the world's tables for a
+/// column it mostly does not have (for one car, some thirty tables for each of a dozen
+/// scans a tick: docs/performance.md).
+pub(crate) struct TablesWith {
+    /// The component.
     id: ComponentId,
-    last_run: Tick,
-    this_run: Tick,
-) -> bool {
-    any_younger_in(tables, id, this_run, age(last_run, this_run))
+    /// How many of the world's tables `list` has looked at.
+    seen: usize,
+    /// The tables (of the first `seen`) with a column of the component.
+    list: Vec<bevy_ecs::storage::TableId>,
+}
+
+impl TablesWith {
+    /// No table looked at yet.
+    pub(crate) fn new(id: ComponentId) -> Self {
+        Self { id, seen: 0, list: Vec::new() }
+    }
+
+    /// Looks at the tables added since the last refresh.
+    pub(crate) fn refresh(&mut self, tables: &bevy_ecs::storage::Tables) {
+        if tables.len() < self.seen {
+            // (Not a world Bevy makes; start over rather than trust the list.)
+            self.seen = 0;
+            self.list.clear();
+        }
+        for (k, table) in tables.iter().enumerate().skip(self.seen) {
+            if table.has_column(self.id) {
+                self.list.push(bevy_ecs::storage::TableId::from_usize(k));
+            }
+        }
+        self.seen = tables.len();
+    }
+
+    /// Whether the list has looked at every one of `tables`.
+    pub(crate) fn is_current(&self, tables: &bevy_ecs::storage::Tables) -> bool {
+        self.seen == tables.len()
+    }
+
+    /// Whether any row of the listed tables changed since `last_run`, as `Changed` would see it
+    /// at `this_run` (`Tick::is_newer_than`): one branch-free pass over each column's change
+    /// ticks, which the compiler vectorises, without fetching an entity. A tick's scans of a
+    /// fleet's 60,000 parts for renames, re-joins and parameter edits (none, nearly always)
+    /// went row by row through queries, on the calling thread (docs/performance.md). The list
+    /// is current ([`TablesWith::refresh`]); a component stored in sparse sets is in no table,
+    /// so the callers ask only for table components ([`AnyChanged`] checks).
+    ///
+    /// `world` is borrowed as a whole (read access to everything: an exclusive system's, or a
+    /// system's `&World`).
+    pub(crate) fn any_changed(&self, world: &World, last_run: Tick, this_run: Tick) -> bool {
+        // SAFETY: a shared borrow of the whole world: nothing writes the change ticks meanwhile.
+        unsafe { self.any_younger(&world.storages().tables, this_run, age(last_run, this_run)) }
+    }
+
+    /// Whether any row of the listed tables changed less than `since_system` ticks before
+    /// `this_run` (see [`TablesWith::any_changed`]).
+    ///
+    /// # Safety
+    /// The caller holds read access to the component (a system parameter declaring it, or the
+    /// whole world), so no one writes its change ticks meanwhile.
+    unsafe fn any_younger(&self, tables: &bevy_ecs::storage::Tables, this_run: Tick, since_system: u32) -> bool {
+        let now = this_run.get();
+        self.list.iter().any(|&table| {
+            let Some(ticks) = tables.get(table).and_then(|t| t.get_changed_ticks_slice_for(self.id)) else {
+                return false;
+            };
+            // SAFETY: the caller's promise.
+            unsafe { any_younger(ticks, now, since_system) }
+        })
+    }
 }
 
 /// How many ticks before `this_run` `tick` is, as `Tick::is_newer_than` counts (at most
 /// `MAX_CHANGE_AGE`).
 fn age(tick: Tick, this_run: Tick) -> u32 {
     this_run.get().wrapping_sub(tick.get()).min(bevy_ecs::change_detection::MAX_CHANGE_AGE)
-}
-
-/// Whether any row of any table with a column of component `id` changed less than `age` ticks
-/// before `this_run` (see [`any_changed_in`]).
-fn any_younger_in(tables: &bevy_ecs::storage::Tables, id: ComponentId, this_run: Tick, since_system: u32) -> bool {
-    let now = this_run.get();
-    tables.iter().any(|table| {
-        let Some(ticks) = table.get_changed_ticks_slice_for(id) else { return false };
-        // SAFETY: the caller holds read access to component `id` (a system parameter declaring
-        // it, or the whole world), so no one writes these ticks now.
-        unsafe { any_younger(ticks, now, since_system) }
-    })
 }
 
 /// Whether any of `ticks` is less than `since_system` ticks before `now` (as
@@ -603,7 +660,14 @@ fn any_younger_in(tables: &bevy_ecs::storage::Tables, id: ComponentId, this_run:
 ///
 /// # Safety
 /// Nothing writes `ticks` while this reads them.
+#[inline(always)]
 unsafe fn any_younger(ticks: &[UnsafeCell<Tick>], now: u32, since_system: u32) -> bool {
+    // (Most part tables hold a few rows for one car: a call into the vector loop, which cannot
+    // be inlined here, and its set-up and tail cost more than the rows themselves.)
+    if ticks.len() < SHORT_TICKS {
+        // SAFETY: the caller's promise.
+        return unsafe { any_younger_portable(ticks, now, since_system) };
+    }
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") {
         // SAFETY: the processor has AVX2 (just detected); the caller's promise for the rest.
@@ -612,6 +676,9 @@ unsafe fn any_younger(ticks: &[UnsafeCell<Tick>], now: u32, since_system: u32) -
     // SAFETY: the caller's promise.
     unsafe { any_younger_portable(ticks, now, since_system) }
 }
+
+/// Below this many change ticks [`any_younger`] reads them one by one, inline.
+const SHORT_TICKS: usize = 16;
 
 /// [`any_younger`] with AVX2: the youngest tick's age, then one compare (some tick's age,
 /// capped at `MAX_CHANGE_AGE`, is under `since_system` exactly when the least of them is); no
@@ -646,13 +713,13 @@ unsafe fn any_younger_portable(ticks: &[UnsafeCell<Tick>], now: u32, since_syste
     })
 }
 
-/// Whether component `id` is stored in tables (what [`any_changed_in`] reads), not in sparse
+/// Whether component `id` is stored in tables (what [`TablesWith::any_changed`] reads), not in sparse
 /// sets.
 pub(crate) fn stored_in_tables(world: &World, id: ComponentId) -> bool {
     world.components().get_info(id).is_some_and(|info| info.storage_type() == bevy_ecs::component::StorageType::Table)
 }
 
-/// A system parameter: whether any `T` changed since the system last ran ([`any_changed_in`]),
+/// A system parameter: whether any `T` changed since the system last ran ([`TablesWith::any_changed`]),
 /// declaring read access to `T` as `Query<&T>` does. For a component stored in sparse sets it
 /// always says yes (the caller then runs its query as before).
 pub(crate) struct AnyChanged<'w, 's, T: Component> {
@@ -665,7 +732,8 @@ pub(crate) struct AnyChanged<'w, 's, T: Component> {
 /// [`AnyChanged`]'s state.
 pub(crate) struct AnyChangedState<T: Component> {
     query: <Query<'static, 'static, &'static T> as SystemParam>::State,
-    id: ComponentId,
+    /// The tables with a column of `T`, refreshed as each run fetches the parameter.
+    tables: TablesWith,
     in_tables: bool,
 }
 
@@ -683,8 +751,10 @@ impl<T: Component> AnyChanged<'_, '_, T> {
         let age = since.iter().map(|&t| age(t, self.this_run)).fold(age(self.last_run, self.this_run), u32::min);
         // SAFETY: the storages are only read, under the read access to `T` this parameter
         // declared.
+        // SAFETY: the storages are only read, and `T`'s change ticks under the read access to
+        // `T` this parameter declared.
         !self.state.in_tables
-            || any_younger_in(&unsafe { self.world.storages() }.tables, self.state.id, self.this_run, age)
+            || unsafe { self.state.tables.any_younger(&self.world.storages().tables, self.this_run, age) }
     }
 }
 
@@ -697,7 +767,7 @@ unsafe impl<T: Component> SystemParam for AnyChanged<'_, '_, T> {
     fn init_state(world: &mut World) -> Self::State {
         let id = world.register_component::<T>();
         let in_tables = stored_in_tables(world, id);
-        AnyChangedState { query: <Query<&T> as SystemParam>::init_state(world), id, in_tables }
+        AnyChangedState { query: <Query<&T> as SystemParam>::init_state(world), tables: TablesWith::new(id), in_tables }
     }
 
     fn init_access(
@@ -715,6 +785,9 @@ unsafe impl<T: Component> SystemParam for AnyChanged<'_, '_, T> {
         world: UnsafeWorldCell<'w>,
         change_tick: Tick,
     ) -> Result<Self::Item<'w, 's>, SystemParamValidationError> {
+        // SAFETY: only the list of tables and which columns each has are read (no component
+        // data); no table is added while a system runs.
+        state.tables.refresh(&unsafe { world.storages() }.tables);
         Ok(AnyChanged { world, state, last_run: system_meta.get_last_run(), this_run: change_tick })
     }
 }
@@ -785,6 +858,10 @@ mod tests {
             unsafe {
                 assert_eq!(any_younger(&ticks, now, since), expected, "case {case}");
                 assert_eq!(any_younger_portable(&ticks, now, since), expected, "case {case}");
+                #[cfg(target_arch = "x86_64")]
+                if std::arch::is_x86_feature_detected!("avx2") {
+                    assert_eq!(any_younger_avx2(&ticks, now, since), expected, "case {case}");
+                }
             }
         }
     }

@@ -89,9 +89,8 @@ type Couplings<'w, 's> = Query<
 /// Writes body and coupling states and clutch engagements back to the part entities (in
 /// place, no commands; a value that did not change is not written, so change detection sees
 /// only what moved). A part's row is visited for the state it has (an inertia has no relative
-/// coordinate, a coupling no body state). One driveline: over the part tables on the calling
-/// thread. Below [`PARALLEL_WRITE_BACK`] drivelines, driveline by driveline and in element
-/// order on the calling thread (each driveline's simulation is read while it is in the cache);
+/// coordinate, a coupling no body state). Below [`PARALLEL_WRITE_BACK`] drivelines, driveline
+/// by driveline and in element order on the calling thread (each driveline's simulation is read while it is in the cache);
 /// from there on, on two compute threads or more, driveline by driveline too, the drivelines
 /// spread over the threads; on one, over the part tables. A fleet's vehicles wrote their parts
 /// in their step ([`vehicles_write_parts`]); the other drivelines then go driveline by
@@ -139,18 +138,11 @@ pub(crate) fn write_back(
         index.caches = recycle(caches);
         return;
     }
-    // On the calling thread: Bevy's parallel iteration over a list of entities costs far more
-    // than it saves here (measured: tens of microseconds per vehicle-step).
-    if drivelines == 1 {
-        // One driveline: its parts in table order read one simulation anyway, and a dense
-        // iteration spares the look-up of each entity.
-        let memo = std::cell::Cell::new(None);
-        let find = |root| root_of(roots, &memo, root);
-        parts.p0().iter_mut().for_each(|item| write_body(&find, item));
-        parts.p1().iter_mut().for_each(|item| write_coupling(&find, item));
-        return;
-    }
-    // A few drivelines: each one's parts in element order while its simulation is in the cache.
+    // On the calling thread (Bevy's parallel iteration over a list of entities costs far more
+    // than it saves here: measured, tens of microseconds per vehicle-step), one driveline or a
+    // few: each one's parts in element order while its simulation is in the cache, straight
+    // into the state columns. (One driveline went over the part tables in their order, each
+    // part fetched through the queries: about 250 instructions a part, against 40 to 100 here.)
     let mut parts = parts.p2();
     parts.prepare();
     for (root, cache, _) in &listed {
@@ -191,24 +183,6 @@ fn write_back_fleet(
 }
 
 pub(crate) use crate::columns::FleetParts;
-
-/// The cache of driveline `root`, through `memo`, the last root looked up: on the calling
-/// thread a driveline's parts come one after the other, so most parts find their root there
-/// instead of in the query.
-fn root_of<'a>(
-    roots: &'a Query<&DrivelineCache>,
-    memo: &std::cell::Cell<Option<(Entity, &'a DrivelineCache)>>,
-    root: Entity,
-) -> Option<&'a DrivelineCache> {
-    match memo.get() {
-        Some((r, cache)) if r == root => Some(cache),
-        _ => {
-            let cache = roots.get(root).ok()?;
-            memo.set(Some((root, cache)));
-            Some(cache)
-        }
-    }
-}
 
 /// The drivelines of a fleet by their root's entity index, for the parallel write-back. A
 /// table of parts holds one or a few parts of each driveline in turn, so a memo of the last

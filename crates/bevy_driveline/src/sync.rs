@@ -86,15 +86,16 @@ pub(crate) trait EditScan: Send + Sync {
 /// The [`EditScan`] of the typed component `T`.
 pub(crate) struct TypedScan<T: ElementComponent> {
     query: bevy_ecs::query::QueryState<Entity, Changed<T>>,
-    /// `T`'s id, when it is stored in tables (the pre-check reads their change ticks).
-    in_tables: Option<bevy_ecs::component::ComponentId>,
+    /// The tables with a column of `T`, when it is stored in tables (the pre-check reads their
+    /// change ticks).
+    in_tables: Option<crate::columns::TablesWith>,
 }
 
 impl<T: ElementComponent> TypedScan<T> {
     /// The scan of `T`.
     pub(crate) fn new(world: &mut World) -> Self {
         let id = world.register_component::<T>();
-        let in_tables = crate::columns::stored_in_tables(world, id).then_some(id);
+        let in_tables = crate::columns::stored_in_tables(world, id).then(|| crate::columns::TablesWith::new(id));
         Self { query: bevy_ecs::query::QueryState::new(world), in_tables }
     }
 }
@@ -102,6 +103,9 @@ impl<T: ElementComponent> TypedScan<T> {
 impl<T: ElementComponent> EditScan for TypedScan<T> {
     fn update(&mut self, world: &World) -> bool {
         self.query.update_archetypes(world);
+        if let Some(tables) = &mut self.in_tables {
+            tables.refresh(&world.storages().tables);
+        }
         self.query.matched_tables().next().is_some() || self.query.matched_archetypes().next().is_some()
     }
 
@@ -110,8 +114,11 @@ impl<T: ElementComponent> EditScan for TypedScan<T> {
         // change tick. (Most ticks no `T` changed anywhere: a pass over the change ticks says
         // so before the query's pass over the parts.)
         let (last_run, this_run) = (world.last_change_tick(), world.read_change_tick());
-        if let Some(id) = self.in_tables
-            && !crate::columns::any_changed_in(&world.storages().tables, id, last_run, this_run)
+        // (A table is added only with a new archetype, after which `update` runs first; a list
+        // not current is a world changed some other way, and is not trusted.)
+        if let Some(listed) = &self.in_tables
+            && listed.is_current(&world.storages().tables)
+            && !listed.any_changed(world, last_run, this_run)
         {
             return;
         }
