@@ -726,3 +726,61 @@ fn a_cycle_driver_with_a_bad_offset_is_refused_and_the_input_kept() {
     // 30 s into UDDS the trace asks for speed: the driver lets the brake off.
     assert_eq!(app.world().get::<VehicleInput>(root).unwrap().0.brake, 0.0);
 }
+
+/// The write-back writes a part's state only where it moved, so that `Changed<BodyState>`
+/// and `Changed<CouplingState>` see the moving parts and not the resting ones: one driveline
+/// (its parts written in element order on the calling thread) and twenty (a fleet's path),
+/// each a flywheel under 2 N m beside one under no torque, their torque sources constant.
+#[test]
+fn the_write_back_marks_only_the_parts_that_moved() {
+    use bevy_ecs::prelude::{Changed, Query, ResMut, Resource};
+    #[derive(Resource, Default)]
+    struct Seen(Vec<Entity>);
+    for drivelines in [1, 20] {
+        let mut app = create_app();
+        app.init_resource::<Seen>();
+        app.add_systems(
+            FixedUpdate,
+            (|bodies: Query<Entity, Changed<BodyState>>,
+              couplings: Query<Entity, Changed<CouplingState>>,
+              mut seen: ResMut<Seen>| {
+                seen.0.clear();
+                seen.0.extend(bodies.iter().chain(couplings.iter()));
+            })
+            .in_set(DrivelineSystems::Integrate),
+        );
+        let mut moving = Vec::new();
+        let mut resting = Vec::new();
+        for _ in 0..drivelines {
+            let (root, turning) = flywheel(&mut app, 0.5);
+            let pushing = motor(&mut app, root, turning, 2.0);
+            let part = Inertia { j: 0.5, phi_start: Some(0.0), w_start: Some(0.0) };
+            let still = app.world_mut().spawn((Name::new("K"), part, PartOf(root))).id();
+            let idle = app
+                .world_mut()
+                .spawn((
+                    Name::new("idle motor"),
+                    TorqueSource { tau: SignalParam(Signal::Constant(0.0)), use_support: false },
+                    PartOf(root),
+                    Connections::new().with("flange", still, "flange_a"),
+                ))
+                .id();
+            moving.push(turning);
+            // (A torque source has no relative coordinate: its state is its torque, written at
+            // the first tick and the same since.)
+            resting.extend([still, idle, pushing]);
+        }
+        for _ in 0..3 {
+            fixed_step(&mut app, Duration::from_millis(1));
+        }
+        let seen = &app.world().resource::<Seen>().0;
+        for part in &moving {
+            assert!(seen.contains(part), "{drivelines} drivelines: a moving part not marked changed");
+        }
+        for part in &resting {
+            assert!(!seen.contains(part), "{drivelines} drivelines: a resting part marked changed");
+        }
+        let w = app.world().get::<BodyState>(moving[0]).unwrap().speed;
+        assert!((w - 0.012).abs() < 1e-14, "{w}");
+    }
+}
