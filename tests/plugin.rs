@@ -24,9 +24,14 @@ fn flywheel(app: &mut App, j: f64) -> (Entity, Entity) {
 
 /// A torque source part of constant `tau` (N m) on `on`'s `flange_a`, in `root`'s driveline.
 fn motor(app: &mut App, root: Entity, on: Entity, tau: f64) -> Entity {
+    named_motor(app, root, on, tau, "motor")
+}
+
+/// [`motor`] named `name` (a driveline's part names are its own).
+fn named_motor(app: &mut App, root: Entity, on: Entity, tau: f64, name: &'static str) -> Entity {
     app.world_mut()
         .spawn((
-            Name::new("motor"),
+            Name::new(name),
             TorqueSource { tau: SignalParam(Signal::Constant(tau)), use_support: false },
             PartOf(root),
             Connections::new().with("flange", on, "flange_a"),
@@ -621,15 +626,7 @@ fn parts_joined_anew_rebuild_their_driveline_warm() {
     let part = Inertia { j: 4.0, phi_start: Some(0.0), w_start: Some(0.0) };
     let second = app.world_mut().spawn((Name::new("J2"), part, PartOf(root))).id();
     let strong = motor(&mut app, root, first, 4.0);
-    let idle = app
-        .world_mut()
-        .spawn((
-            Name::new("idle"),
-            TorqueSource { tau: SignalParam(Signal::Constant(0.0)), use_support: false },
-            PartOf(root),
-            Connections::new().with("flange", second, "flange_a"),
-        ))
-        .id();
+    let idle = named_motor(&mut app, root, second, 0.0, "idle");
     // 4 N m on 2 kg m^2: 2 rad/s^2 for 1 s.
     for _ in 0..100 {
         fixed_step(&mut app, Duration::from_millis(10));
@@ -756,15 +753,7 @@ fn the_write_back_marks_only_the_parts_that_moved() {
             let pushing = motor(&mut app, root, turning, 2.0);
             let part = Inertia { j: 0.5, phi_start: Some(0.0), w_start: Some(0.0) };
             let still = app.world_mut().spawn((Name::new("K"), part, PartOf(root))).id();
-            let idle = app
-                .world_mut()
-                .spawn((
-                    Name::new("idle motor"),
-                    TorqueSource { tau: SignalParam(Signal::Constant(0.0)), use_support: false },
-                    PartOf(root),
-                    Connections::new().with("flange", still, "flange_a"),
-                ))
-                .id();
+            let idle = named_motor(&mut app, root, still, 0.0, "idle motor");
             moving.push(turning);
             // (A torque source has no relative coordinate: its state is its torque, written at
             // the first tick and the same since.)
