@@ -713,15 +713,15 @@ unsafe fn any_younger_portable(ticks: &[UnsafeCell<Tick>], now: u32, since_syste
     })
 }
 
-/// Whether component `id` is stored in tables (what [`TablesWith::any_changed`] reads), not in sparse
-/// sets.
+/// Whether component `id` is stored in tables (what [`TablesWith::any_changed`] reads), not
+/// in sparse sets.
 pub(crate) fn stored_in_tables(world: &World, id: ComponentId) -> bool {
     world.components().get_info(id).is_some_and(|info| info.storage_type() == bevy_ecs::component::StorageType::Table)
 }
 
-/// A system parameter: whether any `T` changed since the system last ran ([`TablesWith::any_changed`]),
-/// declaring read access to `T` as `Query<&T>` does. For a component stored in sparse sets it
-/// always says yes (the caller then runs its query as before).
+/// A system parameter: whether any `T` changed since the system last ran
+/// ([`TablesWith::any_changed`]), declaring read access to `T` as `Query<&T>` does. For a component
+/// stored in sparse sets it always says yes (the caller then runs its query as before).
 pub(crate) struct AnyChanged<'w, 's, T: Component> {
     world: UnsafeWorldCell<'w>,
     state: &'s AnyChangedState<T>,
@@ -749,8 +749,6 @@ impl<T: Component> AnyChanged<'_, '_, T> {
     /// a table component exactly, else always yes).
     pub(crate) fn any_after_all(&self, since: &[Tick]) -> bool {
         let age = since.iter().map(|&t| age(t, self.this_run)).fold(age(self.last_run, self.this_run), u32::min);
-        // SAFETY: the storages are only read, under the read access to `T` this parameter
-        // declared.
         // SAFETY: the storages are only read, and `T`'s change ticks under the read access to
         // `T` this parameter declared.
         !self.state.in_tables

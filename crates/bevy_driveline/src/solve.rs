@@ -86,16 +86,15 @@ type Couplings<'w, 's> = Query<
     (Without<Inertia>, Without<Mass>, Without<SkipWriteBack>),
 >;
 
-/// Writes body and coupling states and clutch engagements back to the part entities (in
-/// place, no commands; a value that did not change is not written, so change detection sees
-/// only what moved). A part's row is visited for the state it has (an inertia has no relative
-/// coordinate, a coupling no body state). Below [`PARALLEL_WRITE_BACK`] drivelines, driveline
-/// by driveline and in element order on the calling thread (each driveline's simulation is read while it is in the cache);
-/// from there on, on two compute threads or more, driveline by driveline too, the drivelines
-/// spread over the threads; on one, over the part tables. A fleet's vehicles wrote their parts
-/// in their step ([`vehicles_write_parts`]); the other drivelines then go driveline by
-/// driveline. Parts marked [`SkipWriteBack`] are not visited. Heat-port readings are written
-/// too.
+/// Writes body and coupling states and clutch engagements back to the part entities (in place, no
+/// commands; a value that did not change is not written, so change detection sees only what moved).
+/// A part's row is visited for the state it has (an inertia has no relative coordinate, a coupling
+/// no body state). Below [`PARALLEL_WRITE_BACK`] drivelines, driveline by driveline and in element
+/// order on the calling thread (each driveline's simulation is read while it is in the cache); from
+/// there on, on two compute threads or more, driveline by driveline too, the drivelines spread over
+/// the threads; on one, over the part tables. A fleet's vehicles wrote their parts in their step
+/// ([`vehicles_write_parts`]); the other drivelines then go driveline by driveline. Parts marked
+/// [`SkipWriteBack`] are not visited. Heat-port readings are written too.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn write_back(
     ticks: bevy_ecs::system::SystemChangeTick,
