@@ -4,10 +4,16 @@
 
 use bevy_app::{App, FixedUpdate, TaskPoolOptions, TaskPoolPlugin, TaskPoolThreadAssignmentPolicy};
 use bevy_driveline::prelude::*;
+use driveline_core::fleet::{Fleet, FleetDrive};
+use driveline_core::prefetch::HintPolicy;
 use driveline_core::vehicle::{Road, Vehicle};
 use driveline_core::{Scenario, Simulation};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
+
+/// Seconds of the cycle between one car of the fleet and the next: the cars are spread over the
+/// trace as traffic is.
+const SPACING: f64 = 37.0;
 
 /// Options of `driveline bench` (its command-line arguments).
 #[derive(clap::Args)]
@@ -32,9 +38,10 @@ pub struct BenchOptions {
     pub cycle: String,
     /// Write {"vehicles", "steps", "vehicle_steps_per_s", "us_per_vehicle_step",
     /// "realtime_factor", "threads", "peak_rss_bytes", "bytes_per_vehicle",
-    /// "cpu_us_per_vehicle_step", "run_us_per_vehicle_step", "phases_in_step", "cache_hints"} here
-    /// (memory: resident bytes, the peak of the process and what each vehicle added; the
-    /// rates of the median run; the process's CPU time over all runs).
+    /// "cpu_us_per_vehicle_step", "run_us_per_vehicle_step", "phases_in_step", "cache_hints",
+    /// "core_run_us_per_vehicle_step", "overhead_us_per_vehicle_step"} here (memory: resident
+    /// bytes, the peak of the process before any core fleet and what each vehicle added; the
+    /// rates of the median run; the process's CPU time over the plugin's runs).
     #[arg(long)]
     pub json: Option<PathBuf>,
     /// Timed runs of --seconds each, one after another on the same fleet (at least 1):
@@ -56,6 +63,12 @@ pub struct BenchOptions {
     /// keep the faster), always or never (the plugin's `CacheHints`).
     #[arg(long, value_enum, default_value_t = Hints::Auto)]
     pub cache_hints: Hints,
+    /// Also time the same cars as plain core vehicles (`driveline_core::fleet::Fleet`: no App,
+    /// the same threads, cycle and cache hints), one core run beside each timed run of the
+    /// plugin's fleet, the order alternating: what the plugin adds per vehicle-step on this
+    /// machine is the median of the runs' differences (more runs steady it).
+    #[arg(long)]
+    pub against_core: bool,
 }
 
 /// `--cache-hints`.
@@ -97,6 +110,12 @@ pub struct BenchResult {
     /// Each timed run's wall time per vehicle-step, us, in the order run (one entry for a
     /// scenario); `us_per_vehicle_step` is their median's.
     pub run_us_per_vehicle_step: Vec<f64>,
+    /// With `--against-core`: the core fleet's run beside each of `run_us_per_vehicle_step`,
+    /// wall time per vehicle-step, us (empty without).
+    pub core_run_us_per_vehicle_step: Vec<f64>,
+    /// With `--against-core`: what the plugin adds per vehicle-step, the median over the runs
+    /// of the plugin's run minus the core's beside it, us (`null` without).
+    pub overhead_us_per_vehicle_step: Option<f64>,
 }
 
 /// The CPU time this process has used since [`CpuClock::start`], user and system over all its
@@ -116,9 +135,15 @@ impl CpuClock {
 
 /// The median of `values` (the lower middle one for an even count); `values` is not empty.
 fn median(values: &[f64]) -> f64 {
+    quantile(values, 0.5)
+}
+
+/// The value of `values` at fraction `q` of their sorted order (the lower one between two);
+/// `values` is not empty.
+pub fn quantile(values: &[f64], q: f64) -> f64 {
     let mut sorted = values.to_vec();
     sorted.sort_unstable_by(f64::total_cmp);
-    sorted[(sorted.len() - 1) / 2]
+    sorted[((sorted.len() - 1) as f64 * q.clamp(0.0, 1.0)).floor() as usize]
 }
 
 /// Runs the bench; prints and returns the figures.
@@ -183,7 +208,7 @@ fn fleet(o: &BenchOptions, threads: usize) -> Result<BenchResult, String> {
     let rss_before = driveline_core::process::rss_bytes();
     for i in 0..o.vehicles {
         let root = spawn_vehicle(app.world_mut(), spec.clone(), Road::Body).map_err(|e| e.to_string())?;
-        let offset = (i as f64 * 37.0) % spread;
+        let offset = (i as f64 * SPACING) % spread;
         // Each car's driver runs in its step (`CycleDriver`), read at its own place on the trace.
         app.world_mut().entity_mut(root).insert(CycleDriver::new(&spec, cycle.clone()).starting_at(offset, true));
         if o.no_part_states {
@@ -200,16 +225,38 @@ fn fleet(o: &BenchOptions, threads: usize) -> Result<BenchResult, String> {
     let bytes_per_vehicle = driveline_core::process::rss_bytes().saturating_sub(rss_before) / o.vehicles as u64;
     let steps = ((o.seconds / o.dt).round() as u64).max(1);
     let vehicle_steps = steps as f64 * o.vehicles as f64;
-    let cpu = CpuClock::start();
+    // (Taken before a core fleet is built beside the plugin's: the plugin's own peak.)
+    let peak_rss_bytes = driveline_core::process::peak_rss_bytes();
+    let mut core = match o.against_core {
+        true => Some(core_fleet(o, &spec, &cycle, threads)?),
+        false => None,
+    };
+    let mut cpu_seconds = 0.0;
     let mut walls = Vec::with_capacity(o.runs);
-    for _ in 0..o.runs {
+    let mut core_walls = Vec::with_capacity(o.runs);
+    for run in 0..o.runs {
+        // (Every other run, the core's first: a machine whose speed drifts weighs on both.)
+        if run % 2 == 1
+            && let Some(fleet) = &mut core
+        {
+            core_walls.push(time_core(fleet, steps, threads));
+        }
+        let cpu = CpuClock::start();
         let start = Instant::now();
         for _ in 0..steps {
             tick(&mut app);
         }
         walls.push(start.elapsed().as_secs_f64().max(1e-9));
+        cpu_seconds += cpu.seconds();
+        if run % 2 == 0
+            && let Some(fleet) = &mut core
+        {
+            core_walls.push(time_core(fleet, steps, threads));
+        }
     }
     let wall = median(&walls);
+    let per_step = |w: &f64| w / vehicle_steps * 1e6;
+    let differences: Vec<f64> = walls.iter().zip(&core_walls).map(|(p, c)| per_step(p) - per_step(c)).collect();
     let phases_in_step = app.world().resource::<FusedVehicleSteps>().is_fused();
     let cache_hints = app.world().resource::<CacheHints>().hinting();
     Ok(BenchResult {
@@ -219,13 +266,44 @@ fn fleet(o: &BenchOptions, threads: usize) -> Result<BenchResult, String> {
         us_per_vehicle_step: wall / vehicle_steps * 1e6,
         realtime_factor: steps as f64 * o.dt / wall,
         threads,
-        peak_rss_bytes: driveline_core::process::peak_rss_bytes(),
+        peak_rss_bytes,
         bytes_per_vehicle,
         phases_in_step,
         cache_hints,
-        cpu_us_per_vehicle_step: cpu.seconds() / (vehicle_steps * o.runs as f64) * 1e6,
-        run_us_per_vehicle_step: walls.iter().map(|w| w / vehicle_steps * 1e6).collect(),
+        cpu_us_per_vehicle_step: cpu_seconds / (vehicle_steps * o.runs as f64) * 1e6,
+        run_us_per_vehicle_step: walls.iter().map(per_step).collect(),
+        core_run_us_per_vehicle_step: core_walls.iter().map(per_step).collect(),
+        overhead_us_per_vehicle_step: (!differences.is_empty()).then(|| median(&differences)),
     })
+}
+
+/// The cars of `o` as plain core vehicles in a [`Fleet`] (`--against-core`): the same
+/// description, cycle, spacing and cache hints as the plugin's fleet, after one step (the
+/// plugin's first tick, which builds the networks).
+fn core_fleet(
+    o: &BenchOptions,
+    spec: &driveline_core::VehicleSpec,
+    cycle: &std::sync::Arc<driveline_core::vehicle::driver::Cycle>,
+    threads: usize,
+) -> Result<Fleet, String> {
+    let cars =
+        (0..o.vehicles).map(|_| Vehicle::new(spec.clone()).map_err(|e| e.to_string())).collect::<Result<_, _>>()?;
+    let drive = FleetDrive::Cycle { cycle: cycle.clone(), spacing: SPACING };
+    let mut fleet = Fleet::new(cars, drive, o.dt).map_err(|e| e.to_string())?;
+    fleet.set_hints(match o.cache_hints {
+        Hints::Auto => HintPolicy::Auto,
+        Hints::Always => HintPolicy::Always,
+        Hints::Never => HintPolicy::Never,
+    });
+    fleet.run(1, threads);
+    Ok(fleet)
+}
+
+/// One timed run of the core fleet, `steps` steps on `threads` threads: its wall time, s.
+fn time_core(fleet: &mut Fleet, steps: u64, threads: usize) -> f64 {
+    let start = Instant::now();
+    fleet.run(steps, threads);
+    start.elapsed().as_secs_f64().max(1e-9)
 }
 
 fn scenario(path: &std::path::Path, steps: u64, dt: f64, threads: usize) -> Result<BenchResult, String> {
@@ -256,5 +334,7 @@ fn scenario(path: &std::path::Path, steps: u64, dt: f64, threads: usize) -> Resu
         cache_hints: false,
         cpu_us_per_vehicle_step: cpu.seconds() / steps as f64 * 1e6,
         run_us_per_vehicle_step: vec![wall / steps as f64 * 1e6],
+        core_run_us_per_vehicle_step: Vec::new(),
+        overhead_us_per_vehicle_step: None,
     })
 }

@@ -235,6 +235,23 @@ fn main() -> ExitCode {
                         let runs: Vec<String> = r.run_us_per_vehicle_step.iter().map(|u| format!("{u:.2}")).collect();
                         say!("runs: {} us per vehicle-step (the median above)", runs.join(", "));
                     }
+                    if let Some(overhead) = r.overhead_us_per_vehicle_step {
+                        let core: Vec<String> =
+                            r.core_run_us_per_vehicle_step.iter().map(|u| format!("{u:.2}")).collect();
+                        let differences: Vec<f64> = (r.run_us_per_vehicle_step.iter())
+                            .zip(&r.core_run_us_per_vehicle_step)
+                            .map(|(p, c)| p - c)
+                            .collect();
+                        say!("core fleet beside each run: {} us per vehicle-step", core.join(", "));
+                        say!(
+                            "the plugin adds {overhead:.3} us per vehicle-step (median of {} runs; quartiles {:.3} and {:.3}, from {:.3} to {:.3})",
+                            differences.len(),
+                            bench::quantile(&differences, 0.25),
+                            bench::quantile(&differences, 0.75),
+                            bench::quantile(&differences, 0.0),
+                            bench::quantile(&differences, 1.0),
+                        );
+                    }
                     if !timed_scenario && r.vehicles >= 2 {
                         let how = if r.cache_hints { "on" } else { "off" };
                         say!("cache hints: {how} at the end (see CacheHints)");

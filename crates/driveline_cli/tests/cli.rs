@@ -247,6 +247,8 @@ fn bench_times_a_fleet_and_a_scenario_and_writes_its_json() {
         "cache_hints",
         "cpu_us_per_vehicle_step",
         "run_us_per_vehicle_step",
+        "core_run_us_per_vehicle_step",
+        "overhead_us_per_vehicle_step",
     ];
     contract.sort_unstable();
     assert_eq!(keys, contract, "the JSON contract: exactly these keys");
@@ -276,6 +278,35 @@ fn bench_times_a_fleet_and_a_scenario_and_writes_its_json() {
         let (peak, per) = (v["peak_rss_bytes"].as_u64().unwrap(), v["bytes_per_vehicle"].as_u64().unwrap());
         assert!(per > 100_000 && peak > 3 * per, "peak {peak}, per vehicle {per}");
     }
+    // No core fleet asked for: none timed.
+    assert_eq!(v["core_run_us_per_vehicle_step"].as_array().map(Vec::len), Some(0));
+    assert!(v["overhead_us_per_vehicle_step"].is_null());
+    // `--against-core`: a core run beside each of the plugin's, and the plugin's overhead the
+    // median of the three differences (recomputed from the JSON's numbers: the same bits).
+    let out = driveline(&[
+        "bench",
+        "--vehicles",
+        "3",
+        "--seconds",
+        "0.02",
+        "--threads",
+        "2",
+        "--runs",
+        "3",
+        "--against-core",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("the plugin adds"));
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let list = |key: &str| -> Vec<f64> { v[key].as_array().unwrap().iter().map(|r| r.as_f64().unwrap()).collect() };
+    let (plugin, core) = (list("run_us_per_vehicle_step"), list("core_run_us_per_vehicle_step"));
+    assert_eq!(core.len(), 3);
+    assert!(core.iter().all(|c| c.is_finite() && *c > 0.0), "{core:?}");
+    let mut differences: Vec<f64> = plugin.iter().zip(&core).map(|(p, c)| p - c).collect();
+    differences.sort_unstable_by(f64::total_cmp);
+    assert_eq!(v["overhead_us_per_vehicle_step"].as_f64().unwrap().to_bits(), differences[1].to_bits());
     let sc = driveline(&["bench", "--scenario", "assets/scenarios/msl/CoupledClutches.ron", "--steps", "1000"]);
     assert!(sc.status.success(), "{}", String::from_utf8_lossy(&sc.stderr));
     assert!(String::from_utf8_lossy(&sc.stdout).contains("us per vehicle-step"));

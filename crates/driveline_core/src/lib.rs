@@ -213,6 +213,8 @@
 //! while this one computes. The hint changes no result. Whether it pays depends on the machine
 //! (where the fleet's state fits the last-level cache, the processor's own prefetchers do
 //! better): [`prefetch::HintTuner`] decides by measuring, as the Bevy plugin's fleet step does.
+//! [`fleet::Fleet`] does all of this for a set of vehicles: it steps them on threads, each
+//! thread a contiguous run of them, with the hints a tuner chooses.
 //! What a fleet costs the process (CPU time over all threads, resident memory) is in
 //! [`process`], which the benchmarks report.
 //!
@@ -275,6 +277,7 @@
 pub mod automatic;
 pub mod converter;
 pub mod elements;
+pub mod fleet;
 pub mod limits;
 pub mod linalg;
 pub mod model;
