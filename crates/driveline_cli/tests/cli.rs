@@ -213,25 +213,17 @@ fn bench_times_a_fleet_and_a_scenario_and_writes_its_json() {
     let dir = std::env::temp_dir().join(format!("driveline-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let json = dir.join("b.json");
-    let out = driveline(&[
-        "bench",
-        "--vehicle",
-        "assets/vehicles/sedan_8hp.ron",
-        "--vehicles",
-        "3",
-        "--seconds",
-        "0.05",
-        "--threads",
-        "2",
-        "--runs",
-        "3",
-        "--cache-hints",
-        "never",
-        "--json",
-        json.to_str().unwrap(),
-    ]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    // A bench of three sedans on two threads, three runs, with `args`: its output and its JSON.
+    let bench = |args: &[&str]| {
+        let mut all = vec!["bench", "--vehicles", "3", "--threads", "2", "--runs", "3", "--json"];
+        all.push(json.to_str().unwrap());
+        all.extend_from_slice(args);
+        let out = driveline(&all);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        (out, v)
+    };
+    let (_, v) = bench(&["--vehicle", "assets/vehicles/sedan_8hp.ron", "--seconds", "0.05", "--cache-hints", "never"]);
     let mut keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
     keys.sort_unstable();
     let mut contract = [
@@ -283,23 +275,8 @@ fn bench_times_a_fleet_and_a_scenario_and_writes_its_json() {
     assert!(v["overhead_us_per_vehicle_step"].is_null());
     // `--against-core`: a core run beside each of the plugin's, and the plugin's overhead the
     // median of the three differences (recomputed from the JSON's numbers: the same bits).
-    let out = driveline(&[
-        "bench",
-        "--vehicles",
-        "3",
-        "--seconds",
-        "0.02",
-        "--threads",
-        "2",
-        "--runs",
-        "3",
-        "--against-core",
-        "--json",
-        json.to_str().unwrap(),
-    ]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let (out, v) = bench(&["--seconds", "0.02", "--against-core"]);
     assert!(String::from_utf8_lossy(&out.stdout).contains("the plugin adds"));
-    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let list = |key: &str| -> Vec<f64> { v[key].as_array().unwrap().iter().map(|r| r.as_f64().unwrap()).collect() };
     let (plugin, core) = (list("run_us_per_vehicle_step"), list("core_run_us_per_vehicle_step"));
     assert_eq!(core.len(), 3);
