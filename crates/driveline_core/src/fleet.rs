@@ -153,10 +153,12 @@ impl Fleet {
                 cars.iter_mut().for_each(step);
             }
         };
+        // (As many runs as the cars fill: four cars on three threads are two runs of two.)
+        let per_run = n.div_ceil(threads);
         let hint = AtomicBool::new(false);
-        let barrier = std::sync::Barrier::new(threads);
+        let barrier = std::sync::Barrier::new(n.div_ceil(per_run));
         let tuner = &mut self.tuner;
-        let mut runs = self.cars.chunks_mut(n.div_ceil(threads));
+        let mut runs = self.cars.chunks_mut(per_run);
         let first = runs.next().unwrap_or_default();
         std::thread::scope(|s| {
             for cars in runs {
@@ -210,8 +212,9 @@ mod tests {
         let spec = car();
         let cycle = Arc::new(Cycle::new("ramp", vec![0.0, 5.0, 10.0], vec![0.0, 8.0, 0.0]).unwrap());
         let drive = FleetDrive::Cycle { cycle: cycle.clone(), spacing: 3.0 };
-        for threads in [1, 2, 3] {
-            let cars = (0..5).map(|_| Vehicle::new(spec.clone()).unwrap()).collect();
+        // (Five cars on three threads are runs of two, two and one; four would be two of two.)
+        for (cars, threads) in [(5, 1), (5, 2), (5, 3), (4, 3)] {
+            let cars = (0..cars).map(|_| Vehicle::new(spec.clone()).unwrap()).collect();
             let mut fleet = Fleet::new(cars, drive.clone(), 1e-3).unwrap();
             assert_eq!(fleet.run(300, threads), 0);
             for (i, v) in fleet.vehicles().enumerate() {
