@@ -152,6 +152,9 @@ pub fn bench(o: BenchOptions) -> Result<BenchResult, String> {
         return Err(format!("--dt {}: the step must be in (0, 0.05] s", o.dt));
     }
     let threads = if o.threads == 0 { std::thread::available_parallelism().map_or(1, |n| n.get()) } else { o.threads };
+    if o.against_core && o.scenario.is_some() {
+        return Err("--against-core times a fleet of vehicles against the core's; --scenario times one network".into());
+    }
     let result = match &o.scenario {
         Some(path) => scenario(path, o.steps, o.dt, threads)?,
         None => fleet(&o, threads)?,

@@ -284,6 +284,9 @@ fn bench_times_a_fleet_and_a_scenario_and_writes_its_json() {
     let mut differences: Vec<f64> = plugin.iter().zip(&core).map(|(p, c)| p - c).collect();
     differences.sort_unstable_by(f64::total_cmp);
     assert_eq!(v["overhead_us_per_vehicle_step"].as_f64().unwrap().to_bits(), differences[1].to_bits());
+    let both = driveline(&["bench", "--scenario", "assets/scenarios/msl/CoupledClutches.ron", "--against-core"]);
+    assert_eq!(both.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&both.stderr).contains("--against-core times a fleet"));
     let sc = driveline(&["bench", "--scenario", "assets/scenarios/msl/CoupledClutches.ron", "--steps", "1000"]);
     assert!(sc.status.success(), "{}", String::from_utf8_lossy(&sc.stderr));
     assert!(String::from_utf8_lossy(&sc.stdout).contains("us per vehicle-step"));
