@@ -5,7 +5,6 @@
 use bevy_app::{App, FixedUpdate, TaskPoolOptions, TaskPoolPlugin, TaskPoolThreadAssignmentPolicy};
 use bevy_driveline::prelude::*;
 use driveline_core::fleet::{Fleet, FleetDrive};
-use driveline_core::prefetch::HintPolicy;
 use driveline_core::vehicle::{Road, Vehicle};
 use driveline_core::{Scenario, Simulation};
 use std::path::PathBuf;
@@ -82,6 +81,17 @@ pub enum Hints {
     Never,
 }
 
+impl Hints {
+    /// The plugin's policy of this choice (a core fleet's is its `HintPolicy`, by `into`).
+    fn policy(self) -> CacheHintPolicy {
+        match self {
+            Hints::Auto => CacheHintPolicy::Auto,
+            Hints::Always => CacheHintPolicy::Always,
+            Hints::Never => CacheHintPolicy::Never,
+        }
+    }
+}
+
 /// What a bench measured (the `--json` contract).
 #[derive(serde::Serialize)]
 pub struct BenchResult {
@@ -146,6 +156,12 @@ pub fn quantile(values: &[f64], q: f64) -> f64 {
     sorted[((sorted.len() - 1) as f64 * q.clamp(0.0, 1.0)).floor() as usize]
 }
 
+/// Each plugin run minus the core run beside it, us per vehicle-step (`--against-core`; empty
+/// without).
+pub fn differences(runs: &[f64], core_runs: &[f64]) -> Vec<f64> {
+    runs.iter().zip(core_runs).map(|(p, c)| p - c).collect()
+}
+
 /// Runs the bench; prints and returns the figures.
 pub fn bench(o: BenchOptions) -> Result<BenchResult, String> {
     if !(o.dt.is_finite() && o.dt > 0.0 && o.dt <= 0.05) {
@@ -191,11 +207,7 @@ fn fleet(o: &BenchOptions, threads: usize) -> Result<BenchResult, String> {
     let options = TaskPoolOptions { io: none(), async_compute: none(), ..TaskPoolOptions::with_num_threads(threads) };
     app.add_plugins(TaskPoolPlugin { task_pool_options: options });
     app.add_plugins(DrivelinePlugins::default());
-    app.insert_resource(CacheHints::new(match o.cache_hints {
-        Hints::Auto => CacheHintPolicy::Auto,
-        Hints::Always => CacheHintPolicy::Always,
-        Hints::Never => CacheHintPolicy::Never,
-    }));
+    app.insert_resource(CacheHints::new(o.cache_hints.policy()));
     // The fixed schedule is a short chain (the plugin's systems): its systems run where the
     // tick runs, without hand-offs to a worker, and spread their vehicles over the `threads`
     // compute threads themselves (more vehicle-steps per second than a multi-threaded executor;
@@ -259,7 +271,9 @@ fn fleet(o: &BenchOptions, threads: usize) -> Result<BenchResult, String> {
     }
     let wall = median(&walls);
     let per_step = |w: &f64| w / vehicle_steps * 1e6;
-    let differences: Vec<f64> = walls.iter().zip(&core_walls).map(|(p, c)| per_step(p) - per_step(c)).collect();
+    let (runs, core_runs): (Vec<f64>, Vec<f64>) =
+        (walls.iter().map(per_step).collect(), core_walls.iter().map(per_step).collect());
+    let differences = differences(&runs, &core_runs);
     let phases_in_step = app.world().resource::<FusedVehicleSteps>().is_fused();
     let cache_hints = app.world().resource::<CacheHints>().hinting();
     Ok(BenchResult {
@@ -274,8 +288,8 @@ fn fleet(o: &BenchOptions, threads: usize) -> Result<BenchResult, String> {
         phases_in_step,
         cache_hints,
         cpu_us_per_vehicle_step: cpu_seconds / (vehicle_steps * o.runs as f64) * 1e6,
-        run_us_per_vehicle_step: walls.iter().map(per_step).collect(),
-        core_run_us_per_vehicle_step: core_walls.iter().map(per_step).collect(),
+        run_us_per_vehicle_step: runs,
+        core_run_us_per_vehicle_step: core_runs,
         overhead_us_per_vehicle_step: (!differences.is_empty()).then(|| median(&differences)),
     })
 }
@@ -293,11 +307,7 @@ fn core_fleet(
         (0..o.vehicles).map(|_| Vehicle::new(spec.clone()).map_err(|e| e.to_string())).collect::<Result<_, _>>()?;
     let drive = FleetDrive::Cycle { cycle: cycle.clone(), spacing: SPACING };
     let mut fleet = Fleet::new(cars, drive, o.dt).map_err(|e| e.to_string())?;
-    fleet.set_hints(match o.cache_hints {
-        Hints::Auto => HintPolicy::Auto,
-        Hints::Always => HintPolicy::Always,
-        Hints::Never => HintPolicy::Never,
-    });
+    fleet.set_hints(o.cache_hints.policy().into());
     fleet.run(1, threads);
     Ok(fleet)
 }

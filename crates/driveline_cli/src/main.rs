@@ -238,10 +238,8 @@ fn main() -> ExitCode {
                     if let Some(overhead) = r.overhead_us_per_vehicle_step {
                         let core: Vec<String> =
                             r.core_run_us_per_vehicle_step.iter().map(|u| format!("{u:.2}")).collect();
-                        let differences: Vec<f64> = (r.run_us_per_vehicle_step.iter())
-                            .zip(&r.core_run_us_per_vehicle_step)
-                            .map(|(p, c)| p - c)
-                            .collect();
+                        let differences =
+                            bench::differences(&r.run_us_per_vehicle_step, &r.core_run_us_per_vehicle_step);
                         say!("core fleet beside each run: {} us per vehicle-step", core.join(", "));
                         say!(
                             "the plugin adds {overhead:.3} us per vehicle-step (median of {} runs; quartiles {:.3} and {:.3}, from {:.3} to {:.3})",

@@ -24,7 +24,6 @@
 //! ```
 
 use crate::prefetch::{HintPolicy, HintTuner};
-use crate::vehicle::Telemetry;
 use crate::vehicle::driver::{Cycle, Driver, DriverParams};
 use crate::{DriverInput, Vehicle};
 use std::sync::Arc;
@@ -190,7 +189,7 @@ fn drive_input(drive: &FleetDrive, c: &mut Car, dt: f64) -> DriverInput {
     match drive {
         FleetDrive::Fixed(input) => *input,
         FleetDrive::Cycle { cycle, .. } => {
-            let t: &Telemetry = c.vehicle.telemetry();
+            let t = c.vehicle.telemetry();
             c.driver.input_at(cycle, (t.time + c.offset) % cycle.duration(), t, dt)
         }
     }
