@@ -379,7 +379,10 @@ pub struct VehicleMessage {
 #[reflect(Component, Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct VehicleInput(pub DriverInput);
 
-/// The vehicle's outputs after the last step.
+/// The vehicle's outputs after the last step. The controllers write them here, in place, at
+/// each step (the record a core [`driveline_core::Vehicle`] keeps beside its controllers): the
+/// vehicle's snapshot holds it, and a [`CycleDriver`] reads the last step's end from it. A
+/// write of it lasts until the next step rewrites its fields; it is an output, not an input.
 #[derive(Component, Reflect, Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 #[reflect(opaque)]
 #[reflect(Component, Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -514,18 +517,17 @@ fn lap(at: f64, d: f64) -> f64 {
 }
 
 /// A vehicle's cycle driver, if it has one, writes the input of the step that starts now
-/// (`control`'s telemetry is the last step's end); refusals into `sink`.
+/// (`tel`, the vehicle's telemetry, is the last step's end); refusals into `sink`.
 #[inline(always)]
 fn drive(
     driver: Option<Mut<CycleDriver>>,
-    control: &VehicleControl,
+    tel: &Telemetry,
     input: &mut Mut<VehicleInput>,
     dt: f64,
     root: Entity,
     sink: &std::sync::Mutex<Vec<crate::DrivelineEditRefused>>,
 ) {
     let Some(mut d) = driver else { return };
-    let tel = control.telemetry();
     let at = d.trace_time(tel.time);
     if !at.is_finite() {
         refuse(sink, root, root, d.refusal());
@@ -634,12 +636,12 @@ pub(crate) fn spawn_vehicle_on(
 /// once. Returns the written values that could not be taken as written; fails when `root` is
 /// not a running vehicle (its network not built yet) or `speed` is not finite.
 pub fn set_road_speed(world: &mut World, root: Entity, speed: f64) -> Result<Vec<StateAdjustment>, StateWriteError> {
-    with_running_vehicle(world, root, true, |control, sim| control.set_road_speed(sim, speed))
+    with_running_vehicle(world, root, true, |control, sim, tel| control.set_road_speed(sim, tel, speed))
         .unwrap_or_else(|| Err(StateWriteError::NotABody(format!("vehicle {root} (not spawned or not built yet)"))))
 }
 
-/// Runs `edit` on the controllers and simulation of the running vehicle at `root` (`None` when
-/// it is not one: not spawned, or its network not built yet). When it succeeds, the parts'
+/// Runs `edit` on the controllers, simulation and telemetry of the running vehicle at `root`
+/// (`None` when it is not one: not spawned, or its network not built yet). When it succeeds, the parts'
 /// [`crate::BodyState`]s and the root's [`VehicleTelemetry`] are written from the simulation:
 /// marked changed with `mark_changed` (the next step then takes them as a user's write, which
 /// they agree with), else as the write-back writes them.
@@ -647,9 +649,11 @@ fn with_running_vehicle<R, E>(
     world: &mut World,
     root: Entity,
     mark_changed: bool,
-    edit: impl FnOnce(&mut VehicleControl, &mut driveline_core::Simulation) -> Result<R, E>,
+    edit: impl FnOnce(&mut VehicleControl, &mut driveline_core::Simulation, &mut Telemetry) -> Result<R, E>,
 ) -> Option<Result<R, E>> {
     let mut entity = world.get_entity_mut(root).ok()?;
+    // (The record edited as a copy, written back below with the parts' states.)
+    let mut telemetry = entity.get::<VehicleTelemetry>()?.0;
     let mut vc = entity.take::<VehicleController>()?;
     // A step under way starts again in `Solve` from the state this edit leaves.
     vc.stage = Stage::Idle;
@@ -657,14 +661,14 @@ fn with_running_vehicle<R, E>(
         let mut cache = entity.get_mut::<DrivelineCache>()?;
         let cache = &mut *cache;
         let (Some(control), Some(sim)) = (vc.control.as_mut(), cache.sim.as_mut()) else { return None };
-        Some(edit(control, sim).map(|r| {
+        Some(edit(control, sim, &mut telemetry).map(|r| {
             let states: Vec<(Entity, (f64, f64))> =
                 cache.parts.iter().enumerate().filter_map(|(k, &e)| Some((e, sim.body_state(k)?))).collect();
-            (r, states, *control.telemetry())
+            (r, states)
         }))
     })();
     entity.insert(vc);
-    let (r, states, telemetry) = match result? {
+    let (r, states) = match result? {
         Ok(x) => x,
         Err(e) => return Some(Err(e)),
     };
@@ -697,8 +701,9 @@ pub enum VehicleSnapshotError {
 pub fn snapshot_vehicle(world: &World, root: Entity) -> Result<VehicleSnapshot, VehicleSnapshotError> {
     let not_running = VehicleSnapshotError::NotRunning(root);
     let control = world.get::<VehicleController>(root).and_then(|vc| vc.control.as_ref()).ok_or(not_running.clone())?;
-    let sim = world.get::<DrivelineCache>(root).and_then(|c| c.sim.as_ref()).ok_or(not_running)?;
-    Ok(control.snapshot(sim))
+    let sim = world.get::<DrivelineCache>(root).and_then(|c| c.sim.as_ref()).ok_or(not_running.clone())?;
+    let tel = world.get::<VehicleTelemetry>(root).ok_or(not_running)?;
+    Ok(control.snapshot(sim, &tel.0))
 }
 
 /// Puts the vehicle at `root` back in the state of `snapshot` (taken of a vehicle of the same
@@ -711,7 +716,7 @@ pub fn restore_vehicle(
     root: Entity,
     snapshot: &VehicleSnapshot,
 ) -> Result<(), VehicleSnapshotError> {
-    match with_running_vehicle(world, root, false, |control, sim| control.restore(sim, snapshot)) {
+    match with_running_vehicle(world, root, false, |control, sim, tel| control.restore(sim, tel, snapshot)) {
         None => Err(VehicleSnapshotError::NotRunning(root)),
         Some(result) => result.map_err(VehicleSnapshotError::from),
     }
@@ -749,6 +754,7 @@ fn ensure_controllers(
     def: &VehicleDefinition,
     vc: &mut VehicleController,
     cache: &mut DrivelineCache,
+    tel: &mut Mut<VehicleTelemetry>,
     controllers: Controllers,
 ) -> Result<(), String> {
     let Some(sim) = cache.sim.as_mut() else { return Ok(()) };
@@ -777,7 +783,7 @@ fn ensure_controllers(
         }
         vc.refused = None;
         let mut control = VehicleControl::new(spec, layout, def.road, sim);
-        control.start(sim);
+        control.start(sim, &mut tel.0);
         vc.control = Some(control);
         vc.generation = cache.generation;
         vc.engaged = (cache.parts.iter().enumerate())
@@ -816,6 +822,7 @@ pub fn control_vehicles(
         &mut VehicleInput,
         &mut VehicleController,
         &mut DrivelineCache,
+        &mut VehicleTelemetry,
         Ref<VehicleParts>,
         Has<TransmissionController>,
         Option<Ref<DrivelineRate>>,
@@ -834,11 +841,22 @@ pub fn control_vehicles(
     let dt = time.delta_secs_f64();
     let components = &components;
     let (contacts, sink) = (&contacts, &*refusals);
-    for_each_vehicle!(roots, |(root, def, mut input, mut vc, mut cache, parts, transmission, rate, driver)| {
+    for_each_vehicle!(roots, |(
+        root,
+        def,
+        mut input,
+        mut vc,
+        mut cache,
+        mut tele,
+        parts,
+        transmission,
+        rate,
+        driver,
+    )| {
         let vc = &mut *vc;
         vc.stage = Stage::Idle;
         let controllers = running_controllers(vc, &parts, transmission, components);
-        if let Err(message) = ensure_controllers(def, vc, &mut cache, controllers) {
+        if let Err(message) = ensure_controllers(def, vc, &mut cache, &mut tele, controllers) {
             refuse(sink, root, root, message);
         }
         let (Some(control), Some(sim)) = (vc.control.as_mut(), cache.simulation()) else { return };
@@ -849,7 +867,7 @@ pub fn control_vehicles(
         if dt <= 0.0 {
             return;
         }
-        drive(driver, control, &mut input, dt, root, sink);
+        drive(driver, &tele.0, &mut input, dt, root, sink);
         // A refused step (a bad step size) is left to `Solve`, which reports it.
         let Ok(plan) = control.plan_step(sim, &input.0, dt) else {
             vc.stage = Stage::Driven;
@@ -1029,7 +1047,7 @@ pub(crate) fn step_vehicles(
         // Started in `Control` (which built the controllers), or not: then the whole chain here.
         if stage.is_none() {
             let controllers = running_controllers(vc, &parts, transmission, components);
-            if let Err(message) = ensure_controllers(def, vc, &mut cache, controllers) {
+            if let Err(message) = ensure_controllers(def, vc, &mut cache, &mut tele, controllers) {
                 refuse(refusal_sink, root, root, message);
             }
         }
@@ -1048,9 +1066,11 @@ pub(crate) fn step_vehicles(
             return;
         }
         if stage.is_none() && !driven {
-            drive(driver, control, &mut input, dt, root, refusal_sink);
+            drive(driver, &tele.0, &mut input, dt, root, refusal_sink);
         }
         let (engagements, inputs) = (&overrides.engagements, &overrides.inputs);
+        // The controllers write the telemetry in place, in the component.
+        let tel = &mut tele.0;
         // The same step as the core `Vehicle`'s: the first sub-step's phases ran in `Control`
         // and `Actuation`; a refused step leaves the state where it was, and the controllers
         // still see its end.
@@ -1058,12 +1078,12 @@ pub(crate) fn step_vehicles(
             Some((plan, pending)) => {
                 let h = plan.length(1, sim.time());
                 control
-                    .solve(sim, pending, h, engagements, inputs)
-                    .and_then(|()| control.finish_step(sim, &input.0, &plan, 2, engagements, inputs))
+                    .solve(sim, tel, pending, h, engagements, inputs)
+                    .and_then(|()| control.finish_step(sim, tel, &input.0, &plan, 2, engagements, inputs))
             }
             None => control
                 .plan_step(sim, &input.0, dt)
-                .and_then(|plan| control.finish_step(sim, &input.0, &plan, 1, engagements, inputs)),
+                .and_then(|plan| control.finish_step(sim, tel, &input.0, &plan, 1, engagements, inputs)),
         };
         if let Err(e) = result {
             fail(root, e);
@@ -1072,10 +1092,6 @@ pub(crate) fn step_vehicles(
             overrides.engagements.clear();
             overrides.inputs.clear();
         }
-        // (The place first, then one copy into it: assigned the other way round, the
-        // telemetry went through a temporary, two copies of its 776 bytes.)
-        let into = &mut tele.0;
-        *into = *control.telemetry();
         notes.note(root, sim);
         if let Some(parts) = fused {
             parts.write(root, &cache, notes);

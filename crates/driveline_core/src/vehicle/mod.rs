@@ -405,6 +405,7 @@ pub struct PendingStep {
 pub struct Vehicle {
     control: VehicleControl,
     sim: Simulation,
+    telemetry: Telemetry,
 }
 
 /// The controllers of a vehicle (driver inputs, shift controller, engine controller, linkages,
@@ -421,7 +422,6 @@ pub struct VehicleControl {
     ecu: Ecu,
     accel: f64,
     fuel: f64,
-    telemetry: Telemetry,
     events: Vec<VehicleEvent>,
     last_loads: [f64; 4],
     /// `(grade, sin, cos)` of the road's angle `atan(grade)`, evaluated when the grade changes.
@@ -565,8 +565,9 @@ impl Vehicle {
         let net = Network::build(&layout.spec)?;
         let mut sim = Simulation::with_parameters(net, crate::IntegrationParameters::vehicle());
         let mut control = VehicleControl::new(spec, layout, road, &sim);
-        control.start(&mut sim);
-        Ok(Self { control, sim })
+        let mut telemetry = Telemetry::default();
+        control.start(&mut sim, &mut telemetry);
+        Ok(Self { control, sim, telemetry })
     }
 
     /// Parses a vehicle file's text; errors carry `file:line:col`.
@@ -649,7 +650,7 @@ impl Vehicle {
     }
     /// The outputs of the last step.
     pub fn telemetry(&self) -> &Telemetry {
-        &self.control.telemetry
+        &self.telemetry
     }
     /// Events of the last step.
     pub fn events(&self) -> &[VehicleEvent] {
@@ -699,7 +700,7 @@ impl Vehicle {
 
     /// See [`VehicleControl::set_road_speed`].
     pub fn set_road_speed(&mut self, speed: f64) -> Result<Vec<StateAdjustment>, StateWriteError> {
-        self.control.set_road_speed(&mut self.sim, speed)
+        self.control.set_road_speed(&mut self.sim, &mut self.telemetry, speed)
     }
 
     /// Applies new element parameters in place (see [`Simulation::update_parameters`]): the
@@ -716,7 +717,7 @@ impl Vehicle {
     /// the clock), to restore later with [`Vehicle::restore`]: a rollback, a save game, a
     /// checkpoint. See [`VehicleSnapshot`].
     pub fn snapshot(&self) -> VehicleSnapshot {
-        self.control.snapshot(&self.sim)
+        self.control.snapshot(&self.sim, &self.telemetry)
     }
 
     /// Puts the vehicle back in the state of `snapshot`: the steps that follow are bit for bit
@@ -725,19 +726,19 @@ impl Vehicle {
     /// [`Vehicle::update_parameters`]) or a damaged one. The events of the last step are empty
     /// until the next step.
     pub fn restore(&mut self, snapshot: &VehicleSnapshot) -> Result<(), SnapshotError> {
-        self.control.restore(&mut self.sim, snapshot)
+        self.control.restore(&mut self.sim, &mut self.telemetry, snapshot)
     }
 
     /// The field each run of a snapshot's words belongs to (see [`VehicleControl::state_layout`]).
     #[doc(hidden)]
     pub fn state_layout(&self) -> Vec<(usize, &'static str)> {
-        self.control.state_layout(&self.sim)
+        self.control.state_layout(&self.sim, &self.telemetry)
     }
 
     /// Advances the vehicle by `dt` seconds with the driver's `input`: controllers, the coupled
     /// solve, heat and telemetry (see the module docs for the order).
     pub fn step(&mut self, input: &DriverInput, dt: f64) -> Result<(), StepError> {
-        self.control.step(&mut self.sim, input, dt)
+        self.control.step(&mut self.sim, &mut self.telemetry, input, dt)
     }
 
     /// Hints the processor to bring the state this vehicle's next step reads toward the cache,
@@ -846,7 +847,6 @@ impl VehicleControl {
             ecu: Ecu::new(&spec.engine),
             accel: 0.0,
             fuel: 0.0,
-            telemetry: Telemetry::default(),
             events: Vec::with_capacity(EVENTS_PER_STEP),
             last_loads: [0.0; 4],
             slope: (0.0, 0.0, 1.0),
@@ -863,11 +863,14 @@ impl VehicleControl {
         }
     }
 
-    /// Writes the start inputs and telemetry (called once by [`Vehicle`]; an ECS calls it when
-    /// its simulation is (re)built).
-    pub fn start(&mut self, sim: &mut Simulation) {
+    /// Writes the start inputs, and the telemetry into `tel` from its defaults (called once by
+    /// [`Vehicle`]; an ECS calls it when its simulation is (re)built).
+    pub fn start(&mut self, sim: &mut Simulation, tel: &mut Telemetry) {
+        // (New controllers, a new record: the fields a transmission does not fill stay at
+        // their defaults.)
+        *tel = Telemetry::default();
         self.apply_static_inputs(sim);
-        self.update_telemetry(sim, 0.0, 0.0, 0.0);
+        self.update_telemetry(sim, tel, 0.0, 0.0, 0.0);
     }
 
     /// The description.
@@ -908,10 +911,6 @@ impl VehicleControl {
     /// The layout: gear slots and names.
     pub fn layout(&self) -> &Layout {
         &self.layout
-    }
-    /// The outputs of the last step.
-    pub fn telemetry(&self) -> &Telemetry {
-        &self.telemetry
     }
     /// Events of the last step.
     pub fn events(&self) -> &[VehicleEvent] {
@@ -958,6 +957,7 @@ impl VehicleControl {
     pub fn set_road_speed(
         &mut self,
         sim: &mut Simulation,
+        tel: &mut Telemetry,
         speed: f64,
     ) -> Result<Vec<StateAdjustment>, StateWriteError> {
         if !speed.is_finite() {
@@ -988,12 +988,8 @@ impl VehicleControl {
         }
         let report = sim.write_state_following(&writes, crate::Follow::Elastic)?;
         self.accel = 0.0;
-        self.update_telemetry(
-            sim,
-            self.telemetry.throttle,
-            self.telemetry.torque_reduction,
-            self.telemetry.clutch_engagement,
-        );
+        let (throttle, reduction, clamp) = (tel.throttle, tel.torque_reduction, tel.clutch_engagement);
+        self.update_telemetry(sim, tel, throttle, reduction, clamp);
         Ok(report)
     }
 
@@ -1102,13 +1098,12 @@ impl VehicleControl {
         }
     }
 
-    /// Writes the telemetry record in place: a transmission fills the same fields at every
+    /// Writes the telemetry record `t` in place: a transmission fills the same fields at every
     /// step, and the others keep their defaults.
-    fn update_telemetry(&mut self, sim: &Simulation, throttle: f64, reduction: f64, clamp: f64) {
+    fn update_telemetry(&self, sim: &Simulation, t: &mut Telemetry, throttle: f64, reduction: f64, clamp: f64) {
         let engaged_gear = self.engaged_gear();
         let speed = self.vehicle_speed(sim);
         let ids = &self.ids;
-        let t = &mut self.telemetry;
         t.time = sim.time();
         t.engine_rpm = sim.body_state(ids.engine).map_or(0.0, |s| s.1) / RPM;
         t.engine_torque = sim.element_torque(ids.engine_torque);

@@ -11,10 +11,11 @@ impl VehicleControl {
         self.fingerprint = crate::snapshot::fingerprint(&format!("{:016x}{spec:?}", self.fingerprint));
     }
 
-    /// A snapshot of these controllers and `sim` (see [`Vehicle::snapshot`]).
-    pub fn snapshot(&self, sim: &Simulation) -> VehicleSnapshot {
+    /// A snapshot of these controllers, `sim` and the telemetry record `tel` they last wrote
+    /// (see [`Vehicle::snapshot`]).
+    pub fn snapshot(&self, sim: &Simulation, tel: &Telemetry) -> VehicleSnapshot {
         let mut w = StateWriter::with_capacity(2048);
-        self.save_state(&mut w);
+        self.save_state(&mut w, tel);
         sim.save_state(&mut w);
         VehicleSnapshot { format: snapshot::FORMAT, vehicle: self.fingerprint, time: sim.time(), state: w.words }
     }
@@ -22,25 +23,31 @@ impl VehicleControl {
     /// Where each field's words start in a snapshot of these controllers and `sim` (for tests
     /// that locate a difference between two states).
     #[doc(hidden)]
-    pub fn state_layout(&self, sim: &Simulation) -> Vec<(usize, &'static str)> {
+    pub fn state_layout(&self, sim: &Simulation, tel: &Telemetry) -> Vec<(usize, &'static str)> {
         let mut w = StateWriter::with_capacity(2048);
         w.labels = Some(Vec::new());
-        self.save_state(&mut w);
+        self.save_state(&mut w, tel);
         sim.save_state(&mut w);
         w.labels.unwrap_or_default()
     }
 
-    /// Restores a snapshot into these controllers and `sim` (see [`Vehicle::restore`]).
-    pub fn restore(&mut self, sim: &mut Simulation, snap: &VehicleSnapshot) -> Result<(), SnapshotError> {
+    /// Restores a snapshot into these controllers, `sim` and the telemetry record `tel` (see
+    /// [`Vehicle::restore`]).
+    pub fn restore(
+        &mut self,
+        sim: &mut Simulation,
+        tel: &mut Telemetry,
+        snap: &VehicleSnapshot,
+    ) -> Result<(), SnapshotError> {
         if snap.format != snapshot::FORMAT {
             return Err(SnapshotError::Format { found: snap.format, expected: snapshot::FORMAT });
         }
         if snap.vehicle != self.fingerprint {
             return Err(SnapshotError::OtherVehicle { snapshot: snap.vehicle, vehicle: self.fingerprint });
         }
-        let load = |c: &mut Self, sim: &mut Simulation, words: &[u64]| {
+        let load = |c: &mut Self, sim: &mut Simulation, tel: &mut Telemetry, words: &[u64]| {
             let mut r = StateReader::new(words);
-            c.load_state(&mut r)?;
+            c.load_state(&mut r, tel)?;
             sim.load_state(&mut r)?;
             r.finish()
         };
@@ -48,11 +55,11 @@ impl VehicleControl {
         // buffer is kept from one restore to the next.)
         let mut w = StateWriter { words: std::mem::take(&mut self.backup), labels: None };
         w.words.clear();
-        self.save_state(&mut w);
+        self.save_state(&mut w, tel);
         sim.save_state(&mut w);
-        let result = load(self, sim, &snap.state);
+        let result = load(self, sim, tel, &snap.state);
         if result.is_err() {
-            load(self, sim, &w.words).expect("a snapshot of this vehicle restores");
+            load(self, sim, tel, &w.words).expect("a snapshot of this vehicle restores");
         }
         self.backup = w.words;
         result?;
@@ -110,26 +117,27 @@ impl Persist for Trans {
     }
 }
 
-// The description, layout and handles are not state; the events are those of the last step.
-persist_fields!(VehicleControl {
-    now,
-    trans,
-    ecu,
-    accel,
-    fuel,
-    telemetry,
-    last_loads,
-    slope,
-    surface,
-    contact,
-    distance
-});
+/// Saves (`save`: `w`) or loads (`load`: `r`, `?` on each) the controllers' fields named, each
+/// labelled `VehicleControl.<field>` as [`persist_fields`] labels them.
+macro_rules! control_fields {
+    (save $c:ident, $w:ident: $($f:ident),*) => {
+        $( $w.label(concat!("VehicleControl.", stringify!($f))); $c.$f.save($w); )*
+    };
+    (load $c:ident, $r:ident: $($f:ident),*) => {
+        $( $c.$f.load($r)?; )*
+    };
+}
 
 impl VehicleControl {
-    /// The controllers' words: the fields above, then a chassis road's coupling (only there,
-    /// so that the snapshots of the other roads keep their layout).
-    fn save_state(&self, w: &mut StateWriter) {
-        self.save(w);
+    /// The controllers' words: their state, with the telemetry record `tel` they last wrote in
+    /// its place among the fields (the description, layout and handles are not state; the
+    /// events are those of the last step); then a chassis road's coupling (only there, so that
+    /// the snapshots of the other roads keep their layout).
+    fn save_state(&self, w: &mut StateWriter, tel: &Telemetry) {
+        control_fields!(save self, w: now, trans, ecu, accel, fuel);
+        w.label("VehicleControl.telemetry");
+        tel.save(w);
+        control_fields!(save self, w: last_loads, slope, surface, contact, distance);
         if self.ids.chassis.is_some() {
             w.label("VehicleControl.chassis");
             self.chassis.save(w);
@@ -137,8 +145,10 @@ impl VehicleControl {
     }
 
     /// Reads what [`VehicleControl::save_state`] wrote.
-    fn load_state(&mut self, r: &mut StateReader) -> Result<(), SnapshotError> {
-        self.load(r)?;
+    fn load_state(&mut self, r: &mut StateReader, tel: &mut Telemetry) -> Result<(), SnapshotError> {
+        control_fields!(load self, r: now, trans, ecu, accel, fuel);
+        tel.load(r)?;
+        control_fields!(load self, r: last_loads, slope, surface, contact, distance);
         if self.ids.chassis.is_some() {
             self.chassis.load(r)?;
         }

@@ -91,8 +91,14 @@ impl VehicleControl {
     ///
     /// A refused solve leaves the simulation where it was; the controllers still see its end,
     /// and the error is returned.
-    pub fn step(&mut self, sim: &mut Simulation, input: &DriverInput, dt: f64) -> Result<(), StepError> {
-        self.step_with(sim, input, dt, &[])
+    pub fn step(
+        &mut self,
+        sim: &mut Simulation,
+        tel: &mut Telemetry,
+        input: &DriverInput,
+        dt: f64,
+    ) -> Result<(), StepError> {
+        self.step_with(sim, tel, input, dt, &[])
     }
 
     /// [`VehicleControl::step`] with actuator overrides: after the built-in actuators have
@@ -104,12 +110,13 @@ impl VehicleControl {
     pub fn step_with(
         &mut self,
         sim: &mut Simulation,
+        tel: &mut Telemetry,
         input: &DriverInput,
         dt: f64,
         overrides: &[(InputId, f64)],
     ) -> Result<(), StepError> {
         let plan = self.plan_step(sim, input, dt)?;
-        self.finish_step(sim, input, &plan, 1, overrides, &[])
+        self.finish_step(sim, tel, input, &plan, 1, overrides, &[])
     }
 
     /// Sub-steps `from..=n` of `plan`, each the whole chain ([`VehicleControl::check_input`]
@@ -118,6 +125,7 @@ impl VehicleControl {
     pub fn finish_step(
         &mut self,
         sim: &mut Simulation,
+        tel: &mut Telemetry,
         input: &DriverInput,
         plan: &StepPlan,
         from: usize,
@@ -127,7 +135,7 @@ impl VehicleControl {
         for k in from..=plan.n {
             let h = plan.length(k, sim.time());
             let pending = self.control_and_actuate(sim, input, h)?;
-            self.solve(sim, pending, h, engagements, inputs)?;
+            self.solve(sim, tel, pending, h, engagements, inputs)?;
         }
         Ok(())
     }
@@ -360,6 +368,7 @@ impl VehicleControl {
     pub fn solve(
         &mut self,
         sim: &mut Simulation,
+        tel: &mut Telemetry,
         mut pending: PendingStep,
         h: f64,
         engagements: &[(InputId, f64)],
@@ -392,12 +401,13 @@ impl VehicleControl {
             };
         }
         let solved = sim.step(h);
-        self.after_step(sim, pending, h);
+        self.after_step(sim, tel, pending, h);
         solved
     }
 
-    /// Integrates heat and fuel and updates the telemetry after the simulation stepped.
-    pub fn after_step(&mut self, sim: &Simulation, p: PendingStep, dt: f64) {
+    /// Integrates heat and fuel and updates the telemetry record `tel` after the simulation
+    /// stepped.
+    pub fn after_step(&mut self, sim: &Simulation, tel: &mut Telemetry, p: PendingStep, dt: f64) {
         let PendingStep { v0, throttle, reduction, clamp } = p;
         self.now = sim.time();
         // 5. Integrate heat and fuel; telemetry.
@@ -419,7 +429,7 @@ impl VehicleControl {
         if let Some(c) = self.ids.chassis {
             self.chassis_after_step(sim, &c, dt);
         }
-        self.update_telemetry(sim, throttle, reduction, clamp);
+        self.update_telemetry(sim, tel, throttle, reduction, clamp);
     }
 
     /// [`Road::Chassis`]: each wheel's forces and slip after a (sub-)step of `dt` seconds.

@@ -84,7 +84,8 @@ fn main() {
     let slots = IntegrationParameters::vehicle().mode_cache_slots;
     let slot = (sim_bytes - small_bytes) / (slots - 3);
     let mut control = VehicleControl::new(shared_spec.clone(), layout.clone(), Road::Body, &sim);
-    control.start(&mut sim);
+    let mut tel = driveline_core::vehicle::Telemetry::default();
+    control.start(&mut sim, &mut tel);
     let b5 = in_use();
     println!("{file}: heap bytes of a vehicle, built and at rest");
     println!("  description (VehicleSpec)         {:>9}", b1 - b0);
@@ -112,8 +113,8 @@ fn main() {
     for k in 0..(seconds / dt) as usize {
         let t = (k as f64 * dt) % cycle.duration();
         let _ = t;
-        let input = driver.input(&cycle, control.telemetry(), dt);
-        control.step(&mut sim, &input, dt).unwrap_or_else(|e| panic!("{e}"));
+        let input = driver.input(&cycle, &tel, dt);
+        control.step(&mut sim, &mut tel, &input, dt).unwrap_or_else(|e| panic!("{e}"));
         if k % 60_000 == 0 || k + 1 == (seconds / dt) as usize {
             marks.push((sim.time(), in_use() - b5, sim.stats().mode_compiles));
         }
