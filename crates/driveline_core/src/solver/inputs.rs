@@ -84,6 +84,7 @@ impl Simulation {
         if hits == 0 {
             return Err(InputError::Unknown(name.to_string()));
         }
+        self.mirror_inputs();
         self.inputs.changed = true;
         self.signals_changed(true);
         Ok(())
@@ -146,16 +147,49 @@ impl Simulation {
     /// ([`limits`](crate::limits)) is clamped to it, a NaN rate refused.
     #[inline]
     pub fn set_input_ramp_id(&mut self, id: InputId, value: f64, rate: f64) -> Result<(), InputError> {
-        // Controllers write most inputs every step unchanged: that answer stays inline (a NaN
-        // never compares equal, so it takes the checked path below).
-        if let Signal::Input { value: v, rate: r, since, .. } = &self.model.signals[id.0]
-            && *v == value
-            && *r == rate
-            && (rate == 0.0 || *since == self.t)
+        // Controllers write most inputs every step unchanged: that answer stays inline, read
+        // from the dense copy of the inputs' values (a few lines, not each input's signal
+        // among the others). A NaN never compares equal, so it takes the checked path below,
+        // as does a signal that is no input (its copy is NaN).
+        let slot = self.model.input_slot[id.0] as usize;
+        if let Some(&[v, r, since]) = self.inputs.mirror.get(slot)
+            && v == value
+            && r == rate
+            && (rate == 0.0 || since == self.t)
         {
             return Ok(());
         }
         self.change_input(id, value, rate)
+    }
+
+    /// Signal `k`'s value now (`None` past the signals): a whole input's from the inputs' dense
+    /// copy, to the bit what [`Signal::eval`] gives (the same expression), without reading the
+    /// signal's own line; any other signal evaluated.
+    #[inline(always)]
+    pub(super) fn signal_now(&self, k: usize) -> Option<f64> {
+        let slot = *self.model.input_slot.get(k)?;
+        if let Some(&[value, rate, since]) = self.inputs.mirror.get(slot as usize)
+            && !value.is_nan()
+        {
+            return Some(if rate == 0.0 { value } else { value + rate * (self.t - since) });
+        }
+        self.model.signals.get(k).map(|s| s.eval(self.t))
+    }
+
+    /// Copies every whole input's value, rate and start into [`InputSteps::mirror`] (NaN for a
+    /// signal in an input's place that is no longer one): after any change of the signals
+    /// other than [`Simulation::change_input`]'s, which keeps its input's copy itself.
+    pub(super) fn mirror_inputs(&mut self) {
+        let mirror = &mut self.inputs.mirror;
+        mirror.clear();
+        for (s, &slot) in self.model.signals.iter().zip(&self.model.input_slot) {
+            if slot != u32::MAX {
+                mirror.push(match s {
+                    Signal::Input { value, rate, since, .. } => [*value, *rate, *since],
+                    _ => [f64::NAN; 3],
+                });
+            }
+        }
     }
 
     /// [`Simulation::set_input_ramp_id`] for a value that may differ from the present one.
@@ -184,6 +218,9 @@ impl Simulation {
                     *v = value;
                     *r = rate;
                     *since = now;
+                    if let Some(m) = self.inputs.mirror.get_mut(self.model.input_slot[id.0] as usize) {
+                        *m = [value, rate, now];
+                    }
                     self.inputs.changed = true;
                     // An input by id is a whole signal that no other signal contains: the
                     // buffers stay valid with its new value patched in (a ramp is unsteady and
@@ -343,6 +380,11 @@ pub(super) struct InputSteps {
     pub(super) jump: bool,
     /// The run-time input policy.
     pub(super) policy: InputPolicy,
+    /// Each whole input's `[value, rate, since]` as its signal holds them, dense (in
+    /// `Derived::input_slot` order), so that the controllers' writes of unchanged inputs read a
+    /// few lines instead of each input's signal: kept equal to the signals to the bit
+    /// ([`Simulation::mirror_inputs`]).
+    pub(super) mirror: Vec<[f64; 3]>,
 }
 
 impl InputSteps {
@@ -357,6 +399,7 @@ impl InputSteps {
             step_pos: vec![u32::MAX; ns],
             jump: false,
             policy: InputPolicy::new(ninputs),
+            mirror: Vec::with_capacity(ns),
         }
     }
 }
@@ -420,5 +463,70 @@ impl InputPolicy {
             self.raised.clear();
         }
         self.stale = true;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Whether the inputs' dense copy holds what their signals hold, to the bit.
+    fn mirrored(sim: &Simulation) -> bool {
+        let mut want = Vec::new();
+        for (s, &slot) in sim.model.signals.iter().zip(&sim.model.input_slot) {
+            if slot != u32::MAX {
+                want.push(match s {
+                    Signal::Input { value, rate, since, .. } => [*value, *rate, *since],
+                    _ => [f64::NAN; 3],
+                });
+            }
+        }
+        want.len() == sim.inputs.mirror.len()
+            && want
+                .iter()
+                .zip(&sim.inputs.mirror)
+                .all(|(a, b)| a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits()))
+    }
+
+    /// The copy follows the controllers' writes (by id, with ramps), writes by name, a
+    /// restored snapshot and a parameter update, over a drive of the 8HP sedan.
+    #[test]
+    fn the_inputs_dense_copy_follows_every_write() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../assets/vehicles/sedan_8hp.ron");
+        let mut car = crate::Vehicle::load(&path).expect("the sedan loads");
+        assert!(mirrored(car.simulation()), "as built");
+        let input = crate::DriverInput { throttle: 0.6, ..Default::default() };
+        let snap = car.snapshot();
+        for k in 0..600 {
+            car.step(&input, 1e-3).expect("the step");
+            if k % 50 == 0 {
+                assert!(mirrored(car.simulation()), "after step {k}");
+            }
+        }
+        car.restore(&snap).expect("the snapshot restores");
+        assert!(mirrored(car.simulation()), "after a restore");
+        let spec = car.layout().spec.clone();
+        car.update_parameters(&spec).expect("the same parameters");
+        assert!(mirrored(car.simulation()), "after a parameter update");
+        let net = crate::Network::build(&spec).expect("the sedan's network");
+        let sim = &mut Simulation::with_parameters(net, crate::IntegrationParameters::vehicle());
+        let name = sim.input_names()[0].clone();
+        sim.set_input(&name, 0.25).expect("a known input");
+        assert!(mirrored(sim), "after a write by name");
+        let id = (0..sim.model.signals.len())
+            .map(InputId::of_signal)
+            .find(|&id| sim.model.input_slot[id.0] != u32::MAX)
+            .expect("a whole input");
+        sim.set_input_ramp_id(id, 0.5, 2.0).expect("a finite ramp");
+        assert!(mirrored(sim), "after a ramp by id");
+        sim.set_input_ramp_id(id, 0.5, 2.0).expect("the same ramp");
+        assert!(mirrored(sim), "after the same ramp again");
+        sim.step(1e-3).expect("the step");
+        assert!(mirrored(sim), "after a step along the ramp");
+        for k in 0..sim.model.signals.len() {
+            let eval = sim.model.signals[k].eval(sim.t);
+            assert_eq!(sim.signal_now(k).map(f64::to_bits), Some(eval.to_bits()), "signal {k}");
+        }
+        assert_eq!(sim.signal_now(sim.model.signals.len()), None);
     }
 }

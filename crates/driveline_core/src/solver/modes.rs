@@ -447,6 +447,7 @@ impl Simulation {
             }
         }
         if changed {
+            self.mirror_inputs();
             self.signals_changed(true);
         }
         if changed {

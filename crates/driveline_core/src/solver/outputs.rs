@@ -129,7 +129,7 @@ impl CouplingReading<'_> {
     /// ([`ElementOutputs::Coupling`]'s `engagement`).
     #[inline(always)]
     pub fn engagement(&self) -> Option<f64> {
-        self.sim.model.signals.get(self.rec.engagement as usize).map(|s| s.eval(self.sim.t))
+        self.sim.signal_now(self.rec.engagement as usize)
     }
 }
 
@@ -215,7 +215,7 @@ impl Simulation {
     /// the present time; 0 open, 1 fully applied), `None` for other elements.
     pub fn element_engagement(&self, element: usize) -> Option<f64> {
         let signal = (*self.model.out_engagement.get(element)?)?;
-        Some(self.model.signals[signal as usize].eval(self.t))
+        self.signal_now(signal as usize)
     }
 
     /// Everything a part of element `element` shows after a step, read in one go (what
@@ -240,7 +240,7 @@ impl Simulation {
                 dissipation: self.out_power[element],
             }
         });
-        let engagement = model.out_engagement[element].map(|signal| self.model.signals[signal as usize].eval(self.t));
+        let engagement = model.out_engagement[element].and_then(|signal| self.signal_now(signal as usize));
         Some(ElementOutputs::Coupling { relative, engagement })
     }
 

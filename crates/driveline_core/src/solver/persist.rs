@@ -276,6 +276,8 @@ impl Simulation {
         let took = self.take_scratch();
         let loaded = self.load_state_leased(r);
         self.give_back_scratch(took);
+        // (The inputs' dense copy follows the signals as loaded, a partial load included.)
+        self.mirror_inputs();
         loaded
     }
 

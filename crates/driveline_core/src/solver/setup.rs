@@ -75,6 +75,7 @@ impl Simulation {
             accel: accel::Accelerations::for_network(net),
             model,
         };
+        sim.mirror_inputs();
         sim.count_unsteady();
         sim.compile_into(0, 0);
         sim.model.fastest_rate = sim.linear_rate_bound();
@@ -248,6 +249,9 @@ pub(super) struct Derived {
     /// Per signal that is a whole input, its name's index in `input_names` (`u32::MAX`: not an
     /// input).
     pub(super) signal_name: Vec<u32>,
+    /// Per signal that is a whole input, its place in the simulation's dense copy of the inputs'
+    /// values (`InputSteps::mirror`; `u32::MAX`: not an input), the whole inputs in signal order.
+    pub(super) input_slot: Vec<u32>,
 }
 
 /// What a simulation runs: the shared network and its derived data (through the mode library,
@@ -323,6 +327,16 @@ impl Derived {
     pub(super) fn new(net: Network) -> Self {
         let (input_law_start, input_laws) = input_law_index(&net);
         let (input_names, signal_name) = inputs::InputPolicy::names_of(&net.signals);
+        let mut slots = 0u32;
+        let input_slot = (net.signals.iter())
+            .map(|s| match s {
+                crate::Signal::Input { .. } => {
+                    slots += 1;
+                    slots - 1
+                }
+                _ => u32::MAX,
+            })
+            .collect();
         let mode_sources = Simulation::mode_sources(&net);
         let out_engagement: Vec<Option<u32>> =
             net.elements.iter().map(|e| Simulation::engagement_signal(&net, e)).collect();
@@ -330,6 +344,7 @@ impl Derived {
         Derived {
             input_names,
             signal_name,
+            input_slot,
             readers: (0..net.signals.len())
                 .map(|k| mask_where(&net.friction, |fe| fe.law.free_signal() == Some(k)))
                 .collect(),

@@ -521,6 +521,7 @@ fn find(net: &Network, name: &str) -> usize {
 }
 
 /// Writes an input; every value written is finite by construction (inputs are sanitised first).
+#[inline(always)]
 fn set(sim: &mut Simulation, id: InputId, v: f64) {
     let _ = sim.set_input_id(id, if v.is_finite() { v } else { 0.0 });
 }
