@@ -470,22 +470,13 @@ impl InputPolicy {
 mod tests {
     use super::*;
 
-    /// Whether the inputs' dense copy holds what their signals hold, to the bit.
+    /// Whether the inputs' dense copy holds, to the bit, what a fresh copy of the signals now
+    /// holds (the upkeep of each write path against the one rebuild).
     fn mirrored(sim: &Simulation) -> bool {
-        let mut want = Vec::new();
-        for (s, &slot) in sim.model.signals.iter().zip(&sim.model.input_slot) {
-            if slot != u32::MAX {
-                want.push(match s {
-                    Signal::Input { value, rate, since, .. } => [*value, *rate, *since],
-                    _ => [f64::NAN; 3],
-                });
-            }
-        }
-        want.len() == sim.inputs.mirror.len()
-            && want
-                .iter()
-                .zip(&sim.inputs.mirror)
-                .all(|(a, b)| a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits()))
+        let mut fresh = sim.clone();
+        fresh.mirror_inputs();
+        let bits = |m: &[[f64; 3]]| m.iter().flatten().map(|x| x.to_bits()).collect::<Vec<_>>();
+        bits(&fresh.inputs.mirror) == bits(&sim.inputs.mirror)
     }
 
     /// The copy follows the controllers' writes (by id, with ramps), writes by name, a
