@@ -843,7 +843,9 @@ pub struct DrivelineStepFailed {
 
 /// An edit was refused and the last valid value kept: a typed part component set to a
 /// non-finite or out-of-range value (the message names the part and the field), a non-finite
-/// [`BodyState`] or [`ClutchEngagement`].
+/// [`BodyState`] or [`ClutchEngagement`]. The vehicles' parallel passes (in `Control` and
+/// `Solve`) send theirs vehicle by vehicle in entity order, each vehicle's in the order they
+/// were found, whatever thread stepped it.
 #[derive(Message, Debug, Clone, PartialEq)]
 pub struct DrivelineEditRefused {
     /// The driveline root, if the part belongs to one.

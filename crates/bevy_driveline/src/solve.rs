@@ -69,6 +69,25 @@ pub(crate) fn flush_failures(
     }
 }
 
+/// Writes the refusals parallel systems collected, vehicle by vehicle in entity order, each
+/// vehicle's in the order its step refused them (deterministic whatever thread stepped it:
+/// the threads' pushes interleave in the order they happened to run).
+pub(crate) fn flush_refusals(
+    refusals: &mut std::sync::Mutex<Vec<crate::DrivelineEditRefused>>,
+    refused: &mut MessageWriter<crate::DrivelineEditRefused>,
+) {
+    let list = refusals.get_mut().unwrap_or_else(|p| p.into_inner());
+    sort_refusals(list);
+    for r in list.drain(..) {
+        refused.write(r);
+    }
+}
+
+/// [`flush_refusals`]' order: by driveline, stable within one.
+fn sort_refusals(list: &mut [crate::DrivelineEditRefused]) {
+    list.sort_by_key(|r| r.driveline);
+}
+
 /// The bodies the write-back visits: inertias and masses, whose state is a [`BodyState`].
 type Bodies<'w, 's> = Query<
     'w,
@@ -356,6 +375,43 @@ pub(crate) fn send_messages(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Refusals pushed by two threads in any interleaving come out the same: by vehicle in
+    /// entity order, each vehicle's in the order its own step pushed them.
+    #[test]
+    fn refusals_come_out_in_vehicle_order_whatever_the_interleaving() {
+        let (a, b) = (Entity::from_raw_u32(3).unwrap(), Entity::from_raw_u32(7).unwrap());
+        let r = |root: Entity, n: u32| crate::DrivelineEditRefused {
+            driveline: Some(root),
+            part: Entity::from_raw_u32(100 + n).unwrap(),
+            message: format!("#{n}"),
+        };
+        // (Entity order is `Entity`'s `Ord`, as the failures' and the messages' are.)
+        let mut expected = vec![r(a, 0), r(a, 1), r(a, 2), r(b, 0), r(b, 1)];
+        if b < a {
+            expected.rotate_left(3);
+        }
+        // Every interleaving of a's three and b's two pushes (a's kept in order, b's too).
+        for mask in 0u32..32 {
+            if mask.count_ones() != 2 {
+                continue;
+            }
+            let (mut ia, mut ib) = (0, 0);
+            let mut list: Vec<_> = (0..5)
+                .map(|k| {
+                    if mask & 1 << k != 0 {
+                        ib += 1;
+                        r(b, ib - 1)
+                    } else {
+                        ia += 1;
+                        r(a, ia - 1)
+                    }
+                })
+                .collect();
+            sort_refusals(&mut list);
+            assert_eq!(list, expected, "interleaving {mask:05b}");
+        }
+    }
 
     /// The write-back's list of roots keeps its buffer from tick to tick (no allocation a
     /// tick once it has grown).

@@ -881,9 +881,7 @@ pub fn control_vehicles(
         control.control_engine(sim, &mut controlled);
         vc.stage = Stage::Controlled { plan, controlled };
     });
-    for r in refusals.get_mut().unwrap_or_else(|p| p.into_inner()).drain(..) {
-        refused.write(r);
-    }
+    crate::solve::flush_refusals(&mut refusals, &mut refused);
 }
 
 /// A chassis vehicle's wheel contacts handed to its controllers; refusals into `sink`.
@@ -1136,9 +1134,7 @@ pub(crate) fn step_vehicles(
         hints.bypass_change_detection().record(started.elapsed().as_secs_f64(), vehicles);
     }
     crate::solve::flush_failures(&mut failures, &mut failed);
-    for r in refusals.get_mut().unwrap_or_else(|p| p.into_inner()).drain(..) {
-        refused.write(r);
-    }
+    crate::solve::flush_refusals(&mut refusals, &mut refused);
     // Only the vehicles noted in the pass above, in entity order (a pass over every vehicle
     // on the calling thread finds each one's controller out of the cache).
     noted.drain_into(&mut noted_list);
