@@ -483,7 +483,7 @@ impl CycleDriver {
     #[inline(always)]
     fn trace_time(&self, time: f64) -> f64 {
         let at = time + self.offset;
-        if self.repeat { lap(at, self.cycle.duration()) } else { at }
+        if self.repeat { self.cycle.lap(at) } else { at }
     }
 
     /// Why the trace cannot be read where [`CycleDriver::trace_time`] gave a value that is not
@@ -500,19 +500,6 @@ impl CycleDriver {
                 self.cycle.duration()
             )
         }
-    }
-}
-
-/// `at % d` to the bit, without the division where it is not needed: `at` itself inside the
-/// first lap, `at - d` (exact for `d <= at <= 2 d`) inside the second.
-#[inline(always)]
-fn lap(at: f64, d: f64) -> f64 {
-    if at >= d && at < 2.0 * d {
-        at - d
-    } else if at >= 0.0 && at < d {
-        at
-    } else {
-        at % d
     }
 }
 
@@ -1152,25 +1139,6 @@ pub(crate) fn step_vehicles(
                     f.set_if_neq(crate::chassis::WheelForces(control.wheel_forces(k)));
                 }
             }
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    /// `lap`'s short cuts give `%`'s bits: inside the first lap, the second,
-    /// at the laps' edges, far on, and before the trace's start.
-    #[test]
-    fn the_laps_short_cuts_are_the_remainder_to_the_bit() {
-        let d = 1369.0_f64;
-        let mut cases = vec![0.0, -0.0, 1e-300, d, 2.0 * d, 3.0 * d, -1.0, -d - 0.5, 1e9 + 0.1, f64::MIN_POSITIVE];
-        for k in 0..2000 {
-            cases.push(k as f64 * 1.37e-3 * d + 0.123_456_789 * k as f64);
-            cases.push(d - 1e-9 * k as f64);
-            cases.push(2.0 * d - 1e-9 * k as f64);
-        }
-        for at in cases {
-            assert_eq!(super::lap(at, d).to_bits(), (at % d).to_bits(), "at {at}");
         }
     }
 }

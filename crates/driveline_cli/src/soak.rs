@@ -123,7 +123,7 @@ impl Car {
         let mut steps = 0;
         while !self.failed && self.vehicle.telemetry().time + 0.5 * dt < until {
             let t = self.vehicle.telemetry();
-            let input = self.driver.input_at(cycle, (t.time + self.offset) % cycle.duration(), t, dt);
+            let input = self.driver.input_at(cycle, cycle.lap(t.time + self.offset), t, dt);
             if let Err(e) = self.vehicle.step(&input, dt) {
                 self.failed = true;
                 self.error = Some(format!("t = {:.3} s: {e}", self.vehicle.telemetry().time));

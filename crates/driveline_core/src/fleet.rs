@@ -190,7 +190,7 @@ fn drive_input(drive: &FleetDrive, c: &mut Car, dt: f64) -> DriverInput {
         FleetDrive::Fixed(input) => *input,
         FleetDrive::Cycle { cycle, .. } => {
             let t = c.vehicle.telemetry();
-            c.driver.input_at(cycle, (t.time + c.offset) % cycle.duration(), t, dt)
+            c.driver.input_at(cycle, cycle.lap(t.time + c.offset), t, dt)
         }
     }
 }

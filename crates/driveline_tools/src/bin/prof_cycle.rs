@@ -37,7 +37,7 @@ fn main() {
         let t0 = Instant::now();
         for _ in 0..1000 {
             let t = v.telemetry();
-            let input = driver.input_at(&cycle, (t.time + offset) % cycle.duration(), t, dt);
+            let input = driver.input_at(&cycle, cycle.lap(t.time + offset), t, dt);
             if let Err(e) = v.step(&input, dt) {
                 return eprintln!("{e}");
             }
