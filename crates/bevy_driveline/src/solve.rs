@@ -56,36 +56,42 @@ pub(crate) fn step_drivelines(
     flush_failures(&mut failures, &mut failed);
 }
 
-/// Writes the failures parallel systems collected, in entity order (deterministic whatever
-/// thread found them).
+/// Writes the messages a parallel system's threads collected (its failures, its refusals),
+/// vehicle by vehicle in entity order, each vehicle's in the order its step found them: the
+/// same order whatever thread stepped which vehicle (the threads' pushes interleave as they
+/// happened to run). `driveline` names a message's vehicle.
+pub(crate) fn flush_in_vehicle_order<M: Message, K: Ord>(
+    collected: &mut std::sync::Mutex<Vec<M>>,
+    out: &mut MessageWriter<M>,
+    driveline: impl FnMut(&M) -> K,
+) {
+    let list = collected.get_mut().unwrap_or_else(|p| p.into_inner());
+    in_vehicle_order(list, driveline);
+    for m in list.drain(..) {
+        out.write(m);
+    }
+}
+
+/// [`flush_in_vehicle_order`]'s order: by vehicle, stable within one (a vehicle's own messages
+/// keep their order).
+fn in_vehicle_order<M, K: Ord>(list: &mut [M], driveline: impl FnMut(&M) -> K) {
+    list.sort_by_key(driveline);
+}
+
+/// [`flush_in_vehicle_order`] for step failures.
 pub(crate) fn flush_failures(
     failures: &mut std::sync::Mutex<Vec<DrivelineStepFailed>>,
     failed: &mut MessageWriter<DrivelineStepFailed>,
 ) {
-    let list = failures.get_mut().unwrap_or_else(|p| p.into_inner());
-    list.sort_by_key(|f| f.driveline);
-    for f in list.drain(..) {
-        failed.write(f);
-    }
+    flush_in_vehicle_order(failures, failed, |f| f.driveline);
 }
 
-/// Writes the refusals parallel systems collected, vehicle by vehicle in entity order, each
-/// vehicle's in the order its step refused them (deterministic whatever thread stepped it:
-/// the threads' pushes interleave in the order they happened to run).
+/// [`flush_in_vehicle_order`] for refused edits.
 pub(crate) fn flush_refusals(
     refusals: &mut std::sync::Mutex<Vec<crate::DrivelineEditRefused>>,
     refused: &mut MessageWriter<crate::DrivelineEditRefused>,
 ) {
-    let list = refusals.get_mut().unwrap_or_else(|p| p.into_inner());
-    sort_refusals(list);
-    for r in list.drain(..) {
-        refused.write(r);
-    }
-}
-
-/// [`flush_refusals`]' order: by driveline, stable within one.
-fn sort_refusals(list: &mut [crate::DrivelineEditRefused]) {
-    list.sort_by_key(|r| r.driveline);
+    flush_in_vehicle_order(refusals, refused, |r| r.driveline);
 }
 
 /// The bodies the write-back visits: inertias and masses, whose state is a [`BodyState`].
@@ -408,7 +414,7 @@ mod tests {
                     }
                 })
                 .collect();
-            sort_refusals(&mut list);
+            in_vehicle_order(&mut list, |r| r.driveline);
             assert_eq!(list, expected, "interleaving {mask:05b}");
         }
     }

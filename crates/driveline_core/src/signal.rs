@@ -198,6 +198,14 @@ pub(crate) fn sine_phase(f: f64, phase: f64, start_time: f64, t: f64) -> f64 {
     angular(f) * (t - start_time) + phase
 }
 
+/// A run-time input's value at `t`: `value`, ramping at `rate` per second since `since` (the
+/// one expression for it: [`Signal::eval`] and the simulation's dense copy of its inputs both
+/// take it, so they agree to the bit).
+#[inline(always)]
+pub(crate) fn input_at(value: f64, rate: f64, since: f64, t: f64) -> f64 {
+    if rate == 0.0 { value } else { value + rate * (t - since) }
+}
+
 impl Signal {
     /// Value at `t`, continuous from the right (a step at `t` has already happened).
     #[inline]
@@ -205,13 +213,7 @@ impl Signal {
         // The commonest signals, a run-time input and a constant, evaluated here where the
         // call is inlined (the same expressions as `eval_side`'s, so the same bits).
         match self {
-            Signal::Input { value, rate, since, .. } => {
-                if *rate == 0.0 {
-                    *value
-                } else {
-                    value + rate * (t - since)
-                }
-            }
+            Signal::Input { value, rate, since, .. } => input_at(*value, *rate, *since, t),
             Signal::Constant(k) => *k,
             _ => self.eval_side(t, false),
         }
@@ -338,13 +340,7 @@ impl Signal {
             Signal::Gain(k, u) => k * u.eval_side(t, left),
             Signal::Integral { of, value, since } => value + integral(of, *since, t),
             Signal::Filter { .. } => self.filter_state(t).0,
-            Signal::Input { value, rate, since, .. } => {
-                if *rate == 0.0 {
-                    *value
-                } else {
-                    value + rate * (t - since)
-                }
-            }
+            Signal::Input { value, rate, since, .. } => input_at(*value, *rate, *since, t),
             Signal::Ref(_) => {
                 debug_assert!(false, "unresolved signal reference evaluated");
                 f64::NAN

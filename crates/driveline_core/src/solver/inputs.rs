@@ -163,7 +163,7 @@ impl Simulation {
     }
 
     /// Signal `k`'s value now (`None` past the signals): a whole input's from the inputs' dense
-    /// copy, to the bit what [`Signal::eval`] gives (the same expression), without reading the
+    /// copy, to the bit what [`Signal::eval`] gives (the same `input_at`), without reading the
     /// signal's own line; any other signal evaluated.
     #[inline(always)]
     pub(super) fn signal_now(&self, k: usize) -> Option<f64> {
@@ -171,7 +171,7 @@ impl Simulation {
         if let Some(&[value, rate, since]) = self.inputs.mirror.get(slot as usize)
             && !value.is_nan()
         {
-            return Some(if rate == 0.0 { value } else { value + rate * (self.t - since) });
+            return Some(crate::signal::input_at(value, rate, since, self.t));
         }
         self.model.signals.get(k).map(|s| s.eval(self.t))
     }
