@@ -179,11 +179,18 @@ impl Simulation {
     /// with the end's). Ground nodes do not turn.
     pub(super) fn ground_scratch(&mut self) {
         let n = self.model.n_dof;
-        let Scratch { phi_st, w_st, phi1, w1, .. } = &mut *self.sc;
+        let zero = self.ground_is_zero();
+        let Scratch { phi_st, w_st, phi1, w1, ground_zero, .. } = &mut *self.sc;
         for (phi, w) in phi_st.iter_mut().zip(w_st.iter_mut()).chain([(phi1, w1)]) {
             w[n..].fill(0.0);
             phi[n..].copy_from_slice(&self.phi[n..]);
         }
+        *ground_zero = zero;
+    }
+
+    /// Whether every ground node's angle is `+0.0` (see [`Scratch::ground_zero`]).
+    pub(super) fn ground_is_zero(&self) -> bool {
+        self.phi[self.model.n_dof..].iter().all(|p| p.to_bits() == 0)
     }
 
     pub(super) fn compute_next_time_event(&self, t: f64) -> f64 {

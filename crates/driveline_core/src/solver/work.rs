@@ -158,6 +158,10 @@ pub(super) struct Scratch {
     pub(super) fric_power: [Vec<f64>; 2],
     /// The mode selection's complementarity problem and the reuse of its factors.
     pub(super) qp: QpScratch,
+    /// The ground entries (past the free nodes) of `phi_st`, `w_st`, `phi1` and `w1` are all
+    /// `+0.0`, as [`Simulation::ground_scratch`] wrote them: a simulation whose ground angles
+    /// are all `+0.0` (most) finds what it would write there already written.
+    pub(super) ground_zero: bool,
 }
 
 impl Scratch {
@@ -214,6 +218,7 @@ impl Scratch {
         self.xnz.fill((u32::MAX, f64::NAN));
         self.newton_failed = true;
         self.singular = Some((usize::MAX, usize::MAX));
+        self.ground_zero = false;
     }
 }
 
@@ -323,6 +328,7 @@ impl Scratch {
             lam_st: [v(rmax), v(rmax)],
             newton_failed: false,
             singular: None,
+            ground_zero: false,
             qp: QpScratch::new(nf),
             newton_inv: v(4 * n * n),
             newton_tmp: v(4 * n * n + 2 * n),
@@ -689,7 +695,11 @@ impl Simulation {
             self.sc.qp.forget();
             self.ws.cached.remove(Cached::STAGE_FORCES);
             self.ws.cached.remove(Cached::STAGE_TORQUES);
-            self.ground_scratch();
+            // (Vehicles of one file have the same ground angles, mostly zero: the scratch the
+            // last of them left holds this one's ground entries already.)
+            if !(self.sc.ground_zero && self.ground_is_zero()) {
+                self.ground_scratch();
+            }
         }
         true
     }

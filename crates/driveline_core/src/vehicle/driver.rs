@@ -146,7 +146,7 @@ impl Cycle {
 
     /// Speed at `t`, m/s (linear; held at the ends).
     pub fn speed_at(&self, t: f64) -> f64 {
-        let k = self.time.partition_point(|&x| x <= t);
+        let k = self.after(t);
         if k == 0 {
             return self.speed[0];
         }
@@ -156,6 +156,27 @@ impl Cycle {
         let (t0, t1) = (self.time[k - 1], self.time[k]);
         let s = (t - t0) / (t1 - t0);
         self.speed[k - 1] + s * (self.speed[k] - self.speed[k - 1])
+    }
+
+    /// The index of the first sample after `t` (`time.partition_point(|&x| x <= t)`): on an
+    /// evenly sampled trace (most are: one sample a second) found where `t`'s share of the
+    /// whole trace points, checked against the samples either side; elsewhere by bisection.
+    /// The same index either way, as the times increase.
+    #[inline]
+    fn after(&self, t: f64) -> usize {
+        let time = &self.time[..];
+        let n = time.len();
+        if n >= 2 {
+            let (first, last) = (time[0], time[n - 1]);
+            // (A NaN or a time outside the trace fails the checks below and is bisected.)
+            let guess = (((t - first) / (last - first) * (n - 1) as f64) as usize).min(n);
+            for k in [guess + 1, guess + 2, guess] {
+                if (1..n).contains(&k) && time[k - 1] <= t && t < time[k] {
+                    return k;
+                }
+            }
+        }
+        time.partition_point(|&x| x <= t)
     }
 
     /// Distance of the trace, m (trapezoidal).
@@ -491,6 +512,26 @@ mod tests {
         for at in cases {
             assert_eq!(lap(at, d).to_bits(), (at % d).to_bits(), "at {at}");
             assert_eq!(cycle.lap(at).to_bits(), (at % d).to_bits(), "at {at}");
+        }
+    }
+
+    /// The guessed sample index is bisection's, on an even trace (the shipped UDDS), an uneven
+    /// one and one of two samples, at the samples, between them, at and past the ends, NaN.
+    #[test]
+    fn the_guessed_sample_is_the_bisected_one() {
+        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../assets");
+        let udds = Cycle::parse(&std::fs::read_to_string(format!("{root}/cycles/udds.csv")).unwrap(), "udds").unwrap();
+        let uneven = Cycle::new("uneven", vec![0.0, 0.1, 0.15, 3.0, 3.5, 40.0, 41.0], vec![0.0; 7]).unwrap();
+        let two = Cycle::new("two", vec![-2.0, 5.0], vec![1.0, 3.0]).unwrap();
+        for c in [&udds, &uneven, &two] {
+            let (first, last) = (c.time[0], c.duration());
+            let mut ts = vec![f64::NAN, f64::INFINITY, f64::NEG_INFINITY, first - 1.0, last + 1.0, 1e300, -1e300];
+            ts.extend(c.time.iter().flat_map(|&t| [t, t.next_down(), t.next_up()]));
+            ts.extend((0..20_000).map(|k| first + (last - first) * k as f64 / 19_999.0 + 1e-7 * (k % 7) as f64));
+            for t in ts {
+                let expected = c.time.partition_point(|&x| x <= t);
+                assert_eq!(c.after(t), expected, "{} at {t}", c.name);
+            }
         }
     }
 
