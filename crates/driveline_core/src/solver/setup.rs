@@ -177,9 +177,16 @@ impl Simulation {
     /// to the state's, written when the simulation starts and when it borrows a scratch another
     /// simulation used (the time-only kernel commits a sub-step by trading the state's buffers
     /// with the end's). Ground nodes do not turn.
+    ///
+    /// Left as they are when they and this simulation's ground angles are all `+0.0`
+    /// ([`Scratch::ground_zero`]): vehicles of one file have the same ground angles, so the
+    /// scratch the last of them left holds this one's already.
     pub(super) fn ground_scratch(&mut self) {
         let n = self.model.n_dof;
         let zero = self.ground_is_zero();
+        if zero && self.sc.ground_zero {
+            return;
+        }
         let Scratch { phi_st, w_st, phi1, w1, ground_zero, .. } = &mut *self.sc;
         for (phi, w) in phi_st.iter_mut().zip(w_st.iter_mut()).chain([(phi1, w1)]) {
             w[n..].fill(0.0);
@@ -189,7 +196,7 @@ impl Simulation {
     }
 
     /// Whether every ground node's angle is `+0.0` (see [`Scratch::ground_zero`]).
-    pub(super) fn ground_is_zero(&self) -> bool {
+    fn ground_is_zero(&self) -> bool {
         self.phi[self.model.n_dof..].iter().all(|p| p.to_bits() == 0)
     }
 

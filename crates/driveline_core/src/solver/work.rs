@@ -695,11 +695,7 @@ impl Simulation {
             self.sc.qp.forget();
             self.ws.cached.remove(Cached::STAGE_FORCES);
             self.ws.cached.remove(Cached::STAGE_TORQUES);
-            // (Vehicles of one file have the same ground angles, mostly zero: the scratch the
-            // last of them left holds this one's ground entries already.)
-            if !(self.sc.ground_zero && self.ground_is_zero()) {
-                self.ground_scratch();
-            }
+            self.ground_scratch();
         }
         true
     }
