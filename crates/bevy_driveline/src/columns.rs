@@ -422,8 +422,9 @@ impl FleetParts<'_, '_> {
     }
 }
 
-/// Runs `step` on every item of `query`, the items spread over the compute threads in one
-/// contiguous run of the query's order per thread, each run as long as `split` deals it (from
+/// Runs `step` on every item of `query`, the items spread in one contiguous run of the query's
+/// order per compute thread (the first on the calling thread, the others on `split`'s crew of
+/// worker threads), each run as long as `split` deals it (from
 /// the threads' rates at the last ticks, see [`Split`]); within a run, if `hint`,
 /// `ahead(item, stage)` sees each item of the next `STAGES` before `step` takes the current
 /// one, the item `j` places ahead with stage `STAGES - j`
@@ -464,23 +465,32 @@ pub(crate) fn par_for_each_ahead<'w, 's, D, F>(
             items.for_each(step);
         }
     };
-    match bevy_tasks::ComputeTaskPool::try_get().map(|pool| (pool, pool.thread_num())) {
-        Some((pool, threads)) if threads >= 2 => {
+    match bevy_tasks::ComputeTaskPool::try_get().map(|pool| pool.thread_num()) {
+        Some(threads) if threads >= 2 => {
             split.deal(len, threads);
+            if split.crew.as_ref().is_none_or(|c| c.workers() != threads - 1) {
+                // (A crew whose thread failed to start is asked for again at the next pass; the
+                // runs it lacks go on the calling thread meanwhile.)
+                split.crew = Some(driveline_core::crew::Crew::new(threads - 1));
+            }
             let started = bevy_platform::time::Instant::now();
             let (bounds, ends) = (&split.bounds, &split.ends);
-            pool.scope(|scope| {
-                for (k, end) in ends.iter().enumerate() {
-                    let (from, to) = (bounds[k], bounds[k + 1]);
+            let workers = split.crew.as_ref().map_or(0, |c| c.workers());
+            let runs = ends.len();
+            let pass = |k: usize| {
+                // (Run 0 on the calling thread, with the runs no worker took if a thread failed
+                // to start.)
+                let mine = if k == 0 { (0..1).chain(workers + 1..runs) } else { (k..k + 1).chain(0..0) };
+                for j in mine {
+                    let (from, to) = (bounds[j], bounds[j + 1]);
                     if from < to {
-                        scope.spawn(async move {
-                            run(from, to);
-                            let took = started.elapsed().as_nanos().min(u64::MAX as u128) as u64;
-                            end.store(took, std::sync::atomic::Ordering::Relaxed);
-                        });
+                        run(from, to);
+                        let took = started.elapsed().as_nanos().min(u64::MAX as u128) as u64;
+                        ends[j].store(took, std::sync::atomic::Ordering::Relaxed);
                     }
                 }
-            });
+            };
+            split.crew.as_mut().expect("made above").run(&pass);
             split.balance();
         }
         // One compute thread or none: the calling thread, without a hand-off.
@@ -502,6 +512,10 @@ pub(crate) struct Split {
     bounds: Vec<usize>,
     /// How long after the pass's start each run of this tick ended, ns (0: no run).
     ends: Vec<std::sync::atomic::AtomicU64>,
+    /// The threads that run the runs after the first (the calling thread runs the first): one
+    /// wake-up a pass, and the calling thread watches for their ends rather than sleeping
+    /// ([`driveline_core::crew`]; made at the first pass of a thread count).
+    crew: Option<driveline_core::crew::Crew>,
 }
 
 impl Split {

@@ -203,7 +203,10 @@
 //! The coupled steps of two or more drivelines are spread over the compute task pool (one driveline steps
 //! on the calling thread: a hand-off costs more than it saves), the write-back goes driveline
 //! by driveline on the calling thread; the vehicles' control and actuation systems go over the
-//! pool from 16 vehicles on. From 16 vehicles on two compute threads or more, each vehicle's
+//! pool from 16 vehicles on. A fleet's vehicles (16 or more) step on as many threads as the
+//! compute task pool has: the calling thread and a crew of worker threads the plugin keeps for
+//! this ([`driveline_core::crew`]: one wake-up a tick, asleep between ticks, the pool's own
+//! threads idle meanwhile). From 16 vehicles on two compute threads or more, each vehicle's
 //! parts are written in its step, right after it, while its simulation is in the cache (still
 //! in `Solve`, before the write-back, which then leaves them). Handing whole systems to
 //! workers costs more than it gains here: with one car, most of a tick on a multi-threaded

@@ -2,7 +2,8 @@
 //!
 //! A [`Fleet`] holds plain [`Vehicle`]s, each with its own [`Driver`], and steps them all at one
 //! fixed step: the cars are split into one contiguous run per thread (the calling thread steps
-//! the first), and every thread steps its run once per step between two barriers. Within a run
+//! the first), and every thread steps its run once per step, a [`Crew`] handing the steps out.
+//! Within a run
 //! the next cars can be hinted toward the cache while one steps
 //! ([`crate::prefetch::for_each_ahead`]), as a [`HintTuner`] decides at each step.
 //!
@@ -23,11 +24,12 @@
 //! assert!(fleet.vehicles().all(|v| (v.telemetry().time - 0.1).abs() < 1e-9));
 //! ```
 
+use crate::crew::Crew;
 use crate::prefetch::{HintPolicy, HintTuner};
 use crate::vehicle::driver::{Cycle, Driver, DriverParams};
 use crate::{DriverInput, Vehicle};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
 
 /// How a [`Fleet`]'s cars are driven at each step.
 #[derive(Debug, Clone)]
@@ -70,6 +72,10 @@ pub struct Fleet {
     drive: FleetDrive,
     dt: f64,
     tuner: HintTuner,
+    /// The threads beside the calling one, made at the first run of a thread count.
+    crew: Option<Crew>,
+    /// How long the crew's workers watch for the next step before they sleep.
+    spin: std::time::Duration,
 }
 
 impl Fleet {
@@ -93,7 +99,7 @@ impl Fleet {
                 Car { vehicle, driver, offset }
             })
             .collect();
-        Ok(Self { cars, drive, dt, tuner: HintTuner::new(HintPolicy::Auto) })
+        Ok(Self { cars, drive, dt, tuner: HintTuner::new(HintPolicy::Auto), crew: None, spin: Default::default() })
     }
 
     /// How many cars the fleet has.
@@ -127,8 +133,18 @@ impl Fleet {
         self.tuner.chosen()
     }
 
+    /// How long the worker threads watch for the next step after theirs before they sleep
+    /// (zero, the default: at once; [`Crew::set_spin`] says when watching pays).
+    pub fn set_spin(&mut self, spin: std::time::Duration) {
+        self.spin = spin;
+        if let Some(crew) = &mut self.crew {
+            crew.set_spin(spin);
+        }
+    }
+
     /// Steps every car `steps` times, the cars split over `threads` threads (at least one: the
-    /// calling thread steps the first run of cars, `threads - 1` scoped threads the others).
+    /// calling thread steps the first run of cars, the fleet's `threads - 1` worker threads the
+    /// others; see [`crate::crew`]).
     /// A car whose step is refused ([`Vehicle::step`]'s error) stays where it was and goes on
     /// at the next step; the number of refused car-steps is returned.
     pub fn run(&mut self, steps: u64, threads: usize) -> usize {
@@ -154,32 +170,33 @@ impl Fleet {
         };
         // (As many runs as the cars fill: four cars on three threads are two runs of two.)
         let per_run = n.div_ceil(threads);
-        let hint = AtomicBool::new(false);
-        let barrier = std::sync::Barrier::new(n.div_ceil(per_run));
-        let tuner = &mut self.tuner;
-        let mut runs = self.cars.chunks_mut(per_run);
-        let first = runs.next().unwrap_or_default();
-        std::thread::scope(|s| {
-            for cars in runs {
-                let (hint, barrier, run) = (&hint, &barrier, &run);
-                s.spawn(move || {
-                    for _ in 0..steps {
-                        barrier.wait();
-                        run(&mut *cars, hint.load(Relaxed));
-                        barrier.wait();
-                    }
-                });
+        let runs = n.div_ceil(per_run);
+        if self.crew.as_ref().is_none_or(|c| c.workers() != runs - 1) {
+            // (A crew whose thread failed to start is asked for again at the next run; the runs
+            // it lacks are stepped on the calling thread meanwhile.)
+            let mut crew = Crew::new(runs - 1);
+            crew.set_spin(self.spin);
+            self.crew = Some(crew);
+        }
+        let crew = self.crew.as_mut().expect("made above");
+        // Each run's cars, taken by its run alone (an uncontended lock a run and step).
+        let chunks: Vec<Mutex<&mut [Car]>> = self.cars.chunks_mut(per_run).map(Mutex::new).collect();
+        let workers = crew.workers();
+        let hints = AtomicBool::new(false);
+        let pass = |k: usize| {
+            // (The runs no worker took, if a thread failed to start, go with the first.)
+            let mine = if k == 0 { (0..1).chain(workers + 1..chunks.len()) } else { (k..k + 1).chain(0..0) };
+            for j in mine {
+                let mut cars = chunks[j].lock().unwrap_or_else(|e| e.into_inner());
+                run(&mut cars, hints.load(Relaxed));
             }
-            for _ in 0..steps {
-                let hints = tuner.hints();
-                hint.store(hints, Relaxed);
-                let pass = std::time::Instant::now();
-                barrier.wait();
-                run(&mut *first, hints);
-                barrier.wait();
-                tuner.record(pass.elapsed().as_secs_f64() / n as f64);
-            }
-        });
+        };
+        for _ in 0..steps {
+            hints.store(self.tuner.hints(), Relaxed);
+            let started = std::time::Instant::now();
+            crew.run(&pass);
+            self.tuner.record(started.elapsed().as_secs_f64() / n as f64);
+        }
         refused.into_inner()
     }
 }
@@ -215,7 +232,10 @@ mod tests {
         for (cars, threads) in [(5, 1), (5, 2), (5, 3), (4, 3)] {
             let cars = (0..cars).map(|_| Vehicle::new(spec.clone()).unwrap()).collect();
             let mut fleet = Fleet::new(cars, drive.clone(), 1e-3).unwrap();
-            assert_eq!(fleet.run(300, threads), 0);
+            // (The second run on the crew the first made, its workers watching between steps.)
+            assert_eq!(fleet.run(150, threads), 0);
+            fleet.set_spin(std::time::Duration::from_micros(100));
+            assert_eq!(fleet.run(150, threads), 0);
             for (i, v) in fleet.vehicles().enumerate() {
                 let mut alone = Vehicle::new(spec.clone()).unwrap();
                 let mut driver = Driver::new(&spec, DriverParams::default());

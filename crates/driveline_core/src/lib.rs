@@ -276,6 +276,7 @@
 
 pub mod automatic;
 pub mod converter;
+pub mod crew;
 pub mod elements;
 pub mod fleet;
 pub mod limits;

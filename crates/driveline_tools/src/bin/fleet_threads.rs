@@ -10,7 +10,9 @@
 //! rest and is driven over UDDS by the driver model, vehicle `i` reading the cycle
 //! `37 i` seconds ahead, after one step that builds it (the bench's first tick). With
 //! `prefetch` each thread hints the next vehicles before stepping one; with `auto` a
-//! `HintTuner` decides at each step, as the plugin's fleet step does by default. The cars step
+//! `HintTuner` decides at each step, as the plugin's fleet step does by default. With `spin=US`
+//! the worker threads watch for the next step for `US` microseconds before they sleep
+//! ([`Fleet::set_spin`]). The cars step
 //! in a [`Fleet`] (`driveline bench --against-core` times the same beside the plugin's fleet).
 //! Prints the rate, the wall time per vehicle-step and, as `driveline bench` does, the
 //! process's CPU time per vehicle-step (all threads: what the steps took, waits aside).
@@ -58,6 +60,9 @@ fn main() {
         Ok(f) => f,
         Err(e) => return eprintln!("{e}"),
     };
+    if let Some(us) = args.iter().find_map(|a| a.strip_prefix("spin=")?.parse::<u64>().ok()) {
+        fleet.set_spin(std::time::Duration::from_micros(us));
+    }
     fleet.set_hints(policy);
     // Traffic starts at rest after one step (the bench's first tick, which builds the
     // networks); pulling away starts after 0.1 s.
