@@ -475,22 +475,17 @@ pub(crate) fn par_for_each_ahead<'w, 's, D, F>(
             }
             let started = bevy_platform::time::Instant::now();
             let (bounds, ends) = (&split.bounds, &split.ends);
-            let workers = split.crew.as_ref().map_or(0, |c| c.workers());
-            let runs = ends.len();
-            let pass = |k: usize| {
-                // (Run 0 on the calling thread, with the runs no worker took if a thread failed
-                // to start.)
-                let mine = if k == 0 { (0..1).chain(workers + 1..runs) } else { (k..k + 1).chain(0..0) };
-                for j in mine {
-                    let (from, to) = (bounds[j], bounds[j + 1]);
-                    if from < to {
-                        run(from, to);
-                        let took = started.elapsed().as_nanos().min(u64::MAX as u128) as u64;
-                        ends[j].store(took, std::sync::atomic::Ordering::Relaxed);
-                    }
+            let pass = |j: usize| {
+                let (from, to) = (bounds[j], bounds[j + 1]);
+                if from < to {
+                    run(from, to);
+                    let took = started.elapsed().as_nanos().min(u64::MAX as u128) as u64;
+                    ends[j].store(took, std::sync::atomic::Ordering::Relaxed);
                 }
             };
-            split.crew.as_mut().expect("made above").run(&pass);
+            // (Run 0 on the calling thread, with the runs no worker took if a thread failed to
+            // start: `Crew::run_each`.)
+            split.crew.as_mut().expect("made above").run_each(ends.len(), &pass);
             split.balance();
         }
         // One compute thread or none: the calling thread, without a hand-off.

@@ -145,6 +145,27 @@ impl Crew {
     }
 }
 
+impl Crew {
+    /// Runs `job(j)` once for each `j` in `0..runs`: run `j` on worker `j` where the crew has
+    /// one (`1..=workers`), run 0 and the runs past the workers (a thread the system did not
+    /// start) on the calling thread, in order. Returns when every run has returned; a panic as
+    /// [`Crew::run`].
+    pub fn run_each(&mut self, runs: usize, job: Job<'_>) {
+        let workers = self.threads.len();
+        if runs == 0 {
+            return;
+        }
+        self.run(&|k| {
+            if k == 0 {
+                job(0);
+                (workers + 1..runs).for_each(job);
+            } else if k < runs {
+                job(k);
+            }
+        });
+    }
+}
+
 /// The calling thread's side of a pass in progress: dropping it waits for the workers.
 struct Pass<'a>(&'a Shared);
 
@@ -298,6 +319,22 @@ mod tests {
             ran.fetch_add(1, Ordering::Relaxed);
         });
         assert_eq!(ran.load(Ordering::Relaxed), 6);
+    }
+
+    /// `run_each` runs each run once, whether the crew has fewer workers than runs (the rest on
+    /// the calling thread) or more (the extra workers idle).
+    #[test]
+    fn run_each_runs_each_run_once() {
+        for (workers, runs) in [(0, 3), (1, 4), (3, 4), (3, 2), (2, 0)] {
+            let mut crew = Crew::new(workers);
+            let counts: Vec<AtomicU64> = (0..runs).map(|_| AtomicU64::new(0)).collect();
+            for _ in 0..50 {
+                crew.run_each(runs, &|j| {
+                    counts[j].fetch_add(1, Ordering::Relaxed);
+                });
+            }
+            assert!(counts.iter().all(|c| c.load(Ordering::Relaxed) == 50), "{workers} workers, {runs} runs");
+        }
     }
 
     /// A crew without workers runs the pass on the calling thread.

@@ -173,7 +173,7 @@ impl Fleet {
         let runs = n.div_ceil(per_run);
         if self.crew.as_ref().is_none_or(|c| c.workers() != runs - 1) {
             // (A crew whose thread failed to start is asked for again at the next run; the runs
-            // it lacks are stepped on the calling thread meanwhile.)
+            // it lacks are stepped on the calling thread meanwhile: `Crew::run_each`.)
             let mut crew = Crew::new(runs - 1);
             crew.set_spin(self.spin);
             self.crew = Some(crew);
@@ -181,20 +181,15 @@ impl Fleet {
         let crew = self.crew.as_mut().expect("made above");
         // Each run's cars, taken by its run alone (an uncontended lock a run and step).
         let chunks: Vec<Mutex<&mut [Car]>> = self.cars.chunks_mut(per_run).map(Mutex::new).collect();
-        let workers = crew.workers();
         let hints = AtomicBool::new(false);
-        let pass = |k: usize| {
-            // (The runs no worker took, if a thread failed to start, go with the first.)
-            let mine = if k == 0 { (0..1).chain(workers + 1..chunks.len()) } else { (k..k + 1).chain(0..0) };
-            for j in mine {
-                let mut cars = chunks[j].lock().unwrap_or_else(|e| e.into_inner());
-                run(&mut cars, hints.load(Relaxed));
-            }
+        let pass = |j: usize| {
+            let mut cars = chunks[j].lock().unwrap_or_else(|e| e.into_inner());
+            run(&mut cars, hints.load(Relaxed));
         };
         for _ in 0..steps {
             hints.store(self.tuner.hints(), Relaxed);
             let started = std::time::Instant::now();
-            crew.run(&pass);
+            crew.run_each(chunks.len(), &pass);
             self.tuner.record(started.elapsed().as_secs_f64() / n as f64);
         }
         refused.into_inner()
