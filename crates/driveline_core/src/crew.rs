@@ -8,7 +8,7 @@
 //! first run itself, at once, wakes the workers only when one sleeps, and watches for the
 //! workers' ends instead of sleeping until they tell it. Two barriers a step (each thread
 //! asleep at each) cost more: 30 sedans on two independent cores took 4.21 to 4.54 us per
-//! vehicle-step with them, 2.82 to 2.94 with a crew.
+//! vehicle-step with them, 2.82 to 3.44 with a crew (docs/performance.md, "One wake-up a pass").
 //!
 //! A worker may also watch for the next pass for a while ([`Crew::set_spin`]) before it
 //! sleeps: a pass that follows within that time starts on every thread at once. That pays
