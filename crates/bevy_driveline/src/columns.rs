@@ -468,11 +468,6 @@ pub(crate) fn par_for_each_ahead<'w, 's, D, F>(
     match bevy_tasks::ComputeTaskPool::try_get().map(|pool| pool.thread_num()) {
         Some(threads) if threads >= 2 => {
             split.deal(len, threads);
-            if split.crew.as_ref().is_none_or(|c| c.workers() != threads - 1) {
-                // (A crew whose thread failed to start is asked for again at the next pass; the
-                // runs it lacks go on the calling thread meanwhile.)
-                split.crew = Some(driveline_core::crew::Crew::new(threads - 1));
-            }
             let started = bevy_platform::time::Instant::now();
             let (bounds, ends) = (&split.bounds, &split.ends);
             let pass = |j: usize| {
@@ -485,7 +480,7 @@ pub(crate) fn par_for_each_ahead<'w, 's, D, F>(
             };
             // (Run 0 on the calling thread, with the runs no worker took if a thread failed to
             // start: `Crew::run_each`.)
-            split.crew.as_mut().expect("made above").run_each(ends.len(), &pass);
+            driveline_core::crew::Crew::fitted(&mut split.crew, threads - 1).run_each(ends.len(), &pass);
             split.balance();
         }
         // One compute thread or none: the calling thread, without a hand-off.

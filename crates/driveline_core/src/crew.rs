@@ -146,6 +146,16 @@ impl Crew {
 }
 
 impl Crew {
+    /// The crew in `slot` if it has `workers` workers, else a new one put there (asleep between
+    /// passes). A crew whose thread failed to start is asked for again at the next call; the
+    /// runs it lacks go on the calling thread meanwhile ([`Crew::run_each`]).
+    pub fn fitted(slot: &mut Option<Crew>, workers: usize) -> &mut Crew {
+        if slot.as_ref().is_some_and(|c| c.workers() == workers) {
+            return slot.as_mut().expect("just seen");
+        }
+        slot.insert(Crew::new(workers))
+    }
+
     /// Runs `job(j)` once for each `j` in `0..runs`: run `j` on worker `j` where the crew has
     /// one (`1..=workers`), run 0 and the runs past the workers (a thread the system did not
     /// start) on the calling thread, in order. Returns when every run has returned; a panic as

@@ -3,8 +3,7 @@
 //! A [`Fleet`] holds plain [`Vehicle`]s, each with its own [`Driver`], and steps them all at one
 //! fixed step: the cars are split into one contiguous run per thread (the calling thread steps
 //! the first), and every thread steps its run once per step, a [`Crew`] handing the steps out.
-//! Within a run
-//! the next cars can be hinted toward the cache while one steps
+//! Within a run the next cars can be hinted toward the cache while one steps
 //! ([`crate::prefetch::for_each_ahead`]), as a [`HintTuner`] decides at each step.
 //!
 //! It is the Bevy plugin's fleet without the plugin: `driveline bench --against-core` times it
@@ -137,9 +136,6 @@ impl Fleet {
     /// (zero, the default: at once; [`Crew::set_spin`] says when watching pays).
     pub fn set_spin(&mut self, spin: std::time::Duration) {
         self.spin = spin;
-        if let Some(crew) = &mut self.crew {
-            crew.set_spin(spin);
-        }
     }
 
     /// Steps every car `steps` times, the cars split over `threads` threads (at least one: the
@@ -170,15 +166,8 @@ impl Fleet {
         };
         // (As many runs as the cars fill: four cars on three threads are two runs of two.)
         let per_run = n.div_ceil(threads);
-        let runs = n.div_ceil(per_run);
-        if self.crew.as_ref().is_none_or(|c| c.workers() != runs - 1) {
-            // (A crew whose thread failed to start is asked for again at the next run; the runs
-            // it lacks are stepped on the calling thread meanwhile: `Crew::run_each`.)
-            let mut crew = Crew::new(runs - 1);
-            crew.set_spin(self.spin);
-            self.crew = Some(crew);
-        }
-        let crew = self.crew.as_mut().expect("made above");
+        let crew = Crew::fitted(&mut self.crew, n.div_ceil(per_run) - 1);
+        crew.set_spin(self.spin);
         // Each run's cars, taken by its run alone (an uncontended lock a run and step).
         let chunks: Vec<Mutex<&mut [Car]>> = self.cars.chunks_mut(per_run).map(Mutex::new).collect();
         let hints = AtomicBool::new(false);
