@@ -242,21 +242,31 @@ impl FleetParts<'_, '_> {
         let state = &mut *self.state;
         // (A table without part states stays as it was added, with no rows here.)
         state.tables.resize(world.tables.len(), TableColumns::none(&[]));
-        for with in &mut state.with_state {
+        // The body tables first, each with its body column; then the coupling tables with their
+        // coupling and engagement columns, added to the entry of a table the first pass filled
+        // (a part with both states) rather than over it. Only the columns a list needs: each
+        // look-up searches the table's column set.
+        for (list, with) in state.with_state.iter_mut().enumerate() {
             with.refresh(&world.tables);
             for &id in &with.list {
                 let Some(table) = world.tables.get(id) else { continue };
-                let mut columns = TableColumns::none(table.entities());
-                columns.skip = table.has_column(skip);
-                if !columns.skip {
-                    // SAFETY: each id is the component of the type named.
-                    unsafe {
+                let columns = &mut state.tables[id.as_usize()];
+                if list == 0 || !table.has_column(body) {
+                    *columns = TableColumns::none(table.entities());
+                    columns.skip = table.has_column(skip);
+                }
+                if columns.skip {
+                    continue;
+                }
+                // SAFETY: each id is the component of the type named.
+                unsafe {
+                    if list == 0 {
                         columns.body = Column::of(table, body);
+                    } else {
                         columns.coupling = Column::of(table, coupling);
                         columns.engagement = Column::of(table, engagement);
                     }
                 }
-                state.tables[id.as_usize()] = columns;
             }
         }
     }
@@ -633,7 +643,7 @@ impl TablesWith {
     }
 
     /// Whether any row of the listed tables changed less than `since_system` ticks before
-    /// `this_run` (see [`TablesWith::any_changed`]).
+    /// `this_run` (see [`TablesWith::any_changed`]); `since_system` is at most `MAX_CHANGE_AGE`.
     ///
     /// # Safety
     /// The caller holds read access to the component (a system parameter declaring it, or the
@@ -656,8 +666,10 @@ fn age(tick: Tick, this_run: Tick) -> u32 {
     this_run.get().wrapping_sub(tick.get()).min(bevy_ecs::change_detection::MAX_CHANGE_AGE)
 }
 
-/// Whether any of `ticks` is less than `since_system` ticks before `now` (as
-/// `Tick::is_newer_than` counts, at most `MAX_CHANGE_AGE`). A fleet's every tick reads the
+/// Whether any of `ticks` is less than `since_system` ticks before `now`, as
+/// `Tick::is_newer_than` says when `since_system` is at most `MAX_CHANGE_AGE` (as [`age`] gives
+/// it): that function caps both ages there, which changes no answer when the system's is
+/// capped already (a tick's age past the cap is past `since_system` with or without it). A fleet's every tick reads the
 /// change ticks of every part's name, joints and typed component, on the calling thread
 /// (some 170 a vehicle): with AVX2 where the processor has it (eight ticks a subtraction and a
 /// minimum), else the portable loop. The same answer either way: integer arithmetic.
@@ -666,7 +678,7 @@ fn age(tick: Tick, this_run: Tick) -> u32 {
 /// Nothing writes `ticks` while this reads them.
 #[inline(always)]
 unsafe fn any_younger(ticks: &[UnsafeCell<Tick>], now: u32, since_system: u32) -> bool {
-    // (Most part tables hold a few rows for one car: a call into the vector loop, which cannot
+    // (Most part tables hold a few rows for one car: a call into the AVX2 loop, which cannot
     // be inlined here, and its set-up and tail cost more than the rows themselves.)
     if ticks.len() < SHORT_TICKS {
         // SAFETY: the caller's promise.
@@ -681,40 +693,44 @@ unsafe fn any_younger(ticks: &[UnsafeCell<Tick>], now: u32, since_system: u32) -
     unsafe { any_younger_portable(ticks, now, since_system) }
 }
 
-/// Below this many change ticks [`any_younger`] reads them one by one, inline.
+/// Below this many change ticks [`any_younger`] reads them inline, four at a time.
 const SHORT_TICKS: usize = 16;
 
-/// [`any_younger`] with AVX2: the youngest tick's age, then one compare (some tick's age,
-/// capped at `MAX_CHANGE_AGE`, is under `since_system` exactly when the least of them is); no
-/// early exit, so that it vectorises to a subtraction and an unsigned minimum per eight lanes.
+/// [`any_younger`] with AVX2: the youngest tick's age, then one compare (some tick's age is under
+/// `since_system` exactly when the least of them is); no early exit, so that it vectorises to a
+/// subtraction and an unsigned minimum per eight lanes.
 ///
 /// # Safety
 /// The processor has AVX2; nothing writes `ticks` meanwhile.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 unsafe fn any_younger_avx2(ticks: &[UnsafeCell<Tick>], now: u32, since_system: u32) -> bool {
-    use bevy_ecs::change_detection::MAX_CHANGE_AGE;
     let youngest = ticks.iter().fold(u32::MAX, |least, cell| {
         // SAFETY: the caller's promise: the ticks are only read.
         let tick = unsafe { *cell.get() }.get();
         least.min(now.wrapping_sub(tick))
     });
-    youngest.min(MAX_CHANGE_AGE) < since_system
+    youngest < since_system
 }
 
-/// [`any_younger`] without AVX2: each tick's age compared, the answers or-ed, no early exit
-/// (SSE2 has no unsigned minimum, which makes the minimum's loop dearer there than this one).
+/// [`any_younger`] without AVX2: each tick's age compared, the answers or-ed, no early exit,
+/// four ticks at a time so that it vectorises with the baseline SSE2 (a subtraction and a
+/// compare a four), the last four read again where the length is not a multiple of four (an
+/// or of answers does not mind a tick read twice). Under four ticks, one by one.
 ///
 /// # Safety
 /// Nothing writes `ticks` meanwhile.
 #[inline(always)]
 unsafe fn any_younger_portable(ticks: &[UnsafeCell<Tick>], now: u32, since_system: u32) -> bool {
-    use bevy_ecs::change_detection::MAX_CHANGE_AGE;
-    ticks.iter().fold(false, |any, cell| {
-        // SAFETY: the caller's promise: the ticks are only read.
-        let tick = unsafe { *cell.get() }.get();
-        any | (now.wrapping_sub(tick).min(MAX_CHANGE_AGE) < since_system)
-    })
+    // SAFETY: the caller's promise: the ticks are only read.
+    let young = |cell: &UnsafeCell<Tick>| u32::from(now.wrapping_sub(unsafe { *cell.get() }.get()) < since_system);
+    let four = |any: [u32; 4], q: &[UnsafeCell<Tick>; 4]| std::array::from_fn(|j| any[j] | young(&q[j]));
+    let Some(last) = ticks.last_chunk::<4>() else {
+        return ticks.iter().fold(0, |any, cell| any | young(cell)) != 0;
+    };
+    let (quads, _) = ticks.as_chunks::<4>();
+    let any = quads.iter().fold([0; 4], four);
+    four(any, last) != [0; 4]
 }
 
 /// Whether component `id` is stored in tables (what [`TablesWith::any_changed`] reads), not
