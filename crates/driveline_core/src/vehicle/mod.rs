@@ -755,6 +755,11 @@ impl Vehicle {
     /// `STAGES - j` on the vehicle `j` places ahead, so that each stage reads only lines the
     /// stage before brought in. Changes no result.
     pub fn prefetch_stage(&self, stage: usize) {
+        if stage == 0 {
+            // The telemetry record, written whole by the step (the controllers' and the
+            // simulation's own bytes are theirs to hint).
+            crate::prefetch::value(&self.telemetry);
+        }
         self.control.prefetch_stage(&self.sim, stage);
     }
 }
