@@ -1099,13 +1099,17 @@ pub(crate) fn step_vehicles(
             }
             if stage == 0 {
                 // The components' own bytes, read by nothing yet: the controllers and the
-                // simulation inline, the lists' pointers, the telemetry the step writes whole.
+                // simulation inline, the lists' pointers, the telemetry the step writes whole,
+                // the driver model's state.
                 use driveline_core::prefetch::value;
                 value(&*item.2);
                 value(&*item.5);
                 value(&item.4.0);
                 value(&*item.6);
                 value(&*item.3);
+                if let Some(driver) = &item.10 {
+                    value(&**driver);
+                }
                 return;
             }
             if let (Some(control), Some(sim)) = (item.2.control.as_ref(), item.5.sim.as_ref()) {

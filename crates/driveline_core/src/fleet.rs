@@ -159,7 +159,15 @@ impl Fleet {
         };
         let run = |cars: &mut [Car], hint: bool| {
             if hint {
-                crate::prefetch::for_each_ahead(cars.iter_mut(), |c, stage| c.vehicle.prefetch_stage(stage), step);
+                // (The driver model's state with the vehicle's own bytes, as the plugin hints a
+                // root's `CycleDriver`.)
+                let ahead = |c: &&mut Car, stage: usize| {
+                    if stage == 0 {
+                        crate::prefetch::value(&c.driver);
+                    }
+                    c.vehicle.prefetch_stage(stage);
+                };
+                crate::prefetch::for_each_ahead(cars.iter_mut(), ahead, step);
             } else {
                 cars.iter_mut().for_each(step);
             }
