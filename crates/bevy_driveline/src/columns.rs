@@ -669,10 +669,11 @@ fn age(tick: Tick, this_run: Tick) -> u32 {
 /// Whether any of `ticks` is less than `since_system` ticks before `now`, as
 /// `Tick::is_newer_than` says when `since_system` is at most `MAX_CHANGE_AGE` (as [`age`] gives
 /// it): that function caps both ages there, which changes no answer when the system's is
-/// capped already (a tick's age past the cap is past `since_system` with or without it). A fleet's every tick reads the
-/// change ticks of every part's name, joints and typed component, on the calling thread
-/// (some 170 a vehicle): with AVX2 where the processor has it (eight ticks a subtraction and a
-/// minimum), else the portable loop. The same answer either way: integer arithmetic.
+/// capped already (a tick's age past the cap is past `since_system` with or without it). A
+/// fleet's every tick reads the change ticks of every part's name, joints and typed component,
+/// on the calling thread (some 170 a vehicle): with AVX2 where the processor has it (eight
+/// ticks a subtraction and a minimum), else the portable loop. The same answer either way:
+/// integer arithmetic.
 ///
 /// # Safety
 /// Nothing writes `ticks` while this reads them.
