@@ -247,6 +247,7 @@ pub mod chassis;
 mod columns;
 mod hints;
 mod names;
+mod outbox;
 pub mod parts;
 mod phases;
 mod solve;
@@ -264,6 +265,7 @@ use driveline_core::{
     BuildError, FrictionMode, IntegrationParameters, Network, NetworkSpec, Scenario, ScenarioError, Simulation,
 };
 pub use hints::{CacheHintPolicy, CacheHints};
+pub use outbox::Outbox;
 pub use parts::*;
 pub use phases::FusedVehicleSteps;
 use serde::{Deserialize, Serialize};
@@ -371,7 +373,7 @@ impl Plugin for DrivelineCorePlugin {
             .add_message::<StateWriteAdjusted>()
             .add_message::<vehicle::VehicleMessage>();
         register_types(app);
-        app.init_resource::<LastWriteBack>().init_resource::<StatesTaken>().init_resource::<Book>();
+        app.init_resource::<Book>();
         // Set at each build of the schedule (see `phases`).
         app.init_resource::<FusedVehicleSteps>().register_type::<FusedVehicleSteps>();
         app.init_resource::<CacheHints>().register_type::<CacheHints>().register_type::<CacheHintPolicy>();
@@ -417,7 +419,6 @@ impl Plugin for DrivelineCorePlugin {
                     sync::write_states.run_if(|f: Res<FusedVehicleSteps>| !f.is_fused()),
                     sync::hand_over,
                     vehicle::step_vehicles,
-                    solve::step_drivelines,
                     solve::write_back,
                 )
                     .chain()
@@ -664,17 +665,6 @@ impl DrivelineCache {
     }
 }
 
-/// When the write-back last ran: a [`ClutchEngagement`] changed after it was written by a
-/// user (the write-back's own writes carry this tick, a fleet's vehicles' writes in their step
-/// an earlier one of the same `Solve`).
-#[derive(Resource, Debug, Clone, Copy, Default)]
-struct LastWriteBack(bevy_ecs::change_detection::Tick);
-
-/// When written [`BodyState`]s were last taken (in `Prepare`, and again in `Solve`): a state
-/// changed before it has been taken.
-#[derive(Resource, Debug, Clone, Copy, Default)]
-struct StatesTaken(bevy_ecs::change_detection::Tick);
-
 /// What the plugin's systems hand one another about the drivelines, outside the components:
 /// one resource, so that each system fetches one (a resource fetch costs some tens of
 /// instructions a tick).
@@ -709,6 +699,15 @@ struct Book {
     vehicles_written: std::sync::atomic::AtomicBool,
     /// Whether the world has drivelines that are not vehicles (as the last `Solve` found).
     has_others: std::sync::atomic::AtomicBool,
+    /// When the write-back last ran: a [`ClutchEngagement`] changed after it was written by a
+    /// user (the write-back's own writes carry this tick, a fleet's vehicles' writes in their
+    /// step an earlier one of the same `Solve`).
+    last_write_back: bevy_ecs::change_detection::Tick,
+    /// When written [`BodyState`]s were last taken (in `Prepare`, and again in `Solve`): a
+    /// state changed before it has been taken.
+    states_taken: bevy_ecs::change_detection::Tick,
+    /// [`FusedVehicleSteps`]'s answer, set with it when the schedule is built.
+    fused: bool,
 }
 
 impl Book {

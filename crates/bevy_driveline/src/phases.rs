@@ -70,6 +70,7 @@ impl ScheduleBuildPass for PhasePass {
     ) -> Result<(), ScheduleBuildError> {
         let fused = fusable(graph, &dependency_flattened);
         world.insert_resource(FusedVehicleSteps(fused));
+        world.get_resource_or_init::<crate::Book>().fused = fused;
         Ok(())
     }
 }

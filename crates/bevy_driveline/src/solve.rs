@@ -7,7 +7,6 @@ use crate::{
     parts::{Inertia, Mass},
 };
 use bevy_ecs::prelude::*;
-use bevy_time::Time;
 use std::sync::atomic::Ordering::Relaxed;
 
 /// Below this many drivelines a system steps them on the calling thread: handing work to the
@@ -20,26 +19,29 @@ pub(crate) const PARALLEL_DRIVELINES: usize = 2;
 /// pool's hand-offs.
 pub(crate) const PARALLEL_WRITE_BACK: usize = 16;
 
-/// One coupled step of every driveline that is not a vehicle (vehicles step with their
-/// controllers in `vehicle::step_vehicles`) by the schedule's time delta, in parallel across
-/// the compute task pool (drivelines are independent; each one's result does not depend on the
+/// The drivelines that are not vehicles, which [`step_drivelines`] steps.
+pub(crate) type OtherRoots<'w, 's> =
+    Query<'w, 's, (Entity, &'static mut DrivelineCache), Without<crate::vehicle::VehicleController>>;
+
+/// One coupled step of every driveline that is not a vehicle by `dt`, in parallel across the
+/// compute task pool (drivelines are independent; each one's result does not depend on the
 /// thread). A refused step (a non-finite state) leaves the driveline where it was and is
-/// reported, in entity order.
+/// reported, in entity order. Called by `vehicle::step_vehicles` after the vehicles' steps
+/// (a system of its own cost a system's run and its resources' fetches every tick).
 pub(crate) fn step_drivelines(
-    time: Res<Time>,
-    mut roots: Query<(Entity, &mut DrivelineCache), Without<crate::vehicle::VehicleController>>,
-    mut failed: MessageWriter<DrivelineStepFailed>,
-    mut failures: Local<std::sync::Mutex<Vec<DrivelineStepFailed>>>,
-    book: Res<crate::Book>,
+    dt: f64,
+    roots: &mut OtherRoots,
+    failed: &mut crate::outbox::Outbox<'_, DrivelineStepFailed>,
+    failures: &mut std::sync::Mutex<Vec<DrivelineStepFailed>>,
+    book: &crate::Book,
 ) {
-    let dt = time.delta_secs_f64();
     // (Whether the write-back has drivelines other than vehicles to write.)
     book.has_others.store(!roots.is_empty(), Relaxed);
     if dt <= 0.0 {
         return;
     }
     let sink = &*failures;
-    let notes = &*book;
+    let notes = book;
     let step = |(root, mut cache): (Entity, Mut<DrivelineCache>)| {
         let Some(sim) = cache.sim.as_mut() else { return };
         if let Err(e) = sim.step(dt) {
@@ -53,7 +55,7 @@ pub(crate) fn step_drivelines(
     } else {
         roots.par_iter_mut().for_each(step);
     }
-    flush_failures(&mut failures, &mut failed);
+    flush_failures(failures, failed);
 }
 
 /// Writes the messages a parallel system's threads collected (its failures, its refusals),
@@ -62,7 +64,7 @@ pub(crate) fn step_drivelines(
 /// happened to run). `driveline` names a message's vehicle.
 pub(crate) fn flush_in_vehicle_order<M: Message, K: Ord>(
     collected: &mut std::sync::Mutex<Vec<M>>,
-    out: &mut MessageWriter<M>,
+    out: &mut crate::outbox::Outbox<'_, M>,
     driveline: impl FnMut(&M) -> K,
 ) {
     let list = collected.get_mut().unwrap_or_else(|p| p.into_inner());
@@ -81,7 +83,7 @@ fn in_vehicle_order<M, K: Ord>(list: &mut [M], driveline: impl FnMut(&M) -> K) {
 /// [`flush_in_vehicle_order`] for step failures.
 pub(crate) fn flush_failures(
     failures: &mut std::sync::Mutex<Vec<DrivelineStepFailed>>,
-    failed: &mut MessageWriter<DrivelineStepFailed>,
+    failed: &mut crate::outbox::Outbox<'_, DrivelineStepFailed>,
 ) {
     flush_in_vehicle_order(failures, failed, |f| f.driveline);
 }
@@ -89,7 +91,7 @@ pub(crate) fn flush_failures(
 /// [`flush_in_vehicle_order`] for refused edits.
 pub(crate) fn flush_refusals(
     refusals: &mut std::sync::Mutex<Vec<crate::DrivelineEditRefused>>,
-    refused: &mut MessageWriter<crate::DrivelineEditRefused>,
+    refused: &mut crate::outbox::Outbox<'_, crate::DrivelineEditRefused>,
 ) {
     flush_in_vehicle_order(refusals, refused, |r| r.driveline);
 }
@@ -123,15 +125,15 @@ type Couplings<'w, 's> = Query<
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn write_back(
     ticks: bevy_ecs::system::SystemChangeTick,
-    mut last: ResMut<crate::LastWriteBack>,
+    mut book: ResMut<crate::Book>,
     roots: Query<&DrivelineCache>,
     listed: Query<(Entity, &DrivelineCache, Has<crate::vehicle::VehicleController>)>,
     mut index: Local<RootIndex>,
     mut parts: ParamSet<(Bodies, Couplings, FleetParts)>,
     mut heat: Query<(Entity, &PartOf, &PartSlot, &mut HeatPortState), Without<SkipWriteBack>>,
-    book: Res<crate::Book>,
 ) {
-    last.0 = ticks.this_run();
+    book.last_write_back = ticks.this_run();
+    let book = &*book;
     let roots = &roots;
     write_heat_ports(roots, &mut heat);
     let drivelines = roots.iter().len();
@@ -148,7 +150,7 @@ pub(crate) fn write_back(
             if !fused || others {
                 let mut fleet = parts.p2();
                 fleet.prepare();
-                write_back_fleet(&listed, fused, &fleet, &book);
+                write_back_fleet(&listed, fused, &fleet, book);
             }
             return;
         }
@@ -170,7 +172,7 @@ pub(crate) fn write_back(
     let mut parts = parts.p2();
     parts.prepare();
     for (root, cache, _) in &listed {
-        parts.write(root, cache, &book);
+        parts.write(root, cache, book);
     }
 }
 
@@ -358,8 +360,8 @@ pub(crate) fn send_messages(
     roots: Query<(Entity, &DrivelineCache)>,
     mut book: ResMut<crate::Book>,
     mut noted: Local<Vec<Entity>>,
-    mut modes: MessageWriter<FrictionModeChanged>,
-    mut rejected: MessageWriter<crate::DrivelineInputRejected>,
+    mut modes: crate::outbox::Outbox<'_, FrictionModeChanged>,
+    mut rejected: crate::outbox::Outbox<'_, crate::DrivelineInputRejected>,
 ) {
     book.notes.drain_into(&mut noted);
     noted.sort_unstable();

@@ -193,8 +193,8 @@ pub(crate) fn sync_networks(
     parts: Query<(Option<&Name>, &PartElement, Option<&Connections>)>,
     mut removed: RemovedComponents<PartElement>,
     mut detached: RemovedComponents<PartOf>,
-    mut failed: MessageWriter<DrivelineBuildFailed>,
-    mut rebuilt: MessageWriter<DrivelineRebuilt>,
+    mut failed: crate::outbox::Outbox<'_, DrivelineBuildFailed>,
+    mut rebuilt: crate::outbox::Outbox<'_, DrivelineRebuilt>,
     (mut book, mut touched, mut unbuilt, mut visit, mut lost): (
         ResMut<crate::Book>,
         Local<Vec<Entity>>,
@@ -363,23 +363,22 @@ fn build(spec: &NetworkSpec, old: Option<&Simulation>, driveline: &Driveline) ->
 #[allow(clippy::too_many_arguments, clippy::type_complexity)]
 pub(crate) fn hand_over(
     ticks: bevy_ecs::system::SystemChangeTick,
-    last: Res<crate::LastWriteBack>,
+    book: Res<crate::Book>,
     mut roots: Roots,
     mut parts: ParamSet<(
         crate::columns::AnyChanged<ClutchEngagement>,
         Query<(Entity, &PartOf, &PartSlot, &mut ClutchEngagement), Changed<ClutchEngagement>>,
     )>,
     fresh: Query<(), Added<PartSlot>>,
-    mut failed: MessageWriter<DrivelineBuildFailed>,
-    mut refused: MessageWriter<DrivelineEditRefused>,
-    fused: Res<crate::FusedVehicleSteps>,
+    mut failed: crate::outbox::Outbox<'_, DrivelineBuildFailed>,
+    mut refused: crate::outbox::Outbox<'_, DrivelineEditRefused>,
 ) {
     apply_inputs(&mut roots, &mut failed);
     // The actuators' and the step's own writes change engagements every tick, so `Changed`
     // matches many: a pass over the change ticks first says whether any was written after
     // the last write-back (nearly never), before the query's pass over them.
-    if parts.p0().any_after_all(&[last.0]) {
-        apply_engagements(ticks, &last, &mut roots, &mut parts.p1(), &fresh, &mut refused, fused.is_fused());
+    if parts.p0().any_after_all(&[book.last_write_back]) {
+        apply_engagements(ticks, book.last_write_back, &mut roots, &mut parts.p1(), &fresh, &mut refused, book.fused);
     }
 }
 
@@ -391,7 +390,7 @@ type Roots<'w, 's> = Query<
 >;
 
 /// The inputs part of [`hand_over`].
-fn apply_inputs(roots: &mut Roots, failed: &mut MessageWriter<DrivelineBuildFailed>) {
+fn apply_inputs(roots: &mut Roots, failed: &mut crate::outbox::Outbox<'_, DrivelineBuildFailed>) {
     for (root, inputs, mut cache, mut overrides) in roots.iter_mut() {
         // Most roots have no inputs: their caches are not touched (nor marked changed).
         if inputs.0.is_empty() {
@@ -423,16 +422,16 @@ fn apply_inputs(roots: &mut Roots, failed: &mut MessageWriter<DrivelineBuildFail
 /// `driveline_core::vehicle::VehicleControl::step_with`).
 fn apply_engagements(
     ticks: bevy_ecs::system::SystemChangeTick,
-    last: &crate::LastWriteBack,
+    last: bevy_ecs::change_detection::Tick,
     roots: &mut Roots,
     parts: &mut Query<(Entity, &PartOf, &PartSlot, &mut ClutchEngagement), Changed<ClutchEngagement>>,
     fresh: &Query<(), Added<PartSlot>>,
-    refused: &mut MessageWriter<DrivelineEditRefused>,
+    refused: &mut crate::outbox::Outbox<'_, DrivelineEditRefused>,
     fused: bool,
 ) {
     for (entity, part_of, &PartSlot(k), mut engagement) in parts.iter_mut() {
         // Parts just built start from their components' values; a spawn is not a write.
-        if fresh.contains(entity) || !engagement.last_changed().is_newer_than(last.0, ticks.this_run()) {
+        if fresh.contains(entity) || !engagement.last_changed().is_newer_than(last, ticks.this_run()) {
             continue;
         }
         let Ok((_, _, mut cache, overrides)) = roots.get_mut(part_of.0) else { continue };
@@ -480,8 +479,7 @@ fn apply_engagements(
 /// writes: their start values come from their typed components.
 pub(crate) fn write_states(
     ticks: bevy_ecs::system::SystemChangeTick,
-    last: Res<crate::LastWriteBack>,
-    mut taken: ResMut<crate::StatesTaken>,
+    mut book: ResMut<crate::Book>,
     mut roots: Query<&mut DrivelineCache>,
     written: Query<
         (Entity, Ref<BodyState>),
@@ -489,16 +487,17 @@ pub(crate) fn write_states(
     >,
     parts: Query<(&PartOf, &PartSlot)>,
     fresh: Query<(), Added<PartSlot>>,
-    mut adjusted: MessageWriter<StateWriteAdjusted>,
-    mut refused: MessageWriter<DrivelineEditRefused>,
+    mut adjusted: crate::outbox::Outbox<'_, StateWriteAdjusted>,
+    mut refused: crate::outbox::Outbox<'_, DrivelineEditRefused>,
     (mut writes, any_written): (Local<Vec<(Entity, usize, Entity, BodyState)>>, crate::columns::AnyChanged<BodyState>),
 ) {
     writes.clear();
-    let (now, since) = (ticks.this_run(), std::mem::replace(&mut taken.0, ticks.this_run()));
+    let (now, since) = (ticks.this_run(), std::mem::replace(&mut book.states_taken, ticks.this_run()));
+    let last = book.last_write_back;
     // Every moving body's state changes each tick (the write-back's), so `Changed` matches them
     // all: a pass over the change ticks first says whether any was written after the last
     // write-back and after the last take (nearly never), before the query's pass over them.
-    if !any_written.any_after_all(&[last.0, since]) {
+    if !any_written.any_after_all(&[last, since]) {
         return;
     }
     for (entity, state) in &written {
@@ -508,7 +507,7 @@ pub(crate) fn write_states(
         // start values. (The part's slot is read only then: the write-back changes every
         // moving body's state each tick.)
         let changed = state.last_changed();
-        if !changed.is_newer_than(last.0, now) || !changed.is_newer_than(since, now) || fresh.contains(entity) {
+        if !changed.is_newer_than(last, now) || !changed.is_newer_than(since, now) || fresh.contains(entity) {
             continue;
         }
         let Ok((part_of, &PartSlot(k))) = parts.get(entity) else { continue };

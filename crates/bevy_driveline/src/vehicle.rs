@@ -817,7 +817,7 @@ pub fn control_vehicles(
     )>,
     components: ControllerComponents,
     contacts: Query<Ref<crate::chassis::WheelContact>>,
-    mut refused: MessageWriter<crate::DrivelineEditRefused>,
+    mut refused: crate::outbox::Outbox<'_, crate::DrivelineEditRefused>,
     mut refusals: Local<std::sync::Mutex<Vec<crate::DrivelineEditRefused>>>,
     fused: Res<crate::FusedVehicleSteps>,
 ) {
@@ -891,15 +891,14 @@ fn take_contacts(
 /// value written earlier in the tick, which is left as written.
 pub(crate) fn actuate_vehicles(
     ticks: bevy_ecs::system::SystemChangeTick,
-    last: Res<crate::LastWriteBack>,
+    book: Res<crate::Book>,
     mut roots: Query<(&mut VehicleController, &mut DrivelineCache)>,
     mut engagements: Query<&mut crate::ClutchEngagement, Without<crate::SkipWriteBack>>,
     mut changed: Local<crate::Notes<(Entity, f64)>>,
     mut list: Local<Vec<(Entity, f64)>>,
-    fused: Res<crate::FusedVehicleSteps>,
 ) {
     // The step actuates (see `control_vehicles`).
-    if fused.is_fused() {
+    if book.fused {
         return;
     }
     let sink = &*changed;
@@ -931,7 +930,7 @@ pub(crate) fn actuate_vehicles(
     for (part, u) in list.drain(..) {
         if let Ok(mut e) = engagements.get_mut(part)
             && e.0.to_bits() != u.to_bits()
-            && !e.last_changed().is_newer_than(last.0, ticks.this_run())
+            && !e.last_changed().is_newer_than(book.last_write_back, ticks.this_run())
         {
             e.0 = u;
         }
@@ -960,7 +959,8 @@ type RootItem<'a> = (
 /// in `Control` (its controllers were built in this tick's `Solve`, a snapshot was restored
 /// since, or every vehicle's when the phases run in the step: [`crate::FusedVehicleSteps`])
 /// takes the whole chain here. Failures are reported in entity order; then
-/// the step's vehicle events as [`VehicleMessage`]s, vehicle by vehicle in entity order.
+/// the step's vehicle events as [`VehicleMessage`]s, vehicle by vehicle in entity order. Then
+/// the drivelines that are not vehicles step (`solve::step_drivelines`).
 pub(crate) fn step_vehicles(
     time: Res<bevy_time::Time>,
     mut roots: Query<(
@@ -978,16 +978,17 @@ pub(crate) fn step_vehicles(
     )>,
     components: ControllerComponents,
     (contacts, mut wheel_forces): (Query<Ref<crate::chassis::WheelContact>>, Query<&mut crate::chassis::WheelForces>),
-    mut failed: MessageWriter<DrivelineStepFailed>,
-    mut messages: MessageWriter<VehicleMessage>,
+    mut failed: crate::outbox::Outbox<'_, DrivelineStepFailed>,
+    mut messages: crate::outbox::Outbox<'_, VehicleMessage>,
     mut failures: Local<std::sync::Mutex<Vec<DrivelineStepFailed>>>,
     (mut refused, mut refusals): (
-        MessageWriter<crate::DrivelineEditRefused>,
+        crate::outbox::Outbox<'_, crate::DrivelineEditRefused>,
         Local<std::sync::Mutex<Vec<crate::DrivelineEditRefused>>>,
     ),
     (mut noted, mut noted_list): (Local<crate::Notes<Entity>>, Local<Vec<Entity>>),
     (book, mut parts_of): (Res<crate::Book>, crate::solve::FleetParts),
     (mut hints, mut split): (ResMut<crate::CacheHints>, Local<crate::columns::Split>),
+    (mut others, mut other_failures): (crate::solve::OtherRoots, Local<std::sync::Mutex<Vec<DrivelineStepFailed>>>),
 ) {
     let notes = &*book;
     // A fleet writes each vehicle's parts right after its step, while its simulation is in the
@@ -1145,4 +1146,6 @@ pub(crate) fn step_vehicles(
             }
         }
     }
+    // Then the drivelines that are not vehicles.
+    crate::solve::step_drivelines(time.delta_secs_f64(), &mut others, &mut failed, &mut other_failures, &book);
 }
