@@ -456,6 +456,51 @@ fn fleets_parts_hold_the_core_state(phased: bool) {
     assert_eq!(app.world().resource::<FusedVehicleSteps>().is_fused(), !phased);
 }
 
+/// The write-back keeps each part table's columns from tick to tick until the table grows:
+/// cars spawned after the first ticks (the part tables grown, their columns reallocated) have their
+/// parts written, and so has the first car still, each as its core twin driven alike computes
+/// them, bit for bit. One car first (the write-back on the calling thread), then 40 (the
+/// vehicles' parallel step).
+#[test]
+fn parts_are_written_where_their_tables_moved_when_cars_were_spawned() {
+    use driveline::core::vehicle::{Road, Vehicle};
+    let (first_core, mut app, mut roots) = sedan_fleet(1, false);
+    let mut cores = vec![first_core];
+    let input = driveline::core::DriverInput { brake: 0.0, throttle: 0.6, ..held_in_drive() };
+    for k in 0..400 {
+        if k == 150 {
+            for _ in 0..40 {
+                let spec = cores[0].spec().clone();
+                let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/vehicles/sedan_8hp.ron");
+                cores.push(Vehicle::load(&path).unwrap());
+                roots.push(spawn_vehicle(app.world_mut(), spec, Road::Body).unwrap());
+            }
+        }
+        for (core, &root) in cores.iter_mut().zip(&roots) {
+            core.step(&input, 1e-3).unwrap();
+            app.world_mut().get_mut::<VehicleInput>(root).unwrap().0 = input;
+        }
+        fixed_step(&mut app, Duration::from_millis(1));
+    }
+    let bits = |x: f64| x.to_bits();
+    let world = app.world();
+    for (core, &root) in cores.iter().zip(&roots) {
+        let (sim, cache) = (core.simulation(), world.get::<driveline::bevy::DrivelineCache>(root).unwrap());
+        assert!(core.telemetry().speed > 0.1, "every car is under way");
+        for k in 0..sim.network().elements.len() {
+            let part = cache.part(k).unwrap();
+            if let Some((angle, speed)) = sim.body_state(k) {
+                let b = world.get::<BodyState>(part).unwrap();
+                assert_eq!((bits(b.angle), bits(b.speed)), (bits(angle), bits(speed)), "element {k}");
+            } else if let Some((phi_rel, w_rel)) = sim.element_relative(k) {
+                let c = world.get::<CouplingState>(part).unwrap();
+                assert_eq!((bits(c.phi_rel), bits(c.w_rel)), (bits(phi_rel), bits(w_rel)), "element {k}");
+                assert_eq!(bits(c.torque), bits(sim.element_torque(k)), "element {k}");
+            }
+        }
+    }
+}
+
 /// A fleet's car whose parts are all marked `SkipWriteBack` is left out of the write-back
 /// without a pass over its elements; a mark removed from one of its parts has that part written
 /// from the next step (the other parts still left alone), all marks removed, every part, and

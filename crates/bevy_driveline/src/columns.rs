@@ -114,7 +114,15 @@ struct TableColumns {
     rows: usize,
     /// Whether the table's parts are marked [`SkipWriteBack`] (then the columns are none).
     skip: bool,
+    /// The table's capacity when its columns were found ([`UNFOUND`]: not yet): its columns
+    /// and entities stay where they are until it grows ([`FleetParts::prepare`]).
+    capacity: usize,
+    /// Whether this tick's `prepare` found the columns (they are kept from now on).
+    found_now: bool,
 }
+
+/// [`TableColumns::capacity`] of columns not found yet (no table has it).
+const UNFOUND: usize = usize::MAX;
 
 impl TableColumns {
     /// A table with no part states to write, whose rows hold `entities`.
@@ -126,6 +134,8 @@ impl TableColumns {
             entities: entities.as_ptr(),
             rows: entities.len(),
             skip: false,
+            capacity: UNFOUND,
+            found_now: false,
         }
     }
 
@@ -232,7 +242,11 @@ unsafe impl SystemParam for FleetParts<'_, '_> {
 impl FleetParts<'_, '_> {
     /// Finds the state columns of every table that holds part states for this tick's writes
     /// (tables with parts marked [`SkipWriteBack`] get none; the other tables have no rows
-    /// here). Once a tick, on the calling thread: the columns move as their tables grow.
+    /// here). Once a tick, on the calling thread. A table's columns move only when it grows
+    /// (Bevy reallocates them with its entities' list, whose capacity is the table's): the
+    /// columns of a table whose capacity is what it was when they were found are kept, and
+    /// only its row count is read again (a look-up of each column searches the table's column
+    /// set, some 40 instructions a table a tick).
     pub(crate) fn prepare(&mut self) {
         let [body, coupling, engagement, skip] = self.state.ids;
         // SAFETY: the world is only read here, and the columns found are only used under this
@@ -246,15 +260,22 @@ impl FleetParts<'_, '_> {
         // coupling and engagement columns, added to the entry of a table the first pass filled
         // (a part with both states) rather than over it. Only the columns a list needs: each
         // look-up searches the table's column set.
+        let mut found = false;
         for (list, with) in state.with_state.iter_mut().enumerate() {
             with.refresh(&world.tables);
             for &id in &with.list {
                 let Some(table) = world.tables.get(id) else { continue };
                 let columns = &mut state.tables[id.as_usize()];
+                if columns.capacity == table.capacity() {
+                    columns.rows = table.entity_count() as usize;
+                    continue;
+                }
+                found = true;
                 if list == 0 || !table.has_column(body) {
                     *columns = TableColumns::none(table.entities());
                     columns.skip = table.has_column(skip);
                 }
+                columns.found_now = true;
                 if columns.skip {
                     continue;
                 }
@@ -267,6 +288,15 @@ impl FleetParts<'_, '_> {
                         columns.engagement = Column::of(table, engagement);
                     }
                 }
+            }
+        }
+        // The columns found this tick are kept from now on (after both lists: a table in both
+        // gets its body column in the first, its coupling columns in the second).
+        if found {
+            for (k, columns) in state.tables.iter_mut().enumerate().filter(|(_, c)| c.found_now) {
+                columns.found_now = false;
+                let table = world.tables.get(bevy_ecs::storage::TableId::from_usize(k));
+                columns.capacity = table.map_or(UNFOUND, |t| t.capacity());
             }
         }
     }
@@ -836,6 +866,35 @@ mod tests {
             |item: &Item| log[item.0].lock().unwrap().push(usize::MAX),
         );
         log.into_iter().map(|entry| entry.into_inner().unwrap()).collect()
+    }
+
+    /// `prepare` keeps a table's columns while the table keeps its capacity, and finds them
+    /// again when it grows: after every growth the columns it holds are the table's own.
+    #[test]
+    fn prepared_columns_follow_their_table_as_it_grows() {
+        let mut world = World::new();
+        let mut state = bevy_ecs::system::SystemState::<FleetParts>::new(&mut world);
+        let mut capacities = Vec::new();
+        for n in 0..200 {
+            world.spawn((BodyState { angle: 0.0, speed: n as f64 }, crate::Inertia { j: 1.0, ..Default::default() }));
+            let mut parts = state.get_mut(&mut world).unwrap();
+            parts.prepare();
+            let kept = parts.state.tables.clone();
+            let id = world.register_component::<BodyState>();
+            let tables = &world.storages().tables;
+            let (k, table) = tables.iter().enumerate().find(|(_, t)| t.has_column(id)).expect("a table of bodies");
+            let column = table.get_column(id).unwrap();
+            // SAFETY: the column is `BodyState`'s; the world is not changed while it is read.
+            let data = unsafe { column.get_data_slice::<BodyState>(table.entity_count() as usize) };
+            let cached = &kept[k];
+            assert_eq!(cached.capacity, table.capacity(), "after {n} spawns");
+            assert_eq!(cached.rows, n + 1);
+            assert_eq!(cached.body.data, data.as_ptr(), "after {n} spawns");
+            assert_eq!(cached.entities, table.entities().as_ptr(), "after {n} spawns");
+            capacities.push(table.capacity());
+        }
+        capacities.dedup();
+        assert!(capacities.len() > 3, "the table grew a few times: {capacities:?}");
     }
 
     /// The change-tick scan says what `Tick::is_newer_than` says of some tick, on every path
