@@ -11,8 +11,11 @@ if command -v apt-get >/dev/null && [ "$(id -u)" = 0 ] && ! dpkg -s $need >/dev/
   apt-get update -qq && apt-get install -y -qq $need >/dev/null
 fi
 # The windowed example car (full Bevy renderer) is checked by clippy in CI, not built here.
+start=$(date +%s)
 cargo test --workspace --exclude driveline_car --exclude driveline_avian_car --locked
+echo "test.sh: tests done at $(( $(date +%s) - start )) s"
 cargo test --benches --locked
+echo "test.sh: benches done at $(( $(date +%s) - start )) s"
 # The plugin's headless examples, which check what they print (a run is a few seconds each).
 for example in coupled_clutches inspector_tweaks launch_control custom_shift_strategy; do
   cargo run --locked --quiet --example "$example" >/dev/null
