@@ -41,14 +41,13 @@ pub(crate) fn step_drivelines(
         return;
     }
     let sink = &*failures;
-    let notes = book;
     let step = |(root, mut cache): (Entity, Mut<DrivelineCache>)| {
         let Some(sim) = cache.sim.as_mut() else { return };
         if let Err(e) = sim.step(dt) {
             let f = DrivelineStepFailed { driveline: root, message: e.to_string() };
             sink.lock().unwrap_or_else(|p| p.into_inner()).push(f);
         }
-        notes.note(root, sim);
+        book.note(root, sim);
     };
     if roots.iter().len() < PARALLEL_DRIVELINES {
         roots.iter_mut().for_each(step);
