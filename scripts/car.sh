@@ -9,7 +9,7 @@
 #
 # `--headless` runs it under Xvfb with Mesa's software Vulkan (no GPU, no display needed);
 # `--avian` runs examples/avian_car instead (the two options first, in either order).
-# The first build compiles Bevy's renderer: about 25 minutes on 2 cores.
+# The first build compiles Bevy's renderer: about 17 minutes on 2 cores (the avian car about 19).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 headless=0
