@@ -629,12 +629,18 @@ pub(crate) struct TablesWith {
     seen: usize,
     /// The tables (of the first `seen`) with a column of the component.
     list: Vec<bevy_ecs::storage::TableId>,
+    /// For each table of `list`, its capacity and the address of its column's change ticks when
+    /// last found (`usize::MAX`: not found yet). A table's columns move only when it grows, as
+    /// [`FleetParts::prepare`] keeps them: a scan then reads the table's capacity and row count
+    /// (one line) instead of searching its column set (a line of its sparse index and one of the
+    /// column's, for each column a tick: docs/performance.md).
+    kept: Vec<[std::sync::atomic::AtomicUsize; 2]>,
 }
 
 impl TablesWith {
     /// No table looked at yet.
     pub(crate) fn new(id: ComponentId) -> Self {
-        Self { id, seen: 0, list: Vec::new() }
+        Self { id, seen: 0, list: Vec::new(), kept: Vec::new() }
     }
 
     /// Looks at the tables added since the last refresh.
@@ -643,10 +649,12 @@ impl TablesWith {
             // (Not a world Bevy makes; start over rather than trust the list.)
             self.seen = 0;
             self.list.clear();
+            self.kept.clear();
         }
         for (k, table) in tables.iter().enumerate().skip(self.seen) {
             if table.has_column(self.id) {
                 self.list.push(bevy_ecs::storage::TableId::from_usize(k));
+                self.kept.push([usize::MAX.into(), 0.into()]);
             }
         }
         self.seen = tables.len();
@@ -679,10 +687,20 @@ impl TablesWith {
     /// The caller holds read access to the component (a system parameter declaring it, or the
     /// whole world), so no one writes its change ticks meanwhile.
     unsafe fn any_younger(&self, tables: &bevy_ecs::storage::Tables, this_run: Tick, since_system: u32) -> bool {
+        use std::sync::atomic::Ordering::Relaxed;
         let now = this_run.get();
-        self.list.iter().any(|&table| {
-            let Some(ticks) = tables.get(table).and_then(|t| t.get_changed_ticks_slice_for(self.id)) else {
-                return false;
+        self.list.iter().zip(&self.kept).any(|(&table, [capacity, at])| {
+            let Some(t) = tables.get(table) else { return false };
+            let rows = t.entity_count() as usize;
+            let ticks = if capacity.load(Relaxed) == t.capacity() {
+                // SAFETY: the column's change ticks found at this capacity, which the table still
+                // has: they have not moved, and they hold a tick for each of its `rows` rows.
+                unsafe { std::slice::from_raw_parts(at.load(Relaxed) as *const UnsafeCell<Tick>, rows) }
+            } else {
+                let Some(ticks) = t.get_changed_ticks_slice_for(self.id) else { return false };
+                capacity.store(t.capacity(), Relaxed);
+                at.store(ticks.as_ptr() as usize, Relaxed);
+                ticks
             };
             // SAFETY: the caller's promise.
             unsafe { any_younger(ticks, now, since_system) }
@@ -891,6 +909,36 @@ mod tests {
             assert_eq!(cached.rows, n + 1);
             assert_eq!(cached.body.data, data.as_ptr(), "after {n} spawns");
             assert_eq!(cached.entities, table.entities().as_ptr(), "after {n} spawns");
+            capacities.push(table.capacity());
+        }
+        capacities.dedup();
+        assert!(capacities.len() > 3, "the table grew a few times: {capacities:?}");
+    }
+
+    /// A scan keeps a table's change-tick column while the table keeps its capacity, and finds it
+    /// again when the table grows: after every growth it reads the table's own ticks (the newest
+    /// row's change is seen, and nothing once it is older than the last run).
+    #[test]
+    fn kept_change_ticks_follow_their_table_as_it_grows() {
+        use std::sync::atomic::Ordering::Relaxed;
+        let mut world = World::new();
+        let id = world.register_component::<BodyState>();
+        let mut scan = TablesWith::new(id);
+        let mut capacities = Vec::new();
+        for n in 0..200 {
+            let before = world.change_tick();
+            world.increment_change_tick();
+            world.spawn(BodyState { angle: 0.0, speed: n as f64 });
+            let now = world.change_tick();
+            scan.refresh(&world.storages().tables);
+            assert!(scan.any_changed(&world, before, now), "the newest row after {n} spawns");
+            assert!(!scan.any_changed(&world, now, now), "no row changed after the last run, {n} spawns");
+            let tables = &world.storages().tables;
+            let (k, table) = tables.iter().enumerate().find(|(_, t)| t.has_column(id)).expect("a table of bodies");
+            let at = scan.list.iter().position(|t| t.as_usize() == k).expect("the table listed");
+            let ticks = table.get_changed_ticks_slice_for(id).expect("the column");
+            assert_eq!(scan.kept[at][0].load(Relaxed), table.capacity(), "after {n} spawns");
+            assert_eq!(scan.kept[at][1].load(Relaxed), ticks.as_ptr() as usize, "after {n} spawns");
             capacities.push(table.capacity());
         }
         capacities.dedup();
